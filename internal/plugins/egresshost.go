@@ -1,0 +1,111 @@
+package plugins
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"golang.org/x/net/idna"
+)
+
+// DefaultEgressPort is the port of an egress host written without one.
+const DefaultEgressPort = 443
+
+// maxEgressHostLen bounds the input CanonicalEgressHost reads.
+const maxEgressHostLen = 300
+
+// CanonicalEgressHost turns an egress host as written (host or host:port) into
+// its canonical form "host:port": lower-case ASCII, labels in other scripts in
+// their xn-- form, port 443 when none is written. It refuses IP literals,
+// wildcards, single-label names, a trailing dot and bad ports, because the
+// proxy, not the plugin, resolves names (D-32). The proxy applies the same
+// function to CONNECT targets, so both sides compare one form.
+func CanonicalEgressHost(s string) (string, error) {
+	if s == "" {
+		return "", fmt.Errorf("%w: empty", ErrInvalidEgressHost)
+	}
+	if len(s) > maxEgressHostLen {
+		return "", fmt.Errorf("%w: longer than %d bytes", ErrInvalidEgressHost, maxEgressHostLen)
+	}
+	if strings.HasPrefix(s, "[") {
+		return "", fmt.Errorf("%w: %q is an IP literal; name a host", ErrInvalidEgressHost, s)
+	}
+	host, port := s, DefaultEgressPort
+	if h, p, ok := strings.Cut(s, ":"); ok {
+		n, err := parsePort(p)
+		if err != nil {
+			return "", fmt.Errorf("%w: %q: %v", ErrInvalidEgressHost, s, err)
+		}
+		host, port = h, n
+	}
+	canon, err := canonicalHostname(host)
+	if err != nil {
+		return "", fmt.Errorf("%w: %q: %v", ErrInvalidEgressHost, s, err)
+	}
+	return canon + ":" + strconv.Itoa(port), nil
+}
+
+// parsePort reads a decimal port 1 to 65535 with no sign or leading zero.
+func parsePort(p string) (int, error) {
+	if p == "" || len(p) > 5 || p[0] == '0' {
+		return 0, fmt.Errorf("port %q is not 1 to 65535", p)
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] < '0' || p[i] > '9' {
+			return 0, fmt.Errorf("port %q is not 1 to 65535", p)
+		}
+	}
+	n, _ := strconv.Atoi(p)
+	if n > 65535 {
+		return 0, fmt.Errorf("port %q is not 1 to 65535", p)
+	}
+	return n, nil
+}
+
+// canonicalHostname maps a hostname to lower-case ASCII with IDNA (UTS #46,
+// non-transitional, as browsers resolve) and checks what the proxy needs.
+func canonicalHostname(host string) (string, error) {
+	switch {
+	case host == "":
+		return "", fmt.Errorf("empty host")
+	case strings.HasSuffix(host, "."):
+		return "", fmt.Errorf("trailing dot")
+	case strings.Contains(host, "*"):
+		return "", fmt.Errorf("wildcards are not allowed")
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return "", fmt.Errorf("IP literals are not allowed; name a host")
+	}
+	ascii, err := idna.Lookup.ToASCII(host)
+	if err != nil {
+		return "", fmt.Errorf("not a valid hostname: %v", err)
+	}
+	labels := strings.Split(ascii, ".")
+	if len(labels) < 2 {
+		return "", fmt.Errorf("single-label names are not allowed; use a fully qualified name")
+	}
+	for _, l := range labels {
+		if !isDNSLabel(l, 63) {
+			return "", fmt.Errorf("label %q is not a DNS label", l)
+		}
+	}
+	if allDigits(labels[len(labels)-1]) {
+		// Numeric top-level labels are how IPv4 shorthand (127.1, 0x7f.1 is
+		// refused above as non-LDH) would slip past: no real TLD is numeric.
+		return "", fmt.Errorf("numeric top-level label; IP addresses are not allowed")
+	}
+	if len(ascii) > 253 {
+		return "", fmt.Errorf("longer than 253 bytes")
+	}
+	return ascii, nil
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}

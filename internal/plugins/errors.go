@@ -1,0 +1,93 @@
+package plugins
+
+import (
+	"errors"
+	"strings"
+)
+
+// Sentinel errors. Every validation problem wraps one of these inside a
+// *FieldError, so callers can test the rule with errors.Is and still show the
+// field path to a person.
+var (
+	// ErrRequired: a field that must be set is empty.
+	ErrRequired = errors.New("required")
+	// ErrInvalidName: not a DNS label starting with a letter, or too long.
+	ErrInvalidName = errors.New("invalid name")
+	// ErrInvalidCapability: a capability other than connector or view.
+	ErrInvalidCapability = errors.New("unknown capability")
+	// ErrDuplicate: a list names the same entry twice.
+	ErrDuplicate = errors.New("duplicate entry")
+	// ErrInvalidEgressHost: not a canonical host[:port] the proxy can resolve.
+	ErrInvalidEgressHost = errors.New("invalid egress host")
+	// ErrInvalidSecretName: not a valid Kubernetes Secret name.
+	ErrInvalidSecretName = errors.New("invalid secret name")
+	// ErrInvalidMountPath: not absolute and clean, "/", overlapping another
+	// mount or reaching into /var/run/secrets.
+	ErrInvalidMountPath = errors.New("invalid mount path")
+	// ErrInvalidDataTier: not 1 to 32 letters, digits, '-' or '_'.
+	ErrInvalidDataTier = errors.New("invalid data tier")
+	// ErrInvalidJSON: config or config schema is not a single JSON value.
+	ErrInvalidJSON = errors.New("invalid JSON")
+	// ErrInvalidImage: not repository@sha256:<64 lower-case hex> (D-17).
+	ErrInvalidImage = errors.New("invalid image reference")
+	// ErrUnknownSecret: a grant binds a Secret slot the request does not name.
+	ErrUnknownSecret = errors.New("unknown secret slot")
+	// ErrInvalidSigner: a signer identity is malformed.
+	ErrInvalidSigner = errors.New("invalid signer")
+	// ErrInvalidAllowList: an allow-list document is not in canonical form.
+	ErrInvalidAllowList = errors.New("invalid allow-list")
+	// ErrInvalidSigningKey: a signing key set holds something other than RSA
+	// or EC public keys with key IDs.
+	ErrInvalidSigningKey = errors.New("invalid signing key")
+	// ErrInvalidCatalog: the catalog file cannot be read strictly.
+	ErrInvalidCatalog = errors.New("invalid catalog")
+	// ErrInvalidLabel: the signed manifest label cannot be read strictly.
+	ErrInvalidLabel = errors.New("invalid manifest label")
+
+	// ErrNoCapabilityGranted: no requested capability is granted, so the
+	// plugin has nothing it may do and does not run.
+	ErrNoCapabilityGranted = errors.New("no requested capability is granted")
+)
+
+// FieldError is one validation problem: the path of the field it concerns
+// (such as "manifest.egress[1]"), what was wrong, and the rule it broke as a
+// wrapped sentinel.
+type FieldError struct {
+	// Field is the dotted path of the offending field.
+	Field string
+	// Err is the sentinel of the rule that was broken.
+	Err error
+	// Detail says, for a person, what was wrong. It never holds a secret.
+	Detail string
+}
+
+// Error reads "field: rule: detail".
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Field)
+	b.WriteString(": ")
+	b.WriteString(e.Err.Error())
+	if e.Detail != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Detail)
+	}
+	return b.String()
+}
+
+// Unwrap returns the sentinel, for errors.Is.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// fieldErrors collects problems in the order found so Validate can return
+// them all at once.
+type fieldErrors []error
+
+func (fe *fieldErrors) add(field string, sentinel error, detail string) {
+	*fe = append(*fe, &FieldError{Field: field, Err: sentinel, Detail: detail})
+}
+
+func (fe fieldErrors) err() error {
+	if len(fe) == 0 {
+		return nil
+	}
+	return errors.Join(fe...)
+}

@@ -1,0 +1,294 @@
+package plugins
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+)
+
+// MaxEgressHosts caps a manifest's or grant's egress list, as the CRD does.
+const MaxEgressHosts = 64
+
+// tokenDir is where the projected ServiceAccount tokens live; no Secret may be
+// mounted over or under it.
+const tokenDir = "/var/run/secrets"
+
+// Validate checks the plugin: its name, image reference, manifest and config.
+// It returns every problem at once, joined, each a *FieldError.
+func (p Plugin) Validate() error {
+	var errs fieldErrors
+	if err := ValidateName(p.Name); err != nil {
+		errs.add("name", sentinelOf(err), detailOf(err))
+	}
+	if _, err := ParseImageRef(p.Image); err != nil {
+		errs.add("image", ErrInvalidImage, detailOf(err))
+	}
+	errs = append(errs, p.Manifest.validate("manifest")...)
+	if len(bytes.TrimSpace(p.Config)) > 0 {
+		if err := checkJSONObject(p.Config); err != nil {
+			errs.add("config", ErrInvalidJSON, err.Error())
+		}
+	}
+	return errs.err()
+}
+
+// Validate checks the manifest against the rules of D-11 and D-42: known
+// capabilities, canonical egress hosts, valid Secret slots and mount paths,
+// data tier names and a JSON config schema. Field paths start with "manifest".
+func (m Manifest) Validate() error { return m.validate("manifest").err() }
+
+func (m Manifest) validate(prefix string) fieldErrors {
+	var errs fieldErrors
+	if len(m.Capabilities) == 0 {
+		errs.add(prefix+".capabilities", ErrRequired, "at least one capability")
+	}
+	errs = append(errs, validateCapabilities(prefix+".capabilities", m.Capabilities)...)
+	errs = append(errs, validateEgress(prefix+".egress", m.Egress)...)
+	errs = append(errs, validateSecretMounts(prefix+".secrets", m.Secrets)...)
+	errs = append(errs, validateDataTiers(prefix+".dataTiers", m.DataTiers)...)
+	if len(m.ConfigSchema) > 0 {
+		if err := checkJSONSchemaShape(m.ConfigSchema); err != nil {
+			errs.add(prefix+".configSchema", ErrInvalidJSON, err.Error())
+		}
+	}
+	return errs
+}
+
+// Validate checks the grant: the plugin name it approves and every list it
+// holds. Field paths start with "grant". A grant may approve more than the
+// plugin requests; Effective ignores the excess (D-16).
+func (g Grant) Validate() error {
+	var errs fieldErrors
+	if err := ValidateName(g.Name); err != nil {
+		errs.add("grant.name", sentinelOf(err), detailOf(err))
+	}
+	errs = append(errs, validateCapabilities("grant.capabilities", g.Capabilities)...)
+	errs = append(errs, validateEgress("grant.egress", g.Egress)...)
+	seen := map[string]int{}
+	for i, s := range g.Secrets {
+		field := fmt.Sprintf("grant.secrets[%d]", i)
+		if !isDNSSubdomain(s.Name) {
+			errs.add(field+".name", ErrInvalidSecretName, fmt.Sprintf("%q is not a Kubernetes Secret name", s.Name))
+		} else if j, dup := seen[s.Name]; dup {
+			errs.add(field+".name", ErrDuplicate, fmt.Sprintf("%q already granted at secrets[%d]", s.Name, j))
+		} else {
+			seen[s.Name] = i
+		}
+		if s.SecretName != "" && !isDNSSubdomain(s.SecretName) {
+			errs.add(field+".secretName", ErrInvalidSecretName, fmt.Sprintf("%q is not a Kubernetes Secret name", s.SecretName))
+		}
+	}
+	errs = append(errs, validateDataTiers("grant.dataTiers", g.DataTiers)...)
+	return errs.err()
+}
+
+func validateCapabilities(field string, caps []Capability) fieldErrors {
+	var errs fieldErrors
+	seen := map[Capability]int{}
+	for i, c := range caps {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if !knownCapability(c) {
+			errs.add(f, ErrInvalidCapability, fmt.Sprintf("%q (want %q or %q)", c, CapabilityConnector, CapabilityView))
+			continue
+		}
+		if j, dup := seen[c]; dup {
+			errs.add(f, ErrDuplicate, fmt.Sprintf("%q already listed at [%d]", c, j))
+			continue
+		}
+		seen[c] = i
+	}
+	return errs
+}
+
+func validateEgress(field string, hosts []string) fieldErrors {
+	var errs fieldErrors
+	if len(hosts) > MaxEgressHosts {
+		errs.add(field, ErrInvalidEgressHost, fmt.Sprintf("%d hosts, at most %d", len(hosts), MaxEgressHosts))
+	}
+	seen := map[string]int{}
+	for i, h := range hosts {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		canon, err := CanonicalEgressHost(h)
+		if err != nil {
+			errs.add(f, ErrInvalidEgressHost, detailOf(err))
+			continue
+		}
+		if j, dup := seen[canon]; dup {
+			errs.add(f, ErrDuplicate, fmt.Sprintf("%q is %s, already listed at [%d]", h, canon, j))
+			continue
+		}
+		seen[canon] = i
+	}
+	return errs
+}
+
+func validateSecretMounts(field string, secrets []SecretMount) fieldErrors {
+	var errs fieldErrors
+	seen := map[string]int{}
+	for i, s := range secrets {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if !isDNSSubdomain(s.Name) {
+			errs.add(f+".name", ErrInvalidSecretName, fmt.Sprintf("%q is not a Kubernetes Secret name", s.Name))
+		} else if j, dup := seen[s.Name]; dup {
+			errs.add(f+".name", ErrDuplicate, fmt.Sprintf("%q already listed at [%d]", s.Name, j))
+		} else {
+			seen[s.Name] = i
+		}
+		if err := checkMountPath(s.MountPath); err != nil {
+			errs.add(f+".mountPath", ErrInvalidMountPath, err.Error())
+			continue
+		}
+		for j := 0; j < i; j++ {
+			if checkMountPath(secrets[j].MountPath) == nil && pathsOverlap(s.MountPath, secrets[j].MountPath) {
+				errs.add(f+".mountPath", ErrInvalidMountPath, fmt.Sprintf("%q overlaps %q at [%d]", s.MountPath, secrets[j].MountPath, j))
+				break
+			}
+		}
+	}
+	return errs
+}
+
+// checkMountPath requires an absolute, clean path other than "/" that stays
+// clear of the token directory.
+func checkMountPath(p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("empty")
+	case !path.IsAbs(p):
+		return fmt.Errorf("%q is not absolute", p)
+	case path.Clean(p) != p:
+		return fmt.Errorf("%q is not clean (want %q)", p, path.Clean(p))
+	case p == "/":
+		return fmt.Errorf("cannot mount over /")
+	case strings.ContainsAny(p, "\x00:"):
+		return fmt.Errorf("%q holds a NUL or ':'", p)
+	case pathsOverlap(p, tokenDir):
+		return fmt.Errorf("%q overlaps %s, where the tokens live", p, tokenDir)
+	}
+	return nil
+}
+
+// pathsOverlap reports whether one clean absolute path equals the other or
+// lies under it.
+func pathsOverlap(a, b string) bool {
+	if a == b {
+		return true
+	}
+	return strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/") || a == "/" || b == "/"
+}
+
+// maxDataTierLen bounds a data tier name.
+const maxDataTierLen = 32
+
+func validateDataTiers(field string, tiers []string) fieldErrors {
+	var errs fieldErrors
+	seen := map[string]int{}
+	for i, t := range tiers {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if !isDataTier(t) {
+			errs.add(f, ErrInvalidDataTier, fmt.Sprintf("%q is not 1 to %d letters, digits, '-' or '_'", t, maxDataTierLen))
+			continue
+		}
+		if j, dup := seen[t]; dup {
+			errs.add(f, ErrDuplicate, fmt.Sprintf("%q already listed at [%d]", t, j))
+			continue
+		}
+		seen[t] = i
+	}
+	return errs
+}
+
+func isDataTier(t string) bool {
+	if t == "" || len(t) > maxDataTierLen {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkJSONObject requires exactly one JSON object.
+func checkJSONObject(raw []byte) error {
+	v, err := decodeOneJSON(raw)
+	if err != nil {
+		return err
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return fmt.Errorf("config must be a JSON object")
+	}
+	return nil
+}
+
+// checkJSONSchemaShape requires one JSON value that can be a schema: an object
+// or a boolean. Whether it is a valid JSON Schema is the operator's check.
+func checkJSONSchemaShape(raw []byte) error {
+	v, err := decodeOneJSON(raw)
+	if err != nil {
+		return err
+	}
+	switch v.(type) {
+	case map[string]any, bool:
+		return nil
+	}
+	return fmt.Errorf("a JSON Schema must be an object or a boolean")
+}
+
+// decodeOneJSON decodes exactly one JSON value, keeping numbers exact, and
+// refuses trailing data.
+func decodeOneJSON(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("not JSON: %v", err)
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, fmt.Errorf("trailing data after the JSON value")
+	}
+	return v, nil
+}
+
+// wrappedSentinels are the sentinels the single-value checkers (ValidateName,
+// ParseImageRef, CanonicalEgressHost) wrap as "sentinel: detail".
+var wrappedSentinels = [...]error{ErrRequired, ErrInvalidName, ErrInvalidImage, ErrInvalidEgressHost}
+
+// sentinelOf returns the sentinel a helper's error wraps, for FieldError.Err.
+func sentinelOf(err error) error {
+	for _, s := range wrappedSentinels {
+		if errors.Is(err, s) {
+			return s
+		}
+	}
+	return err
+}
+
+// detailOf strips a leading sentinel text from err, since FieldError prints
+// the sentinel itself.
+func detailOf(err error) string {
+	s := err.Error()
+	for _, sen := range wrappedSentinels {
+		if rest, ok := strings.CutPrefix(s, sen.Error()); ok {
+			return strings.TrimPrefix(rest, ": ")
+		}
+	}
+	return s
+}
+
+// canonicalHosts returns the canonical, sorted, de-duplicated form of hosts,
+// dropping any that do not canonicalise. Callers validate first.
+func canonicalHosts(hosts []string) []string {
+	set := map[string]struct{}{}
+	for _, h := range hosts {
+		if c, err := CanonicalEgressHost(h); err == nil {
+			set[c] = struct{}{}
+		}
+	}
+	return sortedKeys(set)
+}

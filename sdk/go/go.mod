@@ -1,0 +1,3 @@
+module github.com/arkadiuss/openfief/sdk/go
+
+go 1.26
