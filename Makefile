@@ -15,8 +15,16 @@ all: build
 build: ## Build every package of every module.
 	@for m in $(MODULES); do (cd $$m && $(GO) build ./...); done
 
+.PHONY: controlplane
+controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and controller-gen into .bin/ (cached per user).
+	@hack/build-controlplane.sh
+
+.PHONY: cluster
+cluster: controlplane ## Run the full dev control plane in the foreground until Ctrl-C.
+	$(GO) run ./hack/cluster
+
 .PHONY: test
-test: ## Run every test of every module.
+test: controlplane ## Run every test of every module.
 	@for m in $(MODULES); do echo "== go test $$m"; (cd $$m && $(GO) test -count=1 ./...); done
 
 .PHONY: cover

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# build-controlplane.sh builds the control-plane binaries the tests and the
+# local cluster run (etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler, kwok) plus controller-gen, all from the modules pinned under
+# hack/tools, and links them into .bin/.
+#
+# Binaries live in a per-user cache keyed by a hash of the pins (every go.mod,
+# go.sum and Go file under hack/tools, the Go version and the platform), so a
+# fresh clone on the same machine builds nothing, and a changed pin builds into
+# a new directory. Each binary is built only when missing, to a temporary name
+# that is renamed into place, so an interrupted build never leaves half a
+# binary behind.
+#
+# Environment:
+#   OPENFIEF_CONTROLPLANE_CACHE  cache root (default
+#                                ${XDG_CACHE_HOME:-$HOME/.cache}/openfief/controlplane)
+#   OPENFIEF_BIN_DIR             where the links go (default <repo>/.bin)
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+tools="${root}/hack/tools"
+bin_dir="${OPENFIEF_BIN_DIR:-${root}/.bin}"
+cache_root="${OPENFIEF_CONTROLPLANE_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/openfief/controlplane}"
+
+# The tools modules are not part of go.work; keep the workspace and any
+# caller's module flags out of their builds, and never touch their go.sum.
+export GOWORK=off
+export GOFLAGS=-mod=readonly
+unset GOTOOLCHAIN || true
+
+pins_hash() {
+	{
+		go version
+		go env GOOS GOARCH CGO_ENABLED
+		(cd "${root}" && find hack/tools -type f \( -name go.mod -o -name go.sum -o -name '*.go' \) | LC_ALL=C sort |
+			while read -r f; do
+				printf '%s\n' "${f}"
+				sha256sum <"${f}"
+			done)
+		# The build recipe (names, packages, flags) is part of the pin too.
+		printf '%s\n' "${targets[@]}"
+	} | sha256sum | cut -c1-16
+}
+
+# kube_version prints the k8s.io/kubernetes version pinned in hack/tools/go.mod.
+kube_version() {
+	awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit }' "${tools}/go.mod"
+}
+
+elapsed() {
+	local s=$1
+	if ((s >= 60)); then
+		printf '%dm%02ds' $((s / 60)) $((s % 60))
+	else
+		printf '%ds' "${s}"
+	fi
+}
+
+kv="$(kube_version)"
+if [[ ! ${kv} =~ ^v([0-9]+)\.([0-9]+)\. ]]; then
+	echo "build-controlplane: cannot read the k8s.io/kubernetes version from ${tools}/go.mod" >&2
+	exit 1
+fi
+kube_ldflags="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+	kube_ldflags+=" -X ${pkg}.gitVersion=${kv} -X ${pkg}.gitMajor=${BASH_REMATCH[1]} -X ${pkg}.gitMinor=${BASH_REMATCH[2]} -X ${pkg}.gitTreeState=clean"
+done
+
+# name|module dir (relative to hack/tools)|package|ldflags
+targets=(
+	"etcd|etcd|.|-s -w"
+	"kube-apiserver|.|./cmd/kube-apiserver|${kube_ldflags}"
+	"kube-controller-manager|.|./cmd/kube-controller-manager|${kube_ldflags}"
+	"kube-scheduler|.|./cmd/kube-scheduler|${kube_ldflags}"
+	"kwok|kwok|sigs.k8s.io/kwok/cmd/kwok|-s -w"
+	"controller-gen|.|sigs.k8s.io/controller-tools/cmd/controller-gen|-s -w"
+)
+
+hash="$(pins_hash)"
+cache="${cache_root}/${hash}"
+mkdir -p "${cache}" "${bin_dir}"
+
+# Remove temporary outputs of this run if it is interrupted.
+tmp_files=()
+cleanup() {
+	if ((${#tmp_files[@]})); then
+		rm -f "${tmp_files[@]}"
+	fi
+}
+trap cleanup EXIT
+
+total=${#targets[@]}
+i=0
+built=0
+for t in "${targets[@]}"; do
+	IFS='|' read -r name dir pkg ldflags <<<"${t}"
+	i=$((i + 1))
+	out="${cache}/${name}"
+	if [[ ! -x ${out} ]]; then
+		printf 'building %s (%d/%d)... ' "${name}" "${i}" "${total}"
+		start=${SECONDS}
+		tmp="${out}.tmp.$$"
+		tmp_files+=("${tmp}")
+		if ! (cd "${tools}/${dir}" && go build -ldflags "${ldflags}" -o "${tmp}" "${pkg}"); then
+			echo "failed"
+			exit 1
+		fi
+		mv -f "${tmp}" "${out}"
+		printf 'done in %s\n' "$(elapsed $((SECONDS - start)))"
+		built=$((built + 1))
+	fi
+	ln -sfn "${out}" "${bin_dir}/${name}"
+done
+
+# The kwok stages come from the pinned kwok module, next to the kwok binary.
+stages="${cache}/kwok-stages.yaml"
+if [[ ! -s ${stages} ]]; then
+	tmp="${stages}.tmp.$$"
+	tmp_files+=("${tmp}")
+	(cd "${tools}/kwok" && go run ./cmd/kwok-stages >"${tmp}")
+	mv -f "${tmp}" "${stages}"
+fi
+ln -sfn "${stages}" "${bin_dir}/kwok-stages.yaml"
+
+if ((built == 0)); then
+	echo "control plane up to date in ${cache} (linked into ${bin_dir})"
+else
+	echo "control plane built into ${cache} (linked into ${bin_dir})"
+fi
