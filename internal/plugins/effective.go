@@ -1,0 +1,205 @@
+package plugins
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// ErrGrantMismatch: a grant names another plugin instance than the one it is
+// applied to. Every instance has its own grant (D-48), so Effective refuses
+// rather than lend one instance's approval to another.
+var ErrGrantMismatch = errors.New("grant is for another plugin")
+
+// SecretBinding is one granted Secret slot as the workload mounts it: the
+// manifest's slot name, the Secret the owner bound to it (the slot's own name
+// when the grant binds none, DESIGN.md point 1) and the manifest's mount path,
+// so a vendor can move a mount without new approval (D-16).
+type SecretBinding struct {
+	// Slot is the Secret name the manifest asks for.
+	Slot string
+	// SecretName is the Secret that is mounted: the grant's binding or Slot.
+	SecretName string
+	// MountPath is where the manifest asks for the Secret's files.
+	MountPath string
+}
+
+// EffectivePermissions is what a plugin may actually use: only what both its
+// manifest requests and its grant approves (D-16). Its fields are unexported
+// and every accessor returns a copy, so the only way to obtain one is Effective
+// and nothing downstream can widen it. Every list is sorted.
+type EffectivePermissions struct {
+	name         string
+	capabilities []Capability
+	egress       []string // canonical host:port
+	secrets      []SecretBinding
+	dataTiers    []string
+}
+
+// Effective intersects a plugin's request with its grant (D-16): capabilities,
+// egress hosts (compared in canonical form, CanonicalEgressHost) and data tiers
+// present in both; Secret slots matched by slot name, keeping the manifest's
+// mount path and mounting the Secret the grant binds, or the slot's own name
+// (DESIGN.md point 1). A grant that approves more than requested adds nothing.
+//
+// It returns ErrNoCapabilityGranted when no requested capability is granted,
+// since such a plugin has nothing it may do, and ErrGrantMismatch when the
+// grant names another plugin. Inputs are expected to be validated; invalid
+// entries (such as a host that does not canonicalise) are dropped, never
+// granted, and never cause a panic.
+func Effective(p Plugin, g Grant) (EffectivePermissions, error) {
+	if p.Name != g.Name {
+		return EffectivePermissions{}, fmt.Errorf("%w: grant %q applied to plugin %q", ErrGrantMismatch, g.Name, p.Name)
+	}
+	m := p.Manifest
+	e := EffectivePermissions{
+		name:         p.Name,
+		capabilities: intersect(m.Capabilities, g.Capabilities),
+		egress:       intersect(canonicalHosts(m.Egress), canonicalHosts(g.Egress)),
+		secrets:      bindSecrets(m.Secrets, g.Secrets),
+		dataTiers:    intersect(m.DataTiers, g.DataTiers),
+	}
+	if len(e.capabilities) == 0 {
+		return EffectivePermissions{}, fmt.Errorf("plugin %q: %w", p.Name, ErrNoCapabilityGranted)
+	}
+	return e, nil
+}
+
+// intersect returns the sorted, de-duplicated values present in both a and b.
+func intersect[T ~string](a, b []T) []T {
+	in := make(map[T]struct{}, len(b))
+	for _, v := range b {
+		in[v] = struct{}{}
+	}
+	both := map[T]struct{}{}
+	for _, v := range a {
+		if _, ok := in[v]; ok {
+			both[v] = struct{}{}
+		}
+	}
+	return nilIfEmpty(sortedKeys(both))
+}
+
+// subtract returns the sorted, de-duplicated values of a missing from b.
+func subtract[T ~string](a, b []T) []T {
+	in := make(map[T]struct{}, len(b))
+	for _, v := range b {
+		in[v] = struct{}{}
+	}
+	rest := map[T]struct{}{}
+	for _, v := range a {
+		if _, ok := in[v]; !ok {
+			rest[v] = struct{}{}
+		}
+	}
+	return nilIfEmpty(sortedKeys(rest))
+}
+
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// bindSecrets keeps the manifest's slots the grant approves, sorted by slot.
+// The first occurrence of a repeated slot or grant entry wins, which only
+// matters for input that failed validation.
+func bindSecrets(slots []SecretMount, granted []SecretGrant) []SecretBinding {
+	bound := make(map[string]string, len(granted))
+	for _, s := range granted {
+		if _, dup := bound[s.Name]; !dup {
+			bound[s.Name] = s.SecretName
+		}
+	}
+	var out []SecretBinding
+	seen := map[string]bool{}
+	for _, s := range slots {
+		secretName, ok := bound[s.Name]
+		if !ok || seen[s.Name] {
+			continue
+		}
+		seen[s.Name] = true
+		if secretName == "" {
+			secretName = s.Name
+		}
+		out = append(out, SecretBinding{Slot: s.Name, SecretName: secretName, MountPath: s.MountPath})
+	}
+	slices.SortFunc(out, func(a, b SecretBinding) int { return strings.Compare(a.Slot, b.Slot) })
+	return out
+}
+
+// Name is the plugin instance the permissions belong to.
+func (e EffectivePermissions) Name() string { return e.name }
+
+// Capabilities returns a sorted copy of the granted capabilities.
+func (e EffectivePermissions) Capabilities() []Capability { return slices.Clone(e.capabilities) }
+
+// HasCapability reports whether c is among the effective capabilities.
+func (e EffectivePermissions) HasCapability(c Capability) bool {
+	_, ok := slices.BinarySearch(e.capabilities, c)
+	return ok
+}
+
+// Egress returns a sorted copy of the effective egress hosts, each canonical
+// "host:port": exactly the plugin's allow-list (D-32).
+func (e EffectivePermissions) Egress() []string { return slices.Clone(e.egress) }
+
+// HasEgress reports whether any egress host is effective, which is what gives
+// a plugin the egress token, proxy environment and proxy rule (D-63).
+func (e EffectivePermissions) HasEgress() bool { return len(e.egress) > 0 }
+
+// Secrets returns a copy of the granted Secret bindings, sorted by slot.
+func (e EffectivePermissions) Secrets() []SecretBinding { return slices.Clone(e.secrets) }
+
+// DataTiers returns a sorted copy of the effective data tiers (P-33: names only).
+func (e EffectivePermissions) DataTiers() []string { return slices.Clone(e.dataTiers) }
+
+// IsZero reports whether e is the zero value, which Effective never returns
+// without an error and which grants nothing.
+func (e EffectivePermissions) IsZero() bool { return e.name == "" && len(e.capabilities) == 0 }
+
+// Equal reports whether e and o grant exactly the same to the same plugin, so
+// an adapter can tell whether what runs must change.
+func (e EffectivePermissions) Equal(o EffectivePermissions) bool {
+	return e.name == o.name &&
+		slices.Equal(e.capabilities, o.capabilities) &&
+		slices.Equal(e.egress, o.egress) &&
+		slices.Equal(e.secrets, o.secrets) &&
+		slices.Equal(e.dataTiers, o.dataTiers)
+}
+
+// String summarises the permissions for logs and status messages. It names
+// Secrets but never holds their contents.
+func (e EffectivePermissions) String() string {
+	secrets := make([]string, len(e.secrets))
+	for i, s := range e.secrets {
+		secrets[i] = s.Slot + "=" + s.SecretName + "@" + s.MountPath
+	}
+	return fmt.Sprintf("%s: %s", e.name, describeLists(e.capabilities, e.egress, secrets, e.dataTiers))
+}
+
+// describeLists renders the four permission lists as
+// "capabilities: a, b; egress: ...; secrets: ...; data tiers: ...", leaving
+// out empty ones, or "nothing" when all are empty.
+func describeLists(caps []Capability, egress, secrets, tiers []string) string {
+	var parts []string
+	add := func(label string, items []string) {
+		if len(items) > 0 {
+			parts = append(parts, label+": "+strings.Join(items, ", "))
+		}
+	}
+	capNames := make([]string, len(caps))
+	for i, c := range caps {
+		capNames[i] = string(c)
+	}
+	add("capabilities", capNames)
+	add("egress", egress)
+	add("secrets", secrets)
+	add("data tiers", tiers)
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,53 @@
+package plugins
+
+// Pending is exactly what a manifest requests beyond its grant: what waits for
+// the owner's approval (D-16). The operator writes it to
+// status.pendingApproval and the CLI shows it. Every list is sorted and nil
+// when nothing of that kind is pending.
+type Pending struct {
+	// Capabilities requested but not granted.
+	Capabilities []Capability
+	// Egress hosts requested but not granted, canonical "host:port".
+	Egress []string
+	// Secrets lists the manifest's Secret slots the grant does not approve.
+	Secrets []string
+	// DataTiers requested but not granted.
+	DataTiers []string
+}
+
+// NeedsApproval returns what m requests that g does not approve (D-16). A nil
+// grant approves nothing, so everything requested is pending. Egress hosts are
+// compared in canonical form; entries that do not canonicalise belong to an
+// invalid manifest, which never runs, and are left out.
+func NeedsApproval(m Manifest, g *Grant) Pending {
+	if g == nil {
+		g = &Grant{}
+	}
+	slots := make([]string, 0, len(m.Secrets))
+	for _, s := range m.Secrets {
+		slots = append(slots, s.Name)
+	}
+	granted := make([]string, 0, len(g.Secrets))
+	for _, s := range g.Secrets {
+		granted = append(granted, s.Name)
+	}
+	return Pending{
+		Capabilities: subtract(m.Capabilities, g.Capabilities),
+		Egress:       subtract(canonicalHosts(m.Egress), canonicalHosts(g.Egress)),
+		Secrets:      subtract(slots, granted),
+		DataTiers:    subtract(m.DataTiers, g.DataTiers),
+	}
+}
+
+// IsEmpty reports whether nothing is pending: the grant approves everything
+// the manifest requests.
+func (p Pending) IsEmpty() bool {
+	return len(p.Capabilities) == 0 && len(p.Egress) == 0 && len(p.Secrets) == 0 && len(p.DataTiers) == 0
+}
+
+// String reads, for a person, "capabilities: view; egress: api.example.com:443;
+// secrets: creds; data tiers: raw", leaving out empty kinds, or "nothing" when
+// nothing is pending.
+func (p Pending) String() string {
+	return describeLists(p.Capabilities, p.Egress, p.Secrets, p.DataTiers)
+}
