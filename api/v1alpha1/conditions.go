@@ -1,0 +1,55 @@
+package v1alpha1
+
+// Condition types of a Plugin and a PluginGrant.
+const (
+	// ConditionReady says whether a version of the plugin runs, and if not why.
+	ConditionReady = "Ready"
+	// ConditionSignatureVerified says whether the current spec's image was
+	// signed by a trusted signer and its signed manifest matches (D-56, D-57).
+	ConditionSignatureVerified = "SignatureVerified"
+	// ConditionApprovalRequired says whether the spec requests more than the grant.
+	ConditionApprovalRequired = "ApprovalRequired"
+	// ConditionValid says whether a PluginGrant passes validation.
+	ConditionValid = "Valid"
+)
+
+// Ready reasons, in the order the operator looks for a first cause.
+const (
+	ReasonRunning                = "Running"
+	ReasonRunningPreviousVersion = "RunningPreviousVersion"
+	ReasonProgressing            = "Progressing"
+	ReasonNoGrant                = "NoGrant"
+	ReasonInvalidGrant           = "InvalidGrant"
+	ReasonInvalidPreviousVersion = "InvalidPreviousVersion"
+	ReasonClusterUnavailable     = "ClusterUnavailable"
+	ReasonAwaitingApproval       = "AwaitingApproval"
+	ReasonNothingGranted         = "NothingGranted"
+	ReasonInvalidSpec            = "InvalidSpec"
+	ReasonInvalidConfig          = "InvalidConfig"
+	ReasonSignatureNotVerified   = "SignatureNotVerified"
+)
+
+// SignatureVerified reasons (D-56).
+const (
+	// ReasonVerified: a catalog entry pins the digest and its publisher signed it.
+	ReasonVerified = "Verified"
+	// ReasonSignedByTrustedSigner: a trusted signer signed it; not in the catalog.
+	ReasonSignedByTrustedSigner = "SignedByTrustedSigner"
+	ReasonUnsigned              = "Unsigned"
+	ReasonUntrustedSigner       = "UntrustedSigner"
+	ReasonManifestMismatch      = "ManifestMismatch"
+	ReasonInvalidImage          = "InvalidImage"
+	ReasonRegistryUnavailable   = "RegistryUnavailable"
+)
+
+// ApprovalRequired reasons.
+const (
+	ReasonPermissionsPending = "PermissionsPending"
+	ReasonNothingPending     = "NothingPending"
+)
+
+// Valid reasons of a PluginGrant.
+const (
+	ReasonValid   = "Valid"
+	ReasonInvalid = "Invalid"
+)

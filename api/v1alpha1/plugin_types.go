@@ -1,0 +1,200 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Capability is what a plugin may act as (connector or view in M0).
+// +kubebuilder:validation:Enum=connector;view
+type Capability string
+
+// EgressHost is a host name with an optional port (443 when none is written).
+// The CRD checks only its shape; the domain refuses IP literals, wildcards and
+// single labels (D-32).
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=300
+// +kubebuilder:validation:Pattern=`^[^\s/@*\[\]]+$`
+type EgressHost string
+
+// DataTier names a kind of data a plugin wants; a name only for now (P-33).
+// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-]{1,32}$`
+type DataTier string
+
+// SecretMount is one Secret slot of a manifest: the owner's Secret of that
+// name (or the one the grant binds to the slot) is mounted read-only at
+// MountPath (D-29).
+type SecretMount struct {
+	// Name of the Secret slot, and the Secret mounted when the grant binds none.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+	// MountPath is an absolute, clean path outside /var/run/secrets.
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/`
+	MountPath string `json:"mountPath"`
+}
+
+// Manifest is what the plugin declares it needs; it must equal the image's
+// signed io.openfief.plugin.manifest label (D-42).
+type Manifest struct {
+	// Capabilities the plugin acts as.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=2
+	// +listType=set
+	Capabilities []Capability `json:"capabilities"`
+	// Egress hosts the plugin reaches through the egress proxy.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=set
+	// +optional
+	Egress []EgressHost `json:"egress,omitempty"`
+	// Secrets the plugin reads, each mounted read-only at its path.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Secrets []SecretMount `json:"secrets,omitempty"`
+	// DataTiers the plugin wants.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=set
+	// +optional
+	DataTiers []DataTier `json:"dataTiers,omitempty"`
+	// ConfigSchema is a JSON Schema for spec.config.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +optional
+	ConfigSchema *apiextensionsv1.JSON `json:"configSchema,omitempty"`
+}
+
+// PluginSpec is the vendor's request for one plugin instance (D-16).
+type PluginSpec struct {
+	// Image is the plugin image pinned by digest, repository@sha256:<hex>
+	// (D-17). A tag, even beside the digest, is refused.
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^[^@]+@sha256:[0-9a-f]{64}$`
+	Image string `json:"image"`
+	// Manifest is a copy of the image's signed manifest label (D-42).
+	Manifest Manifest `json:"manifest"`
+	// Config is the instance's configuration, checked against the manifest's
+	// config schema. Missing means {}.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Config *apiextensionsv1.JSON `json:"config,omitempty"`
+}
+
+// GrantedSecret is one Secret of the effective permissions: the manifest's
+// slot, the Secret actually mounted and where.
+type GrantedSecret struct {
+	// Name of the manifest's Secret slot.
+	Name string `json:"name"`
+	// SecretName is the Secret mounted for the slot (DESIGN.md point 1).
+	SecretName string `json:"secretName"`
+	// MountPath where it is mounted.
+	MountPath string `json:"mountPath"`
+}
+
+// EffectivePermissions is what the running version holds: what both its
+// manifest and the current grant allow (D-16).
+type EffectivePermissions struct {
+	// +optional
+	Capabilities []Capability `json:"capabilities,omitempty"`
+	// Egress hosts in canonical host:port form.
+	// +optional
+	Egress []string `json:"egress,omitempty"`
+	// +optional
+	Secrets []GrantedSecret `json:"secrets,omitempty"`
+	// +optional
+	DataTiers []string `json:"dataTiers,omitempty"`
+}
+
+// PendingApproval is what the current spec requests beyond the grant; the
+// owner approves it by adding it to the PluginGrant.
+type PendingApproval struct {
+	// +optional
+	Capabilities []Capability `json:"capabilities,omitempty"`
+	// Egress hosts in canonical host:port form.
+	// +optional
+	Egress []string `json:"egress,omitempty"`
+	// Secret slot names.
+	// +optional
+	Secrets []string `json:"secrets,omitempty"`
+	// +optional
+	DataTiers []string `json:"dataTiers,omitempty"`
+}
+
+// DeployedVersion records the version that runs and how its image was
+// verified. It keeps a verified version running through a registry outage and
+// an operator restart (DESIGN.md point 2).
+type DeployedVersion struct {
+	// Image is the digest-pinned reference that runs.
+	Image string `json:"image"`
+	// Manifest is that version's manifest.
+	Manifest Manifest `json:"manifest"`
+	// Signer names the trusted signer whose signature verified.
+	// +optional
+	Signer string `json:"signer,omitempty"`
+	// Trust is Verified or SignedByTrustedSigner (D-56).
+	// +optional
+	Trust string `json:"trust,omitempty"`
+	// VerifiedAt is when the signature last verified.
+	// +optional
+	VerifiedAt *metav1.Time `json:"verifiedAt,omitempty"`
+}
+
+// PluginStatus is what the operator saw and did.
+type PluginStatus struct {
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready, SignatureVerified, ApprovalRequired.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Deployed is the version that runs, if any.
+	// +optional
+	Deployed *DeployedVersion `json:"deployed,omitempty"`
+	// PendingApproval is what the spec requests beyond the grant.
+	// +optional
+	PendingApproval *PendingApproval `json:"pendingApproval,omitempty"`
+	// Effective is what the running version holds.
+	// +optional
+	Effective *EffectivePermissions `json:"effective,omitempty"`
+}
+
+// Plugin is one installed instance of a plugin image: the vendor's request
+// (D-13, D-16). The operator runs it only with what its PluginGrant of the
+// same name also allows, and only when a trusted signer signed its image.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=plg,categories=openfief
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 56",message="name must be at most 56 characters so plugin-<name> fits 63"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="name must be a lower-case DNS label starting with a letter"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="SignatureVerified",type=string,JSONPath=`.status.conditions[?(@.type=="SignatureVerified")].status`
+// +kubebuilder:printcolumn:name="ApprovalRequired",type=string,JSONPath=`.status.conditions[?(@.type=="ApprovalRequired")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Plugin struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   PluginSpec   `json:"spec"`
+	Status PluginStatus `json:"status,omitempty"`
+}
+
+// PluginList is a list of Plugins.
+// +kubebuilder:object:root=true
+type PluginList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Plugin `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Plugin{}, &PluginList{}, &PluginGrant{}, &PluginGrantList{})
+}
