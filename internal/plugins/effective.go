@@ -55,10 +55,10 @@ func Effective(p Plugin, g Grant) (EffectivePermissions, error) {
 	m := p.Manifest
 	e := EffectivePermissions{
 		name:         p.Name,
-		capabilities: intersect(m.Capabilities, g.Capabilities),
+		capabilities: filter(intersect(m.Capabilities, g.Capabilities), knownCapability),
 		egress:       intersect(canonicalHosts(m.Egress), canonicalHosts(g.Egress)),
 		secrets:      bindSecrets(m.Secrets, g.Secrets),
-		dataTiers:    intersect(m.DataTiers, g.DataTiers),
+		dataTiers:    filter(intersect(m.DataTiers, g.DataTiers), isDataTier),
 	}
 	if len(e.capabilities) == 0 {
 		return EffectivePermissions{}, fmt.Errorf("plugin %q: %w", p.Name, ErrNoCapabilityGranted)
@@ -79,6 +79,12 @@ func intersect[T ~string](a, b []T) []T {
 		}
 	}
 	return nilIfEmpty(sortedKeys(both))
+}
+
+// filter keeps the values ok accepts, so an entry validation would refuse
+// is never granted.
+func filter[T any](s []T, ok func(T) bool) []T {
+	return nilIfEmpty(slices.DeleteFunc(s, func(v T) bool { return !ok(v) }))
 }
 
 // subtract returns the sorted, de-duplicated values of a missing from b.
@@ -104,8 +110,9 @@ func nilIfEmpty[T any](s []T) []T {
 }
 
 // bindSecrets keeps the manifest's slots the grant approves, sorted by slot.
-// The first occurrence of a repeated slot or grant entry wins, which only
-// matters for input that failed validation.
+// The first occurrence of a repeated slot or grant entry wins, and a slot
+// with an invalid name, Secret name or mount path is dropped; both only
+// matter for input that failed validation.
 func bindSecrets(slots []SecretMount, granted []SecretGrant) []SecretBinding {
 	bound := make(map[string]string, len(granted))
 	for _, s := range granted {
@@ -123,6 +130,9 @@ func bindSecrets(slots []SecretMount, granted []SecretGrant) []SecretBinding {
 		seen[s.Name] = true
 		if secretName == "" {
 			secretName = s.Name
+		}
+		if !isDNSSubdomain(s.Name) || !isDNSSubdomain(secretName) || checkMountPath(s.MountPath) != nil {
+			continue
 		}
 		out = append(out, SecretBinding{Slot: s.Name, SecretName: secretName, MountPath: s.MountPath})
 	}
