@@ -273,10 +273,10 @@ func TestEffectivePermissionsEqual(t *testing.T) {
 		want bool
 	}{
 		"same input in another order": {base, same, true},
-		"one host fewer":               {base, less, false},
-		"another Secret bound":         {base, other, false},
-		"zero and non-zero":            {base, EffectivePermissions{}, false},
-		"zero and zero":                {EffectivePermissions{}, EffectivePermissions{}, true},
+		"one host fewer":              {base, less, false},
+		"another Secret bound":        {base, other, false},
+		"zero and non-zero":           {base, EffectivePermissions{}, false},
+		"zero and zero":               {EffectivePermissions{}, EffectivePermissions{}, true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
