@@ -1,0 +1,296 @@
+// Copyright 2026 The OpenFief Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package openfief
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+)
+
+// DefaultSAJWKSDir is where the operator mounts the openfief-sa-jwks
+// ConfigMap in every plugin pod (D-59).
+const DefaultSAJWKSDir = "/var/run/secrets/openfief-sa-jwks"
+
+// The files of the openfief-sa-jwks ConfigMap (D-59).
+const (
+	// JWKSFileName holds the cluster's token-signing public keys as a JSON
+	// Web Key Set.
+	JWKSFileName = "jwks.json"
+	// IssuerFileName holds the cluster's ServiceAccount token issuer.
+	IssuerFileName = "issuer"
+)
+
+// Leeway is the clock skew allowed when checking a token's expiry, not-before
+// and issued-at times (D-59).
+const Leeway = time.Minute
+
+// maxTokenLength bounds the bearer tokens Verify parses; a Kubernetes token
+// is a few kilobytes.
+const maxTokenLength = 16 << 10
+
+// maxJWKSBytes bounds the key set file.
+const maxJWKSBytes = 1 << 20
+
+// minRSABits is the smallest RSA modulus a kept key may have.
+const minRSABits = 2048
+
+// AllowedAlgorithms are the only signature algorithms a core token may use:
+// those Kubernetes signs ServiceAccount tokens with. "none" and every HMAC
+// algorithm are refused while parsing, before any key is tried (D-59).
+var AllowedAlgorithms = []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.ES384, jose.ES512}
+
+// ErrTokenRefused wraps every reason Verify refuses a token, for errors.Is.
+var ErrTokenRefused = errors.New("token refused")
+
+// CoreVerifier decides whether a bearer token proves that the core is
+// calling this plugin instance (D-59). RequireCore consults it before any
+// handler runs. Implementations must be safe for concurrent use.
+type CoreVerifier interface {
+	// Verify returns nil only for a token the core holds for this
+	// instance. Its error never contains the token.
+	Verify(token string) error
+}
+
+// InstanceAudience is the audience of the tokens the core sends to the
+// plugin instance name: "openfief-plugin:<name>" (D-59).
+func InstanceAudience(name string) string { return "openfief-plugin:" + name }
+
+// JWKSVerifier is the SDK's CoreVerifier (D-59): it checks a core token's
+// signature with go-jose against the cluster's public keys in jwks.json, and
+// its claims against the issuer in issuer, the core's ServiceAccount as
+// subject, this instance's audience and an expiry, with one minute of
+// leeway. Both files are read on every call, through an os.Root of their
+// directory, and parsed again only when their bytes change, so a key the
+// operator rotates works as soon as the kubelet updates the mount.
+type JWKSVerifier struct {
+	dir      string
+	audience string
+	subject  string
+	now      func() time.Time
+
+	mu     sync.Mutex
+	cached *keySet
+}
+
+// keySet is one parse of the two files, kept with the bytes it came from.
+type keySet struct {
+	rawJWKS, rawIssuer []byte
+	issuer             string
+	keys               map[string]verifyKey
+	err                error
+}
+
+// verifyKey is one kept public key and the only algorithm it verifies.
+type verifyKey struct {
+	key any
+	alg jose.SignatureAlgorithm
+}
+
+// NewCoreVerifier builds the JWKSVerifier the operator configured: instance
+// from OPENFIEF_INSTANCE, subject from OPENFIEF_CORE_SUBJECT and the key
+// directory from OPENFIEF_SA_JWKS_DIR, or DefaultSAJWKSDir when unset
+// (D-59).
+func NewCoreVerifier() (*JWKSVerifier, error) {
+	dir := os.Getenv(EnvSAJWKSDir)
+	if dir == "" {
+		dir = DefaultSAJWKSDir
+	}
+	return NewJWKSVerifier(dir, os.Getenv(EnvInstance), os.Getenv(EnvCoreSubject))
+}
+
+// NewJWKSVerifier returns a verifier of core tokens for the plugin instance
+// named instance, sent by the ServiceAccount username subject, with the
+// openfief-sa-jwks files in dir (D-59). The files need not exist yet: every
+// Verify reads them.
+func NewJWKSVerifier(dir, instance, subject string) (*JWKSVerifier, error) {
+	switch {
+	case dir == "":
+		return nil, errors.New("jwks verifier: no key directory")
+	case instance == "":
+		return nil, fmt.Errorf("jwks verifier: no instance name (%s)", EnvInstance)
+	case subject == "":
+		return nil, fmt.Errorf("jwks verifier: no core subject (%s)", EnvCoreSubject)
+	}
+	return &JWKSVerifier{dir: dir, audience: InstanceAudience(instance), subject: subject, now: time.Now}, nil
+}
+
+// Verify returns nil when token is a JWT signed with one of
+// AllowedAlgorithms by the mounted key its key ID names, issued by the
+// mounted issuer to the core's subject for this instance's audience, and not
+// expired (D-59). Every refusal wraps ErrTokenRefused; none contains the
+// token.
+func (v *JWKSVerifier) Verify(token string) error {
+	if err := v.verify(token); err != nil {
+		return fmt.Errorf("%w: %w", ErrTokenRefused, err)
+	}
+	return nil
+}
+
+func (v *JWKSVerifier) verify(token string) error {
+	if token == "" {
+		return errors.New("no token")
+	}
+	if len(token) > maxTokenLength {
+		return errors.New("token too long")
+	}
+	// ParseSigned refuses any algorithm outside the list, so "none" and
+	// HMAC never reach a key.
+	tok, err := jwt.ParseSigned(token, AllowedAlgorithms)
+	if err != nil {
+		return errors.New("not a JWS with an allowed algorithm")
+	}
+	if len(tok.Headers) != 1 {
+		return errors.New("not exactly one signature")
+	}
+	h := tok.Headers[0]
+	if h.KeyID == "" {
+		return errors.New("no key ID")
+	}
+	ks, err := v.keys()
+	if err != nil {
+		return err
+	}
+	key, ok := ks.keys[h.KeyID]
+	if !ok {
+		return errors.New("unknown key ID")
+	}
+	if string(key.alg) != h.Algorithm {
+		return errors.New("algorithm does not fit the key")
+	}
+	var claims jwt.Claims
+	if err := tok.Claims(key.key, &claims); err != nil {
+		return errors.New("bad signature")
+	}
+	if claims.Expiry == nil {
+		return errors.New("no expiry")
+	}
+	err = claims.ValidateWithLeeway(jwt.Expected{
+		Issuer:      ks.issuer,
+		Subject:     v.subject,
+		AnyAudience: jwt.Audience{v.audience},
+		Time:        v.now(),
+	}, Leeway)
+	if err != nil {
+		// go-jose's claim errors name the claim, never its value.
+		return err
+	}
+	return nil
+}
+
+// keys returns the parsed key set, reading both files and parsing them
+// again only when their bytes differ from the last parse.
+func (v *JWKSVerifier) keys() (*keySet, error) {
+	rawIssuer, err := readInRoot(v.dir, IssuerFileName, 64<<10)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", IssuerFileName, err)
+	}
+	rawJWKS, err := readInRoot(v.dir, JWKSFileName, maxJWKSBytes)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", JWKSFileName, err)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	ks := v.cached
+	if ks == nil || !bytes.Equal(ks.rawJWKS, rawJWKS) || !bytes.Equal(ks.rawIssuer, rawIssuer) {
+		ks = parseKeySet(rawJWKS, rawIssuer)
+		v.cached = ks
+	}
+	return ks, ks.err
+}
+
+func parseKeySet(rawJWKS, rawIssuer []byte) *keySet {
+	ks := &keySet{rawJWKS: rawJWKS, rawIssuer: rawIssuer}
+	ks.issuer = string(bytes.TrimSpace(rawIssuer))
+	if ks.issuer == "" {
+		ks.err = fmt.Errorf("%s is empty", IssuerFileName)
+		return ks
+	}
+	ks.keys, ks.err = parseSigningKeys(rawJWKS)
+	return ks
+}
+
+// parseSigningKeys reads a JSON Web Key Set and keeps, by key ID, only the
+// keys a core token may be checked with (D-59): public RSA keys of at least
+// 2048 bits (RS256) and public EC keys on P-256, P-384 or P-521 (ES256,
+// ES384, ES512), with a key ID, for signing ("use" empty or "sig") and, when
+// "alg" is given, naming the algorithm that fits the key. Other keys, and
+// every key whose ID appears twice, are dropped; a set that keeps no key is
+// an error.
+func parseSigningKeys(data []byte) (map[string]verifyKey, error) {
+	var set struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if err := json.Unmarshal(data, &set); err != nil {
+		return nil, fmt.Errorf("%s is not a JSON Web Key Set: %w", JWKSFileName, err)
+	}
+	keys := make(map[string]verifyKey, len(set.Keys))
+	dup := make(map[string]bool)
+	for _, raw := range set.Keys {
+		var k jose.JSONWebKey
+		if err := k.UnmarshalJSON(raw); err != nil {
+			continue
+		}
+		alg, ok := signingAlgorithm(k)
+		if !ok {
+			continue
+		}
+		if _, seen := keys[k.KeyID]; seen || dup[k.KeyID] {
+			// Two keys under one ID are ambiguous: use neither.
+			delete(keys, k.KeyID)
+			dup[k.KeyID] = true
+			continue
+		}
+		keys[k.KeyID] = verifyKey{key: k.Key, alg: alg}
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%s holds no usable public signing key", JWKSFileName)
+	}
+	return keys, nil
+}
+
+// signingAlgorithm returns the one allowed algorithm k verifies, and false
+// for a key that may not verify core tokens.
+func signingAlgorithm(k jose.JSONWebKey) (jose.SignatureAlgorithm, bool) {
+	if k.KeyID == "" || (k.Use != "" && k.Use != "sig") || !k.Valid() {
+		return "", false
+	}
+	var alg jose.SignatureAlgorithm
+	switch pub := k.Key.(type) {
+	case *rsa.PublicKey:
+		if pub.N.BitLen() < minRSABits {
+			return "", false
+		}
+		alg = jose.RS256
+	case *ecdsa.PublicKey:
+		switch pub.Curve {
+		case elliptic.P256():
+			alg = jose.ES256
+		case elliptic.P384():
+			alg = jose.ES384
+		case elliptic.P521():
+			alg = jose.ES512
+		default:
+			return "", false
+		}
+	default:
+		// Private keys, symmetric keys and other key types never verify
+		// a core token.
+		return "", false
+	}
+	if k.Algorithm != "" && k.Algorithm != string(alg) {
+		return "", false
+	}
+	return alg, true
+}
