@@ -41,15 +41,24 @@ const (
 
 // The environment variables Compile sets; the SDK reads the same names.
 const (
-	EnvCoreAddress     = "OPENFIEF_CORE_ADDRESS"
-	EnvListenPort      = "OPENFIEF_LISTEN_PORT"
-	EnvInstance        = "OPENFIEF_INSTANCE"
-	EnvCoreSubject     = "OPENFIEF_CORE_SUBJECT"
-	EnvSAJWKSDir       = "OPENFIEF_SA_JWKS_DIR"
-	EnvTokenFile       = "OPENFIEF_TOKEN_FILE"
+	// EnvCoreAddress is the core's ClusterIP:port; plugins have no DNS (D-32).
+	EnvCoreAddress = "OPENFIEF_CORE_ADDRESS"
+	// EnvListenPort is the port the plugin serves the core on.
+	EnvListenPort = "OPENFIEF_LISTEN_PORT"
+	// EnvInstance is the plugin instance's name, its token audience's suffix (D-59).
+	EnvInstance = "OPENFIEF_INSTANCE"
+	// EnvCoreSubject is the core's ServiceAccount username the SDK requires (D-59).
+	EnvCoreSubject = "OPENFIEF_CORE_SUBJECT"
+	// EnvSAJWKSDir is where the cluster's token-signing keys are mounted (D-59).
+	EnvSAJWKSDir = "OPENFIEF_SA_JWKS_DIR"
+	// EnvTokenFile names the openfief-core token's file (D-27).
+	EnvTokenFile = "OPENFIEF_TOKEN_FILE"
+	// EnvEgressTokenFile names the openfief-egress token's file; egress only (D-63).
 	EnvEgressTokenFile = "OPENFIEF_EGRESS_TOKEN_FILE"
-	EnvHTTPSProxy      = "HTTPS_PROXY"
-	EnvNoProxy         = "NO_PROXY"
+	// EnvHTTPSProxy is http://<proxy ClusterIP>:<port>; egress only (D-32).
+	EnvHTTPSProxy = "HTTPS_PROXY"
+	// EnvNoProxy is the core's ClusterIP, reached directly; egress only (D-32).
+	EnvNoProxy = "NO_PROXY"
 )
 
 // ErrInvalidTopology: a Topology field is missing or not an address or port
@@ -82,7 +91,9 @@ type Peer string
 
 // The only peers a plugin ever talks to (D-32, D-59).
 const (
-	PeerCore        Peer = "core"
+	// PeerCore is the core's pods: the only ingress peer and an egress peer.
+	PeerCore Peer = "core"
+	// PeerEgressProxy is the egress proxy's pods, reached only with egress.
 	PeerEgressProxy Peer = "egress-proxy"
 )
 

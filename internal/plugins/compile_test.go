@@ -317,3 +317,40 @@ func TestProjectedTokenPaths(t *testing.T) {
 		})
 	}
 }
+
+// FuzzEffectiveCompile feeds arbitrary request and grant entries and topology
+// addresses through Effective and Compile: neither may panic, what is granted
+// never exceeds request or grant, and no rule ever admits DNS.
+func FuzzEffectiveCompile(f *testing.F) {
+	f.Add("connector", "api.example.com", "creds", "/etc/creds", "other-creds", "tier", "10.96.0.10:443", 8443, "10.96.0.20:3128", 3128)
+	f.Add("view", "*.x", "Bad", "/var/run/secrets/x", "", "bad tier", "core:443", 53, "[fe80::1%eth0]:1", 0)
+	f.Fuzz(func(t *testing.T, capability, host, slot, mount, bound, tier, core string, corePort int, proxy string, proxyPort int) {
+		p := Plugin{Name: "fuzz", Manifest: Manifest{
+			Capabilities: []Capability{Capability(capability), CapabilityConnector},
+			Egress:       []string{host, "api.example.com"},
+			Secrets:      []SecretMount{{Name: slot, MountPath: mount}},
+			DataTiers:    []string{tier},
+		}}
+		g := Grant{
+			Name:         "fuzz",
+			Capabilities: []Capability{Capability(capability)},
+			Egress:       []string{host},
+			Secrets:      []SecretGrant{{Name: slot, SecretName: bound}},
+			DataTiers:    []string{tier},
+		}
+		_ = NeedsApproval(p.Manifest, &g).String()
+		e, err := Effective(p, g)
+		if err != nil {
+			return
+		}
+		if msg := exceeds(e, p.Manifest, g); msg != "" {
+			t.Fatalf("effective exceeds request or grant: %s", msg)
+		}
+		w, err := Compile(e, Topology{CoreAddress: core, CorePodPort: corePort, ProxyAddress: proxy, ProxyPodPort: proxyPort})
+		if err != nil {
+			return
+		}
+		checkNoDNS(t, w)
+		sameOrDiff(t, "allow-list", e.Egress(), w.AllowList)
+	})
+}
