@@ -203,7 +203,11 @@ func (w Workload) EgressToken() (ProjectedToken, bool) {
 // deterministic: the same input always gives the same Workload. A plugin gets
 // the openfief-core token always (D-27); the openfief-egress token,
 // HTTPS_PROXY/NO_PROXY and the egress rule to the proxy only when some egress
-// host is granted (D-32, D-63); and never a rule for DNS. Topology errors are
+// host is granted (D-32, D-63); and never a rule for DNS. It also owns the
+// environment the SDK reads (EnvCoreAddress, EnvListenPort, EnvInstance,
+// EnvCoreSubject, EnvSAJWKSDir, EnvTokenFile) and the read-only JWKSConfigMap
+// mount (D-59), so the operator adds only the image, the config and the pod's
+// hardening. Topology errors are
 // *FieldErrors naming the field ("topology.coreAddress") and wrapping
 // ErrInvalidTopology; the zero EffectivePermissions is refused with
 // ErrNoCapabilityGranted.

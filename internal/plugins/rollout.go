@@ -76,20 +76,23 @@ const (
 	RolloutNotDeployable
 )
 
-var rolloutOutcomeNames = [...]string{
-	RolloutCurrent:          "Current",
-	RolloutPrevious:         "Previous",
-	RolloutNoGrant:          "NoGrant",
-	RolloutInvalidGrant:     "InvalidGrant",
-	RolloutAwaitingApproval: "AwaitingApproval",
-	RolloutNothingGranted:   "NothingGranted",
-	RolloutNotDeployable:    "NotDeployable",
-}
-
 // String is the outcome's name, such as "AwaitingApproval".
 func (o RolloutOutcome) String() string {
-	if o > 0 && int(o) < len(rolloutOutcomeNames) {
-		return rolloutOutcomeNames[o]
+	switch o {
+	case RolloutCurrent:
+		return "Current"
+	case RolloutPrevious:
+		return "Previous"
+	case RolloutNoGrant:
+		return "NoGrant"
+	case RolloutInvalidGrant:
+		return "InvalidGrant"
+	case RolloutAwaitingApproval:
+		return "AwaitingApproval"
+	case RolloutNothingGranted:
+		return "NothingGranted"
+	case RolloutNotDeployable:
+		return "NotDeployable"
 	}
 	return fmt.Sprintf("RolloutOutcome(%d)", int(o))
 }
