@@ -114,7 +114,7 @@ func LoadConfig(v any) error {
 }
 
 func decodeConfig(b []byte, v any) error {
-	if len(bytes.TrimSpace(b)) == 0 {
+	if len(bytes.Trim(b, " \t\r\n")) == 0 {
 		b = []byte("{}")
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))

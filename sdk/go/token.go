@@ -96,6 +96,11 @@ func readInRoot(dir, name string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer root.Close()
+	return readRootFile(root, name, limit)
+}
+
+// readRootFile reads name in root, refusing files larger than limit bytes.
+func readRootFile(root *os.Root, name string, limit int64) ([]byte, error) {
 	f, err := root.Open(name)
 	if err != nil {
 		return nil, err

@@ -40,8 +40,11 @@ const Leeway = time.Minute
 // is a few kilobytes.
 const maxTokenLength = 16 << 10
 
-// maxJWKSBytes bounds the key set file.
-const maxJWKSBytes = 1 << 20
+// maxJWKSBytes and maxIssuerBytes bound the two files the verifier reads.
+const (
+	maxJWKSBytes   = 1 << 20
+	maxIssuerBytes = 4 << 10
+)
 
 // minRSABits is the smallest RSA modulus a kept key may have.
 const minRSABits = 2048
@@ -192,11 +195,16 @@ func (v *JWKSVerifier) verify(token string) error {
 // keys returns the parsed key set, reading both files and parsing them
 // again only when their bytes differ from the last parse.
 func (v *JWKSVerifier) keys() (*keySet, error) {
-	rawIssuer, err := readInRoot(v.dir, IssuerFileName, 64<<10)
+	root, err := os.OpenRoot(v.dir)
+	if err != nil {
+		return nil, fmt.Errorf("open key directory: %w", err)
+	}
+	defer root.Close()
+	rawIssuer, err := readRootFile(root, IssuerFileName, maxIssuerBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", IssuerFileName, err)
 	}
-	rawJWKS, err := readInRoot(v.dir, JWKSFileName, maxJWKSBytes)
+	rawJWKS, err := readRootFile(root, JWKSFileName, maxJWKSBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", JWKSFileName, err)
 	}
