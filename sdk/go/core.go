@@ -50,6 +50,7 @@ type coreTransport struct {
 // another host.
 var errNotCore = errors.New("core client: request is not for the core")
 
+// RoundTrip sends req to the core with the current core token (D-27).
 func (t *coreTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != t.scheme || req.URL.Host != t.host {
 		closeBody(req)

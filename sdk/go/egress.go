@@ -118,5 +118,6 @@ func (t *EgressTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.base.RoundTrip(req)
 }
 
-// CloseIdleConnections closes the tunnels the transport keeps open.
+// CloseIdleConnections closes the proxy tunnels the transport keeps open
+// (D-63).
 func (t *EgressTransport) CloseIdleConnections() { t.base.CloseIdleConnections() }

@@ -21,10 +21,10 @@ const (
 	// EnvCoreAddress holds the core Service's ClusterIP and port, such as
 	// "10.96.0.10:8080"; plugins have no DNS (D-32).
 	EnvCoreAddress = "OPENFIEF_CORE_ADDRESS"
-	// EnvListenPort holds the port the plugin serves the core on.
+	// EnvListenPort holds the port the plugin serves the core on (D-59).
 	EnvListenPort = "OPENFIEF_LISTEN_PORT"
 	// EnvConfig holds the plugin instance's config, a JSON document the
-	// operator checked against the manifest's JSON Schema.
+	// operator checked against the manifest's JSON Schema (D-11).
 	EnvConfig = "OPENFIEF_CONFIG"
 	// EnvInstance holds the plugin instance's name (D-48, D-59).
 	EnvInstance = "OPENFIEF_INSTANCE"
@@ -45,7 +45,7 @@ const (
 )
 
 // DefaultListenPort is the plugin port when OPENFIEF_LISTEN_PORT is unset,
-// the operator's default.
+// the operator's default (D-59).
 const DefaultListenPort = 8080
 
 // CoreURL returns the base URL of the core's API from OPENFIEF_CORE_ADDRESS:

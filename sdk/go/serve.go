@@ -17,7 +17,7 @@ import (
 )
 
 // MaxMessageBytes bounds one message the connector server reads, such as one
-// ImportFile chunk. ReceiveFile's limit bounds the whole file.
+// ImportFile chunk (D-49). ReceiveFile's limit bounds the whole file.
 const MaxMessageBytes = 4 << 20
 
 // NewConnectorServer returns the HTTP server a connector serves the core
@@ -82,7 +82,8 @@ type File struct {
 }
 
 // ErrFileTooLarge is wrapped by ReceiveFile's error when a file exceeds the
-// connector's limit; that error carries connect.CodeResourceExhausted.
+// connector's limit; that error carries connect.CodeResourceExhausted
+// (D-49).
 var ErrFileTooLarge = errors.New("file exceeds the connector's size limit")
 
 // ReceiveFile reads a whole ImportFile stream (D-49): exactly one FileHeader

@@ -20,7 +20,8 @@ const DefaultTokenPath = "/var/run/secrets/openfief/token"
 // few kilobytes; anything far larger is not a token.
 const maxTokenBytes = 64 << 10
 
-// ErrEmptyToken is returned when a token file holds nothing but white space.
+// ErrEmptyToken is returned when a token file holds nothing but white space
+// (D-27).
 var ErrEmptyToken = errors.New("token file is empty")
 
 // TokenFile is a projected ServiceAccount token on disk, such as the
@@ -35,7 +36,7 @@ type TokenFile struct {
 }
 
 // NewTokenFile returns the TokenFile at path. It only checks that path names
-// a file inside a directory; the file is read by Read.
+// a file inside a directory; the file is read by Read (D-27, D-63).
 func NewTokenFile(path string) (TokenFile, error) {
 	if path == "" {
 		return TokenFile{}, errors.New("token file: empty path")
@@ -60,7 +61,7 @@ func CoreTokenFile() (TokenFile, error) {
 	return NewTokenFile(path)
 }
 
-// Path is the token file's path, for messages; it is not a secret.
+// Path is the token file's path, for messages; it is not a secret (D-27).
 func (t TokenFile) Path() string { return filepath.Join(t.dir, t.name) }
 
 // Read returns the token the file holds now, with surrounding white space

@@ -26,9 +26,9 @@ const DefaultSAJWKSDir = "/var/run/secrets/openfief-sa-jwks"
 // The files of the openfief-sa-jwks ConfigMap (D-59).
 const (
 	// JWKSFileName holds the cluster's token-signing public keys as a JSON
-	// Web Key Set.
+	// Web Key Set (D-59).
 	JWKSFileName = "jwks.json"
-	// IssuerFileName holds the cluster's ServiceAccount token issuer.
+	// IssuerFileName holds the cluster's ServiceAccount token issuer (D-59).
 	IssuerFileName = "issuer"
 )
 
@@ -49,12 +49,13 @@ const (
 // minRSABits is the smallest RSA modulus a kept key may have.
 const minRSABits = 2048
 
-// AllowedAlgorithms are the only signature algorithms a core token may use:
+// allowedAlgorithms are the only signature algorithms a core token may use:
 // those Kubernetes signs ServiceAccount tokens with. "none" and every HMAC
 // algorithm are refused while parsing, before any key is tried (D-59).
-var AllowedAlgorithms = []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.ES384, jose.ES512}
+var allowedAlgorithms = []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.ES384, jose.ES512}
 
-// ErrTokenRefused wraps every reason Verify refuses a token, for errors.Is.
+// ErrTokenRefused wraps every reason Verify refuses a token, for errors.Is
+// (D-59).
 var ErrTokenRefused = errors.New("token refused")
 
 // CoreVerifier decides whether a bearer token proves that the core is
@@ -130,7 +131,7 @@ func NewJWKSVerifier(dir, instance, subject string) (*JWKSVerifier, error) {
 }
 
 // Verify returns nil when token is a JWT signed with one of
-// AllowedAlgorithms by the mounted key its key ID names, issued by the
+// allowedAlgorithms by the mounted key its key ID names, issued by the
 // mounted issuer to the core's subject for this instance's audience, and not
 // expired (D-59). Every refusal wraps ErrTokenRefused; none contains the
 // token.
@@ -150,7 +151,7 @@ func (v *JWKSVerifier) verify(token string) error {
 	}
 	// ParseSigned refuses any algorithm outside the list, so "none" and
 	// HMAC never reach a key.
-	tok, err := jwt.ParseSigned(token, AllowedAlgorithms)
+	tok, err := jwt.ParseSigned(token, allowedAlgorithms)
 	if err != nil {
 		return errors.New("not a JWS with an allowed algorithm")
 	}
