@@ -288,6 +288,7 @@ func parsePublicKeyPEM(s string) ([]byte, error) {
 	if len(s) > maxPublicKeyPEMLen {
 		return nil, fmt.Errorf("longer than %d bytes", maxPublicKeyPEMLen)
 	}
+	s = strings.TrimSpace(s)
 	block, rest := pem.Decode([]byte(s))
 	switch {
 	case block == nil:
@@ -298,7 +299,7 @@ func parsePublicKeyPEM(s string) ([]byte, error) {
 		return nil, errors.New("PEM block has headers")
 	case len(bytes.TrimSpace(rest)) > 0:
 		return nil, errors.New("more than one PEM block, or data after it")
-	case !strings.HasPrefix(strings.TrimSpace(s), "-----BEGIN PUBLIC KEY-----"):
+	case !strings.HasPrefix(s, "-----BEGIN PUBLIC KEY-----"):
 		return nil, errors.New("data before the PEM block")
 	}
 	key, err := x509.ParsePKIXPublicKey(block.Bytes)
