@@ -1,0 +1,277 @@
+package devcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Mode selects which components a cluster runs.
+type Mode int
+
+const (
+	// Minimal runs etcd and kube-apiserver only.
+	Minimal Mode = iota
+	// Full also runs kube-controller-manager, kube-scheduler and kwok with
+	// fake nodes.
+	Full
+)
+
+// String returns "minimal" or "full".
+func (m Mode) String() string {
+	switch m {
+	case Minimal:
+		return "minimal"
+	case Full:
+		return "full"
+	default:
+		return fmt.Sprintf("Mode(%d)", int(m))
+	}
+}
+
+// Options configures a cluster.
+type Options struct {
+	// Mode selects the components; the zero value is Minimal.
+	Mode Mode
+	// CRDDirectoryPaths are directories (or files) of CustomResourceDefinitions
+	// to install; Start returns once they are all Established. A missing path
+	// is an error.
+	CRDDirectoryPaths []string
+	// Nodes is the number of fake nodes in Full mode; zero means one.
+	Nodes int
+	// BinDir holds the binaries; empty means BinDir().
+	BinDir string
+	// Output, if not nil, also receives the output of every process. It is
+	// always written to log files in the cluster directory too.
+	Output io.Writer
+	// StartTimeout bounds the start of each component; zero means 60 s.
+	StartTimeout time.Duration
+}
+
+// Cluster is a running control plane. Its methods are safe to call from
+// several goroutines.
+type Cluster struct {
+	// Config connects to the API server as a member of system:masters.
+	Config *rest.Config
+	// KubeconfigPath is a kubeconfig file for the same identity, for
+	// external tools.
+	KubeconfigPath string
+	// Dir is the temporary directory holding all of the cluster's state,
+	// logs included; Stop removes it.
+	Dir string
+	// Mode is the mode the cluster runs in.
+	Mode Mode
+
+	env    *envtest.Environment
+	procs  []*process
+	reaper *reaper
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start starts a control plane as opts describe and waits until it serves:
+// the API server answers, the CRDs are established and, in Full mode, every
+// fake node is Ready and the controllers run. On error nothing is left
+// running. Cancelling ctx aborts the start.
+func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+	if opts.Mode != Minimal && opts.Mode != Full {
+		return nil, fmt.Errorf("devcluster: unknown mode %v", opts.Mode)
+	}
+	if opts.Nodes < 0 {
+		return nil, fmt.Errorf("devcluster: Nodes must not be negative, got %d", opts.Nodes)
+	}
+	if opts.Nodes == 0 {
+		opts.Nodes = 1
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 60 * time.Second
+	}
+	binDir := opts.BinDir
+	if binDir == "" {
+		if binDir, err = BinDir(); err != nil {
+			return nil, err
+		}
+	}
+	required := []string{etcdBin, apiServerBin}
+	if opts.Mode == Full {
+		required = append(required, controllerManagerBin, schedulerBin, kwokBin, kwokStagesFile)
+	}
+	if err := requireFiles(binDir, required...); err != nil {
+		return nil, err
+	}
+
+	dir, err := os.MkdirTemp("", "openfief-devcluster-")
+	if err != nil {
+		return nil, fmt.Errorf("devcluster: %w", err)
+	}
+	c = &Cluster{Dir: dir, Mode: opts.Mode}
+	defer func() {
+		if err != nil {
+			_ = c.Stop()
+			c = nil
+		}
+	}()
+	if c.reaper, err = startReaper(dir); err != nil {
+		_ = os.RemoveAll(dir)
+		return c, err
+	}
+	for _, sub := range []string{"logs", "etcd", "apiserver"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o700); err != nil {
+			return c, fmt.Errorf("devcluster: %w", err)
+		}
+	}
+
+	if err := c.startAPIServer(ctx, binDir, opts); err != nil {
+		return c, err
+	}
+	if opts.Mode == Full {
+		if err := c.startFull(ctx, binDir, opts); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// startAPIServer starts etcd and kube-apiserver through envtest, installs the
+// CRDs and writes the kubeconfig.
+func (c *Cluster) startAPIServer(ctx context.Context, binDir string, opts Options) error {
+	logs := filepath.Join(c.Dir, "logs")
+	etcdLog, err := os.Create(filepath.Join(logs, "etcd.log"))
+	if err != nil {
+		return fmt.Errorf("devcluster: %w", err)
+	}
+	defer etcdLog.Close()
+	apiLog, err := os.Create(filepath.Join(logs, "kube-apiserver.log"))
+	if err != nil {
+		return fmt.Errorf("devcluster: %w", err)
+	}
+	defer apiLog.Close()
+	var etcdOut, apiOut io.Writer = etcdLog, apiLog
+	if opts.Output != nil {
+		etcdOut = io.MultiWriter(etcdLog, opts.Output)
+		apiOut = io.MultiWriter(apiLog, opts.Output)
+	}
+
+	c.env = &envtest.Environment{
+		BinaryAssetsDirectory: binDir,
+		CRDDirectoryPaths:     opts.CRDDirectoryPaths,
+		ErrorIfCRDPathMissing: true,
+		ControlPlane: envtest.ControlPlane{
+			Etcd: &envtest.Etcd{
+				Path:    filepath.Join(binDir, etcdBin),
+				DataDir: filepath.Join(c.Dir, "etcd"),
+				Out:     etcdOut,
+				Err:     etcdOut,
+			},
+			APIServer: &envtest.APIServer{
+				Path:    filepath.Join(binDir, apiServerBin),
+				CertDir: filepath.Join(c.Dir, "apiserver"),
+				Out:     apiOut,
+				Err:     apiOut,
+			},
+		},
+		ControlPlaneStartTimeout: opts.StartTimeout,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	// envtest cannot be interrupted and gives no process ids: while it
+	// starts, hand each process it starts to the watchdog as soon as it
+	// appears, so that dying mid-start leaves nothing behind.
+	startErr := make(chan error, 1)
+	go func() {
+		_, err := c.env.Start()
+		startErr <- err
+	}()
+	watched := map[int]bool{}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var errStart error
+	for done := false; !done; {
+		select {
+		case errStart = <-startErr:
+			done = true
+		case <-tick.C:
+		}
+		if err := c.watchChildren(watched); err != nil && errStart == nil {
+			errStart = err
+		}
+	}
+	if errStart == nil {
+		errStart = ctx.Err()
+	}
+	if errStart != nil {
+		return fmt.Errorf("devcluster: starting etcd and kube-apiserver (logs in %s): %w", logs, errStart)
+	}
+
+	c.Config = rest.CopyConfig(c.env.Config)
+	c.KubeconfigPath = filepath.Join(c.Dir, "kubeconfig")
+	if err := os.WriteFile(c.KubeconfigPath, c.env.KubeConfig, 0o600); err != nil {
+		return fmt.Errorf("devcluster: writing the kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// watchChildren hands the process groups of the etcd and kube-apiserver of
+// this cluster not yet in watched to the watchdog, and adds them to watched.
+func (c *Cluster) watchChildren(watched map[int]bool) error {
+	pids, err := childrenIn(c.Dir)
+	if err != nil {
+		return fmt.Errorf("devcluster: listing etcd and kube-apiserver: %w", err)
+	}
+	for _, pid := range pids {
+		if watched[pid] {
+			continue
+		}
+		if err := c.reaper.watch(pid); err != nil {
+			return fmt.Errorf("devcluster: watchdog: %w", err)
+		}
+		watched[pid] = true
+	}
+	return nil
+}
+
+// Clientset returns a typed client for the cluster's admin identity.
+func (c *Cluster) Clientset() (*kubernetes.Clientset, error) {
+	return kubernetes.NewForConfig(c.Config)
+}
+
+// Stop ends every process of the cluster and removes its directory. It is
+// safe to call more than once; later calls return the first call's result.
+func (c *Cluster) Stop() error {
+	c.stopOnce.Do(func() {
+		var errs []error
+		// Stop in the reverse order of start: kwok, scheduler, controller
+		// manager, then the API server and etcd.
+		for i := len(c.procs) - 1; i >= 0; i-- {
+			c.procs[i].stop(10 * time.Second)
+		}
+		if c.env != nil {
+			if err := c.env.Stop(); err != nil {
+				errs = append(errs, fmt.Errorf("devcluster: stopping etcd and kube-apiserver: %w", err))
+			}
+		}
+		if c.reaper != nil {
+			if len(errs) == 0 {
+				c.reaper.disarm()
+			} else {
+				// Closing without disarming makes the watchdog kill what
+				// envtest could not stop.
+				_ = c.reaper.w.Close()
+			}
+		}
+		if err := os.RemoveAll(c.Dir); err != nil {
+			errs = append(errs, fmt.Errorf("devcluster: %w", err))
+		}
+		c.stopErr = errors.Join(errs...)
+	})
+	return c.stopErr
+}

@@ -1,0 +1,30 @@
+// Package devcluster starts a real Kubernetes control plane on loopback for
+// tests and local use, from the binaries `make controlplane` builds into
+// .bin/ (see hack/build-controlplane.sh).
+//
+// Two modes are offered:
+//
+//   - Minimal runs etcd and kube-apiserver through controller-runtime's envtest.
+//     The API server has a ServiceAccount issuer and signing key, so
+//     TokenRequest, TokenReview and the OIDC discovery endpoints work, and the
+//     PodSecurity admission plugin is on.
+//   - Full adds kube-controller-manager (all default controllers: Deployments,
+//     ReplicaSets, the garbage collector, ServiceAccounts, the root CA
+//     publisher, ...), kube-scheduler and kwok, which plays the kubelets of
+//     one or more fake nodes, so Pods are scheduled and become Running and
+//     Ready, and Deployments become Available.
+//
+// Every process runs in its own process group on random free ports, with all
+// state in one temporary directory. Stop ends them all and removes the
+// directory; a watchdog process does the same if the starting process dies
+// without calling Stop (a test timeout, a kill), so no etcd is left behind.
+//
+// Test packages share one control plane per mode through [Main] and [Shared]:
+//
+//	func TestMain(m *testing.M) { os.Exit(devcluster.Main(m)) }
+//
+//	func TestSomething(t *testing.T) {
+//		c := devcluster.Shared(t, devcluster.Options{Mode: devcluster.Full})
+//		...
+//	}
+package devcluster

@@ -1,0 +1,91 @@
+package devcluster
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// process is one control plane component the cluster started itself (envtest
+// runs etcd and the API server). It runs in its own process group so that
+// stopping it also ends anything it spawned.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	log  string        // path of the file holding its output
+	done chan struct{} // closed when it has exited
+	err  error         // its exit status, valid once done is closed
+}
+
+// startProcess starts path with args, its output going to logDir/<name>.log
+// and, if out is not nil, to out as well.
+func startProcess(name, path string, args []string, logDir string, out io.Writer) (*process, error) {
+	logPath := filepath.Join(logDir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("devcluster: %s: %w", name, err)
+	}
+	var w io.Writer = f
+	if out != nil {
+		w = io.MultiWriter(f, out)
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Stdout = w
+	cmd.Stderr = w
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("devcluster: starting %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// exited reports an error naming the process and the end of its log if it
+// has exited, and nil while it runs.
+func (p *process) exited() error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("devcluster: %s exited (%v); end of its log:\n%s", p.name, p.err, tail(p.log, 20))
+	default:
+		return nil
+	}
+}
+
+// stop ends the process group with SIGTERM, then SIGKILL after grace, and
+// waits for the process to exit.
+func (p *process) stop(grace time.Duration) {
+	pgid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-p.done
+	}
+	// Children that ignored SIGTERM but outlived their leader.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// tail returns the last n lines of the file at path, or a note why it cannot.
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(log unreadable: %v)", err)
+	}
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
