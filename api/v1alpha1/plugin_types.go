@@ -134,6 +134,12 @@ type DeployedVersion struct {
 	Image string `json:"image"`
 	// Manifest is that version's manifest.
 	Manifest Manifest `json:"manifest"`
+	// Config is the config that version runs with.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Config *apiextensionsv1.JSON `json:"config,omitempty"`
 	// Signer names the trusted signer whose signature verified.
 	// +optional
 	Signer string `json:"signer,omitempty"`

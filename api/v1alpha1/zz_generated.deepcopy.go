@@ -16,6 +16,11 @@ import (
 func (in *DeployedVersion) DeepCopyInto(out *DeployedVersion) {
 	*out = *in
 	in.Manifest.DeepCopyInto(&out.Manifest)
+	if in.Config != nil {
+		in, out := &in.Config, &out.Config
+		*out = new(v1.JSON)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.VerifiedAt != nil {
 		in, out := &in.VerifiedAt, &out.VerifiedAt
 		*out = (*in).DeepCopy()

@@ -1,0 +1,119 @@
+package operator
+
+import (
+	"encoding/json"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/plugins"
+)
+
+// The operator decides nothing itself: these functions translate resources
+// into the domain's values and the domain's answers back into API types.
+
+// manifestFromAPI converts a CRD manifest into the domain's Manifest.
+func manifestFromAPI(m v1alpha1.Manifest) plugins.Manifest {
+	out := plugins.Manifest{
+		Capabilities: make([]plugins.Capability, 0, len(m.Capabilities)),
+		ConfigSchema: rawJSON(m.ConfigSchema),
+	}
+	for _, c := range m.Capabilities {
+		out.Capabilities = append(out.Capabilities, plugins.Capability(c))
+	}
+	for _, h := range m.Egress {
+		out.Egress = append(out.Egress, string(h))
+	}
+	for _, s := range m.Secrets {
+		out.Secrets = append(out.Secrets, plugins.SecretMount{Name: s.Name, MountPath: s.MountPath})
+	}
+	for _, t := range m.DataTiers {
+		out.DataTiers = append(out.DataTiers, string(t))
+	}
+	return out
+}
+
+// manifestToAPI converts a domain Manifest into the CRD shape.
+func manifestToAPI(m plugins.Manifest) v1alpha1.Manifest {
+	out := v1alpha1.Manifest{}
+	for _, c := range m.Capabilities {
+		out.Capabilities = append(out.Capabilities, v1alpha1.Capability(c))
+	}
+	for _, h := range m.Egress {
+		out.Egress = append(out.Egress, v1alpha1.EgressHost(h))
+	}
+	for _, s := range m.Secrets {
+		out.Secrets = append(out.Secrets, v1alpha1.SecretMount{Name: s.Name, MountPath: s.MountPath})
+	}
+	for _, t := range m.DataTiers {
+		out.DataTiers = append(out.DataTiers, v1alpha1.DataTier(t))
+	}
+	if len(m.ConfigSchema) > 0 {
+		out.ConfigSchema = &apiextensionsv1.JSON{Raw: append([]byte(nil), m.ConfigSchema...)}
+	}
+	return out
+}
+
+// pluginFromAPI converts a Plugin resource into the domain's Plugin.
+func pluginFromAPI(p *v1alpha1.Plugin) plugins.Plugin {
+	return plugins.Plugin{
+		Name:     p.Name,
+		Image:    p.Spec.Image,
+		Manifest: manifestFromAPI(p.Spec.Manifest),
+		Config:   rawJSON(p.Spec.Config),
+	}
+}
+
+// grantFromAPI converts a PluginGrant resource into the domain's Grant.
+func grantFromAPI(g *v1alpha1.PluginGrant) plugins.Grant {
+	out := plugins.Grant{Name: g.Name}
+	for _, c := range g.Spec.Capabilities {
+		out.Capabilities = append(out.Capabilities, plugins.Capability(c))
+	}
+	for _, h := range g.Spec.Egress {
+		out.Egress = append(out.Egress, string(h))
+	}
+	for _, s := range g.Spec.Secrets {
+		out.Secrets = append(out.Secrets, plugins.SecretGrant{Name: s.Name, SecretName: s.SecretName})
+	}
+	for _, t := range g.Spec.DataTiers {
+		out.DataTiers = append(out.DataTiers, string(t))
+	}
+	return out
+}
+
+// pendingToAPI converts what waits for approval into status.pendingApproval;
+// nil when nothing is pending.
+func pendingToAPI(p plugins.Pending) *v1alpha1.PendingApproval {
+	if p.IsEmpty() {
+		return nil
+	}
+	out := &v1alpha1.PendingApproval{Egress: p.Egress, Secrets: p.Secrets, DataTiers: p.DataTiers}
+	for _, c := range p.Capabilities {
+		out.Capabilities = append(out.Capabilities, v1alpha1.Capability(c))
+	}
+	return out
+}
+
+// effectiveToAPI converts the running version's permissions into status.effective.
+func effectiveToAPI(e *plugins.EffectivePermissions) *v1alpha1.EffectivePermissions {
+	if e == nil {
+		return nil
+	}
+	out := &v1alpha1.EffectivePermissions{Egress: e.Egress(), DataTiers: e.DataTiers()}
+	for _, c := range e.Capabilities() {
+		out.Capabilities = append(out.Capabilities, v1alpha1.Capability(c))
+	}
+	for _, s := range e.Secrets() {
+		out.Secrets = append(out.Secrets, v1alpha1.GrantedSecret{Name: s.Slot, SecretName: s.SecretName, MountPath: s.MountPath})
+	}
+	return out
+}
+
+// rawJSON returns the bytes of an optional JSON field, nil when unset.
+func rawJSON(j *apiextensionsv1.JSON) json.RawMessage {
+	if j == nil || len(j.Raw) == 0 {
+		return nil
+	}
+	return append(json.RawMessage(nil), j.Raw...)
+}

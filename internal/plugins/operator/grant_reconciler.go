@@ -1,0 +1,48 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/plugins"
+)
+
+// GrantReconciler sets each PluginGrant's Valid condition, so an owner sees a
+// mistake in a grant on the grant itself. The Plugin's Ready condition says
+// InvalidGrant too.
+type GrantReconciler struct {
+	Client client.Client
+}
+
+// Reconcile validates one grant and writes its status when it changed.
+func (r *GrantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if req.Namespace != plugins.Namespace {
+		return ctrl.Result{}, nil
+	}
+	var g v1alpha1.PluginGrant
+	if err := r.Client.Get(ctx, req.NamespacedName, &g); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	c := condition{metav1.ConditionTrue, v1alpha1.ReasonValid, "the grant is valid"}
+	if err := grantFromAPI(&g).Validate(); err != nil {
+		c = condition{metav1.ConditionFalse, v1alpha1.ReasonInvalid, err.Error()}
+	}
+	next := g.Status.DeepCopy()
+	next.ObservedGeneration = g.Generation
+	setCondition(&next.Conditions, v1alpha1.ConditionValid, c, g.Generation)
+	if equality.Semantic.DeepEqual(&g.Status, next) {
+		return ctrl.Result{}, nil
+	}
+	patch := client.MergeFromWithOptions(g.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	g.Status = *next
+	if err := r.Client.Status().Patch(ctx, &g, patch); err != nil {
+		return ctrl.Result{}, fmt.Errorf("write grant status: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
