@@ -56,6 +56,11 @@ func TestCoreHTTPClientSendsTheCurrentToken(t *testing.T) {
 	if proxied.Load() != 0 {
 		t.Fatal("the core client used a proxy")
 	}
+	// Go never proxies loopback addresses, so the check above cannot see a
+	// proxy configured for the core's ClusterIP: check the transport too.
+	if base := client.Transport.(*coreTransport).base.(*http.Transport); base.Proxy != nil {
+		t.Fatal("the core client's transport has a proxy function")
+	}
 }
 
 func TestCoreHTTPClientRefusesOtherHosts(t *testing.T) {
