@@ -4,8 +4,10 @@
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -eu -o pipefail -c
 GO ?= go
-# Modules of the workspace (go.work) plus the tools module.
+# Modules of the workspace (go.work), and the tool modules outside it.
 MODULES := . sdk/go
+TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto
+CONTROLLER_GEN := .bin/controller-gen
 FUZZTIME ?= 60s
 
 .PHONY: all
@@ -40,9 +42,22 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 60s).
 	@for t in $$($(GO) test -list '^Fuzz' ./internal/plugins/ | grep '^Fuzz'); do \
 		echo "== fuzz $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./internal/plugins/; done
 
+.PHONY: generate
+generate: controlplane ## Regenerate deepcopy, CRDs (deploy/crds) and the operator's Role (deploy/operator) from markers.
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONTROLLER_GEN) crd:maxDescLen=400 paths=./api/... output:crd:dir=deploy/crds
+	$(CONTROLLER_GEN) rbac:roleName=openfief-operator paths=./internal/plugins/operator/... output:rbac:dir=deploy/operator
+
+.PHONY: proto
+proto: ## Regenerate sdk/go/gen from proto/.
+	hack/proto.sh gen
+
 .PHONY: verify
-verify: ## gofmt, go vet, go mod tidy and generated files must leave no diff.
+verify: generate ## gofmt, go vet, go mod tidy, buf lint/breaking and generated files must leave no diff.
+	@test -z "$$(git status --porcelain -- api deploy)" || { git status --short -- api deploy; echo "generated files are stale or uncommitted: run make generate and commit"; exit 1; }
+	hack/proto.sh check
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
-	@for m in $(MODULES) $(TOOL_MODULES); do (cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
+	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
+	@for m in $(TOOL_MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
 	@git diff --exit-code --stat -- . || { echo "verify left a diff"; exit 1; }
