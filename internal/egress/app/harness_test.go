@@ -155,7 +155,7 @@ func (s *syncBuffer) String() string {
 // env is a proxy on loopback with fakes around it and a plain echo server
 // standing in for an institution.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	proxy    *Proxy
 	addr     string // the proxy's host:port
 	store    *AllowListStore
@@ -171,7 +171,7 @@ type env struct {
 // files.bank.example on the echo server's port, and plugin y may reach
 // other.example there; both names resolve to 127.0.0.1, which the proxy is
 // allowed to dial for the test. modify may change the options first.
-func newEnv(t *testing.T, modify func(*Options)) *env {
+func newEnv(t testing.TB, modify func(*Options)) *env {
 	t.Helper()
 	e := &env{
 		t:        t,
