@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
@@ -17,7 +18,8 @@ import (
 // refuses is forbidden, because plugins name hosts and the proxy resolves
 // them.
 func connectTarget(requestURI string) (canonical, host string, port uint16, d *denial) {
-	if requestURI == "" || len(requestURI) > 512 || strings.ContainsAny(requestURI, "/?#@ \t\\") {
+	if requestURI == "" || len(requestURI) > 512 || !utf8.ValidString(requestURI) ||
+		strings.ContainsAny(requestURI, "/?#@ \t\\") {
 		return "", "", 0, deny(http.StatusBadRequest, ReasonBadTarget)
 	}
 	h, p, err := net.SplitHostPort(requestURI)
@@ -29,6 +31,11 @@ func connectTarget(requestURI string) (canonical, host string, port uint16, d *d
 	}
 	canonical, err = plugins.CanonicalEgressHost(h + ":" + p)
 	if err != nil {
+		return "", "", 0, deny(http.StatusForbidden, ReasonInvalidTarget)
+	}
+	// Allow-list entries are fixed points of the canonicalisation; a
+	// result that is not one can match none, and is refused as such.
+	if again, err := plugins.CanonicalEgressHost(canonical); err != nil || again != canonical {
 		return "", "", 0, deny(http.StatusForbidden, ReasonInvalidTarget)
 	}
 	i := strings.LastIndexByte(canonical, ':')
