@@ -25,7 +25,7 @@ cache_root="${OPENFIEF_CONTROLPLANE_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/ope
 # The tools modules are not part of go.work; keep the workspace and any
 # caller's module flags out of their builds, and never touch their go.sum.
 export GOWORK=off
-export GOFLAGS=-mod=readonly
+export GOFLAGS="-mod=readonly -buildvcs=false"
 unset GOTOOLCHAIN || true
 
 pins_hash() {

@@ -25,7 +25,7 @@ while read -r line; do
 	*) pgids="$pgids $line" ;;
 	esac
 done
-for g in $pgids; do kill -KILL -- "-$g" 2>/dev/null; done
+for g in $pgids; do kill -KILL "-$g" 2>/dev/null; done
 rm -rf -- "$1"
 `
 
