@@ -1,0 +1,107 @@
+package cosign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+)
+
+// ErrRegistryUnavailable is wrapped by every *RegistryError: the registry
+// could not be reached, timed out, or refused a read, so whether the image
+// is signed is unknown (not "unsigned"). The operator reports
+// SignatureVerified=Unknown (RegistryUnavailable) and retries (D-56, D-57).
+var ErrRegistryUnavailable = errors.New("registry unavailable")
+
+// Reasons a bundle is skipped. Each Skipped.Reason wraps one of them.
+var (
+	// ErrMalformedBundle: the referrer is not a readable Sigstore bundle v0.3
+	// (bad JSON, wrong media type, too large, wrong manifest shape, or content
+	// that does not match its digest).
+	ErrMalformedBundle = errors.New("malformed bundle")
+	// ErrUnverifiedBundle: the bundle parsed but did not verify: a bad
+	// signature, a certificate outside the trust root or its validity window,
+	// a missing transparency-log proof or timestamp, a statement over another
+	// digest, or a key that is not trusted.
+	ErrUnverifiedBundle = errors.New("bundle did not verify")
+	// ErrPredicateType: the bundle verified but its in-toto statement is not
+	// a cosign signature (https://sigstore.dev/cosign/sign/v1), such as an
+	// SBOM or provenance attestation, or it is not a DSSE statement at all.
+	ErrPredicateType = errors.New("not a cosign signature statement")
+	// ErrTooManyReferrers: the digest has more candidate referrers than the
+	// verifier reads; the rest were not looked at.
+	ErrTooManyReferrers = errors.New("too many referrers")
+)
+
+// ErrNoPlatform is returned for a signed image index that holds neither a
+// linux/amd64 image nor exactly one platform image, so there is no image
+// whose label could be read. The operator maps it to InvalidImage.
+var ErrNoPlatform = errors.New("image index has no linux/amd64 image and more than one platform")
+
+// RegistryError is a failed registry read. It wraps ErrRegistryUnavailable
+// and the underlying error, so callers can test errors.Is(err,
+// ErrRegistryUnavailable) and still read the HTTP status.
+type RegistryError struct {
+	// Op names the read that failed, such as "list referrers".
+	Op string
+	// Ref is the reference being read.
+	Ref string
+	// StatusCode is the HTTP status the registry answered, or 0 when it
+	// could not be reached.
+	StatusCode int
+	// Err is the underlying error.
+	Err error
+}
+
+func (e *RegistryError) Error() string {
+	if e.StatusCode != 0 {
+		return fmt.Sprintf("%s %s: registry answered %d: %v", e.Op, e.Ref, e.StatusCode, e.Err)
+	}
+	return fmt.Sprintf("%s %s: %v", e.Op, e.Ref, e.Err)
+}
+
+// Unwrap returns ErrRegistryUnavailable and the underlying error.
+func (e *RegistryError) Unwrap() []error { return []error{ErrRegistryUnavailable, e.Err} }
+
+// registryError wraps err from a registry read as a *RegistryError.
+func registryError(op, ref string, err error) error {
+	re := &RegistryError{Op: op, Ref: ref, Err: err}
+	var te *transport.Error
+	if errors.As(err, &te) {
+		re.StatusCode = te.StatusCode
+	}
+	return re
+}
+
+// transient reports whether a failed read of one referrer's manifest or
+// bundle blob is the registry's fault rather than that referrer's: the
+// registry could not be reached, timed out, refused the anonymous read
+// (401, 403) or failed (408, 429, 5xx). It fails the whole verification as a
+// RegistryError, because an incomplete list of signatures could turn
+// "verified" into "unverified" or "unsigned". Anything else (a 404 for that
+// one object, content that does not match its digest, a body over the size
+// cap) is the referrer's fault: it is skipped and reported.
+func transient(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var te *transport.Error
+	if errors.As(err, &te) {
+		switch {
+		case te.StatusCode >= 500,
+			te.StatusCode == http.StatusUnauthorized,
+			te.StatusCode == http.StatusForbidden,
+			te.StatusCode == http.StatusRequestTimeout,
+			te.StatusCode == http.StatusTooManyRequests:
+			return true
+		}
+		return false
+	}
+	var ue *url.Error
+	var ne net.Error
+	return errors.As(err, &ue) || errors.As(err, &ne)
+}

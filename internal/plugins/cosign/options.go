@@ -1,0 +1,87 @@
+package cosign
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/sigstore/sigstore-go/pkg/root"
+)
+
+// Defaults and caps. The caps bound what one verification reads, whatever
+// the registry or the referrers attached to a digest hold.
+const (
+	// DefaultTimeout bounds one Verify call, all registry reads included.
+	DefaultTimeout = 60 * time.Second
+	// MaxReferrers is how many candidate bundle referrers are read per
+	// digest; more are reported as ErrTooManyReferrers and not read.
+	MaxReferrers = 32
+	// MaxBundleBytes caps one bundle blob; cosign's are a few KiB.
+	MaxBundleBytes = 1 << 20
+	// MaxResponseBytes caps every registry response body (manifests,
+	// referrer lists, image configs, bundles).
+	MaxResponseBytes = 4 << 20
+)
+
+// options is what the Option functions set.
+type options struct {
+	trusted    root.TrustedMaterial
+	publicKeys []string
+	requireSCT bool
+	insecure   []string
+	transport  http.RoundTripper
+	timeout    time.Duration
+	// retryBackoff replaces go-containerregistry's retry backoff; tests only.
+	retryBackoff *remote.Backoff
+}
+
+// Option configures a Verifier.
+type Option func(*options)
+
+// WithTrustedMaterial replaces the embedded public-good trust root for
+// keyless bundles, such as with an owner's private Sigstore instance, or in
+// tests with sigstore-go's virtual Sigstore (D-56).
+func WithTrustedMaterial(tm root.TrustedMaterial) Option {
+	return func(o *options) { o.trusted = tm }
+}
+
+// WithPublicKeys adds PEM public keys (ECDSA, Ed25519 or RSA) whose
+// key-signed bundles verify; the operator passes its key signers' keys
+// (D-45). A verified signature reports the PEM exactly as given here.
+func WithPublicKeys(pems []string) Option {
+	return func(o *options) { o.publicKeys = append(o.publicKeys, pems...) }
+}
+
+// WithSCTRequired sets whether a keyless bundle's certificate must carry a
+// signed certificate timestamp from a trusted CT log. It is true by default,
+// as for the public-good instance; tests turn it off because the virtual
+// Sigstore issues certificates without SCTs.
+func WithSCTRequired(required bool) Option {
+	return func(o *options) { o.requireSCT = required }
+}
+
+// WithInsecureRegistries lets the named registries (host[:port], as in the
+// image reference) be read over plain HTTP. Loopback registries (127.0.0.1,
+// localhost, [::1]) always may; every other registry is read over HTTPS.
+func WithInsecureRegistries(hosts ...string) Option {
+	return func(o *options) { o.insecure = append(o.insecure, hosts...) }
+}
+
+// WithTransport sets the HTTP transport under the registry client, such as
+// one that counts requests in tests. The Verifier still wraps it with its
+// plain-HTTP guard and response size cap.
+func WithTransport(rt http.RoundTripper) Option {
+	return func(o *options) { o.transport = rt }
+}
+
+// WithTimeout bounds each Verify call; DefaultTimeout when unset or not
+// positive.
+func WithTimeout(d time.Duration) Option {
+	return func(o *options) { o.timeout = d }
+}
+
+// withRetryBackoff replaces go-containerregistry's retry backoff (1s, 3s)
+// so tests of failing registries run fast.
+func withRetryBackoff(b remote.Backoff) Option {
+	return func(o *options) { o.retryBackoff = &b }
+}
