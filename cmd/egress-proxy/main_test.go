@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/arkadiuss/openfief/internal/devcluster"
+	"github.com/arkadiuss/openfief/internal/plugins"
+)
+
+// The test runs the binary's wiring against a real API server (devcluster's
+// minimal mode); without `make controlplane` it fails, saying so.
+func TestMain(m *testing.M) { os.Exit(devcluster.Main(m)) }
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestRun: /readyz follows the allow-list ConfigMap, /metrics serves the
+// proxy's metrics, the proxy refuses GET, and cancelling (SIGTERM) ends run
+// cleanly.
+func TestRun(t *testing.T) {
+	c := devcluster.Shared(t, devcluster.Options{Mode: devcluster.Minimal})
+	cs, err := c.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plugins.Namespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	cfg := config{
+		listen: freeAddr(t), metricsListen: freeAddr(t),
+		namespace: plugins.Namespace, configMap: plugins.AllowListConfigMap,
+		kubeconfig:  c.KubeconfigPath,
+		dialTimeout: time.Second, idleTimeout: time.Minute, reviewCacheTTL: time.Minute,
+		shutdownGrace: time.Second, maxPerPlugin: 4, maxTunnels: 8,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+
+	get := func(addr, path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	waitFor("/healthz", func() bool { code, _ := get(cfg.metricsListen, "/healthz"); return code == 200 })
+	if code, body := get(cfg.metricsListen, "/readyz"); code != 503 || !strings.Contains(body, "not found") {
+		t.Fatalf("/readyz without the ConfigMap: %d %q", code, body)
+	}
+	if _, err := cs.CoreV1().ConfigMaps(plugins.Namespace).Create(t.Context(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: plugins.AllowListConfigMap},
+		Data:       map[string]string{"x": "api.bank.example:443\n"},
+	}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	waitFor("/readyz 200", func() bool { code, _ := get(cfg.metricsListen, "/readyz"); return code == 200 })
+
+	if code, _ := get(cfg.listen, "/"); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET on the proxy: %d, want 405", code)
+	}
+	_, metrics := get(cfg.metricsListen, "/metrics")
+	for _, name := range []string{"openfief_egress_decisions_total", "openfief_egress_open_tunnels", "go_goroutines"} {
+		if !strings.Contains(metrics, name) {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return after cancel")
+	}
+}
