@@ -1,0 +1,102 @@
+package ocisign
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/arkadiuss/openfief/internal/plugins"
+)
+
+// PluginImage builds a small, reproducible OCI image for a plugin: one layer
+// holding the given files, the numeric non-root user 65532:65532 the
+// restricted Pod Security Standard needs, and the manifest as the
+// io.openfief.plugin.manifest label. The same input gives the same digest.
+func PluginImage(m plugins.Manifest, files map[string][]byte) (v1.Image, error) {
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("plugin manifest: %w", err)
+	}
+	label, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	layer, err := filesLayer(files)
+	if err != nil {
+		return nil, err
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.Architecture, cf.OS = "amd64", "linux"
+	cf.Config.User = "65532:65532"
+	cf.Config.Labels = map[string]string{plugins.ManifestLabel: string(label)}
+	cf.Config.Entrypoint = []string{"/plugin"}
+	return mutate.ConfigFile(img, cf)
+}
+
+// filesLayer packs files into a tar layer with fixed metadata, sorted.
+func filesLayer(files map[string][]byte) (v1.Layer, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, p := range sortedKeys(files) {
+		hdr := &tar.Header{Name: p, Mode: 0o555, Size: int64(len(files[p])), ModTime: time.Unix(0, 0).UTC(), Uid: 0, Gid: 0}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(files[p]); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	data := buf.Bytes()
+	return tarball.LayerFromOpener(func() (rc ioReadCloser, err error) { return nopCloser{bytes.NewReader(data)}, nil })
+}
+
+// Push writes img to registry/repo by digest and returns its reference.
+// Plain HTTP is used only for loopback registries.
+func Push(ctx context.Context, registry, repo string, img v1.Image) (plugins.ImageRef, error) {
+	d, err := img.Digest()
+	if err != nil {
+		return plugins.ImageRef{}, err
+	}
+	ref, err := plugins.ParseImageRef(registry + "/" + repo + "@" + d.String())
+	if err != nil {
+		return plugins.ImageRef{}, err
+	}
+	dr, err := digestRef(ref)
+	if err != nil {
+		return plugins.ImageRef{}, err
+	}
+	if err := remote.Write(dr, img, remote.WithContext(ctx)); err != nil {
+		return plugins.ImageRef{}, fmt.Errorf("push %s: %w", ref, err)
+	}
+	return ref, nil
+}
+
+// digestRef converts a domain ImageRef for go-containerregistry, allowing
+// plain HTTP only for a loopback registry.
+func digestRef(ref plugins.ImageRef) (name.Digest, error) {
+	var opts []name.Option
+	if isLoopback(ref.Registry()) {
+		opts = append(opts, name.Insecure)
+	}
+	return name.NewDigest(ref.String(), opts...)
+}

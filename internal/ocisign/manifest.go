@@ -1,0 +1,52 @@
+package ocisign
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// remoteLayer is what remote.WriteLayer uploads.
+type remoteLayer = v1.Layer
+
+// describeLayer is a layer's OCI descriptor as a JSON object.
+func describeLayer(l v1.Layer, extra map[string]any) (map[string]any, error) {
+	d, err := l.Digest()
+	if err != nil {
+		return nil, err
+	}
+	size, err := l.Size()
+	if err != nil {
+		return nil, err
+	}
+	mt, err := l.MediaType()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{"mediaType": string(mt), "digest": d.String(), "size": size}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// putManifest stores a raw OCI image manifest in repo by its digest.
+func putManifest(ctx context.Context, repo name.Repository, raw []byte) error {
+	h, _, err := v1.SHA256(bytesReader(raw))
+	if err != nil {
+		return err
+	}
+	if err := remote.Put(repo.Digest(h.String()), rawManifest{raw: raw}, remote.WithContext(ctx)); err != nil {
+		return fmt.Errorf("put referrer manifest: %w", err)
+	}
+	return nil
+}
+
+type rawManifest struct{ raw []byte }
+
+func (m rawManifest) RawManifest() ([]byte, error)        { return m.raw, nil }
+func (m rawManifest) MediaType() (types.MediaType, error) { return types.OCIManifestSchema1, nil }

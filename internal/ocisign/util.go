@@ -1,0 +1,40 @@
+package ocisign
+
+import (
+	"bytes"
+	"cmp"
+	"io"
+	"net"
+	"slices"
+	"strings"
+)
+
+type ioReadCloser = io.ReadCloser
+
+type nopCloser struct{ io.Reader }
+
+func (nopCloser) Close() error { return nil }
+
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// isLoopback reports whether a registry host[:port] is on this machine.
+func isLoopback(registry string) bool {
+	host := registry
+	if h, _, err := net.SplitHostPort(registry); err == nil {
+		host = h
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
