@@ -1,0 +1,244 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/plugins/operator"
+)
+
+// newInstallCommand builds `openfief plugin install`: verify the image,
+// check the config against its signed schema, then create the Plugin with
+// the signed label as spec.manifest (D-42, D-57).
+func newInstallCommand(env *Env) *cobra.Command {
+	var (
+		tf         trustFlags
+		image      string
+		configFile string
+	)
+	cmd := &cobra.Command{
+		Use:   "install NAME --image IMAGE [--config FILE]",
+		Short: "Install a plugin instance from a signed image",
+		Long: `Create the Plugin NAME from IMAGE (repository@sha256:<hex>).
+
+Before anything is written, the image is checked as the operator checks it
+(refused unless a trusted signer signed it), its signed manifest label is read,
+and the config (--config, JSON or YAML; {} when not given) is validated
+against the label's config schema. The Plugin's spec.manifest is then exactly
+the signed label, so the operator's check that they match holds (D-42).
+
+The trusted signers are OpenFief's CI, the embedded catalog's publishers and
+the owner's signers: from --signers, else from the cluster's
+openfief-trusted-signers ConfigMap, which the operator reads too.
+
+NAME names the instance (a DNS label of at most 56 characters starting with a
+letter); one image may be installed under several names (D-48). The plugin runs
+nothing until you approve what it asks for with 'openfief plugin approve'.
+An existing NAME is refused: use 'openfief plugin upgrade' to change it.`,
+		Example: `  openfief plugin install nbp-fx --image ghcr.io/example/nbp-fx@sha256:<hex>
+  openfief plugin install ibkr-main --image ghcr.io/example/ibkr-flex@sha256:<hex> --config ibkr-main.yaml`,
+		Args: exactArgs(1),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if err := plugins.ValidateName(name); err != nil {
+				return exitf(ExitInvalid, "NAME: %w", err)
+			}
+			ref, err := parseImage("--image", image)
+			if err != nil {
+				return err
+			}
+			var config json.RawMessage
+			if configFile != "" {
+				if config, err = readConfig(configFile); err != nil {
+					return err
+				}
+			}
+			ctx := cmd.Context()
+			c, err := env.Client()
+			if err != nil {
+				return err
+			}
+			if existing, err := env.getPlugin(ctx, c, name); err == nil {
+				return exitf(ExitNothingToDo, "plugin %q already exists in namespace %q (image %s); to change its image run: openfief plugin upgrade %s --image IMAGE",
+					name, env.Namespace, existing.Spec.Image, name)
+			} else if ExitCode(err) != ExitNotFound {
+				return err
+			}
+			res, err := env.verifyForCluster(ctx, c, ref, tf)
+			if err != nil {
+				return err
+			}
+			if err := checkPlugin(name, ref, *res.Manifest, config, configFile); err != nil {
+				return err
+			}
+			p := &v1alpha1.Plugin{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace},
+				Spec:       v1alpha1.PluginSpec{Image: ref.String(), Manifest: manifestToAPI(*res.Manifest), Config: configJSON(config)},
+			}
+			if err := c.Create(ctx, p, fieldOwner); err != nil {
+				return writeError("creating plugin "+name, err)
+			}
+			fmt.Fprintf(env.Out, "plugin/%s created\n", name)
+			return env.afterWrite(ctx, c, name, res)
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&image, "image", "", "the plugin image, pinned by digest: repository@sha256:<hex> (required)")
+	f.StringVar(&configFile, "config", "", "the instance's config, a JSON or YAML object checked against the manifest's config schema")
+	tf.register(f, true)
+	_ = cmd.MarkFlagRequired("image")
+	return cmd
+}
+
+// newUpgradeCommand builds `openfief plugin upgrade`: move an installed
+// plugin to another image, taking spec.manifest from the new image's signed
+// label (D-47: upgrades happen only when the owner asks).
+func newUpgradeCommand(env *Env) *cobra.Command {
+	var (
+		tf         trustFlags
+		image      string
+		configFile string
+	)
+	cmd := &cobra.Command{
+		Use:   "upgrade NAME --image IMAGE [--config FILE]",
+		Short: "Move an installed plugin to another signed image",
+		Long: `Point the Plugin NAME at IMAGE, with spec.manifest taken from the new image's
+signed label. The image is checked as 'install' checks it, and the config
+(--config, else the current one) is validated against the new config schema
+before anything is written.
+
+If the new version asks for more than the grant holds, the operator keeps the
+previous version running with the current grant (RunningPreviousVersion) until
+you approve the difference with 'openfief plugin approve NAME'.`,
+		Example: `  openfief plugin upgrade nbp-fx --image ghcr.io/example/nbp-fx@sha256:<new hex>
+  openfief plugin upgrade ibkr-main --image ghcr.io/example/ibkr-flex@sha256:<hex> --config ibkr-main.yaml`,
+		Args: exactArgs(1),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			ref, err := parseImage("--image", image)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			c, err := env.Client()
+			if err != nil {
+				return err
+			}
+			p, err := env.getPlugin(ctx, c, name)
+			if err != nil {
+				return err
+			}
+			config := rawJSON(p.Spec.Config)
+			if configFile != "" {
+				if config, err = readConfig(configFile); err != nil {
+					return err
+				}
+			}
+			res, err := env.verifyForCluster(ctx, c, ref, tf)
+			if err != nil {
+				return err
+			}
+			if err := checkPlugin(name, ref, *res.Manifest, config, configFile); err != nil {
+				return err
+			}
+			manifest := manifestToAPI(*res.Manifest)
+			if p.Spec.Image == ref.String() && manifestFromAPI(p.Spec.Manifest).Equal(*res.Manifest) &&
+				bytes.Equal(rawJSON(p.Spec.Config), config) {
+				return exitf(ExitNothingToDo, "plugin %q already has image %s and this config", name, ref)
+			}
+			previous := p.Spec.Image
+			p.Spec.Image, p.Spec.Manifest, p.Spec.Config = ref.String(), manifest, configJSON(config)
+			if err := c.Update(ctx, p, fieldOwner); err != nil {
+				return writeError("upgrading plugin "+name, err)
+			}
+			fmt.Fprintf(env.Out, "plugin/%s upgraded: %s -> %s\n", name, shortImage(previous), shortImage(ref.String()))
+			return env.afterWrite(ctx, c, name, res)
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&image, "image", "", "the new image, pinned by digest: repository@sha256:<hex> (required)")
+	f.StringVar(&configFile, "config", "", "a new config, a JSON or YAML object (default: keep the current one)")
+	tf.register(f, true)
+	_ = cmd.MarkFlagRequired("image")
+	return cmd
+}
+
+// verifyForCluster checks ref with the trust the operator of this cluster
+// holds (or --signers), printing the full report only on refusal.
+func (e *Env) verifyForCluster(ctx context.Context, c client.Client, ref plugins.ImageRef, tf trustFlags) (imageCheck, error) {
+	var (
+		t   trust
+		err error
+	)
+	if tf.signersFile != "" {
+		t, err = policyFromFile(tf.signersFile)
+	} else {
+		t, err = policyFromCluster(ctx, c, e.Namespace)
+	}
+	if err != nil {
+		return imageCheck{}, err
+	}
+	res, err := e.checkImage(ctx, ref, t, tf.insecure)
+	if err != nil {
+		return imageCheck{}, err
+	}
+	if err := res.refusal(); err != nil {
+		printCheck(e.Out, res, t)
+		return imageCheck{}, err
+	}
+	return res, nil
+}
+
+// checkPlugin refuses, before anything is written, a config that does not
+// match the signed schema and any plugin the domain would not accept.
+func checkPlugin(name string, ref plugins.ImageRef, m plugins.Manifest, config json.RawMessage, configFile string) error {
+	if err := operator.ValidateConfig(m.ConfigSchema, config); err != nil {
+		source := "--config " + configFile
+		if configFile == "" {
+			source = "config (none given, so {})"
+		}
+		return exitf(ExitInvalid, "%s does not match the manifest's configSchema: %w", source, err)
+	}
+	p := plugins.Plugin{Name: name, Image: ref.String(), Manifest: m, Config: config}
+	if err := p.Validate(); err != nil {
+		return exitf(ExitInvalid, "plugin %s: %w", name, err)
+	}
+	return nil
+}
+
+// afterWrite tells the owner how the image was trusted and what the new
+// spec waits for.
+func (e *Env) afterWrite(ctx context.Context, c client.Client, name string, res imageCheck) error {
+	v := res.Verification
+	fmt.Fprintf(e.Out, "Signature:  %s by %s\n", v.Reason, v.Signer)
+	g, err := e.getGrant(ctx, c, name)
+	if err != nil {
+		return err
+	}
+	pending := plugins.NeedsApproval(*res.Manifest, grantFromAPI(g))
+	if pending.IsEmpty() {
+		fmt.Fprintln(e.Out, "Approval:   nothing pending; the grant holds everything it asks for")
+		return nil
+	}
+	fmt.Fprintln(e.Out, "Pending approval (requested, not granted):")
+	describePending(e.Out, "  ", pending, *res.Manifest)
+	fmt.Fprintf(e.Out, "Approve with: openfief plugin approve %s\n", name)
+	return nil
+}
+
+// configJSON wraps a config for spec.config; nil stays unset ({}).
+func configJSON(config json.RawMessage) *apiextensionsv1.JSON {
+	if len(config) == 0 {
+		return nil
+	}
+	return &apiextensionsv1.JSON{Raw: config}
+}

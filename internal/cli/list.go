@@ -1,0 +1,292 @@
+package cli
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/plugins"
+)
+
+// Output formats of -o.
+const (
+	outputTable = ""
+	outputJSON  = "json"
+	outputYAML  = "yaml"
+)
+
+// checkOutput refuses an unknown -o value.
+func checkOutput(o string) error {
+	switch o {
+	case outputTable, outputJSON, outputYAML:
+		return nil
+	}
+	return usageError(fmt.Errorf("-o %q: want json or yaml (or none for the table)", o))
+}
+
+// newListCommand builds `openfief plugin list`: a table like `kubectl get`.
+func newListCommand(env *Env) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List the installed plugins and how they run",
+		Long: `List the Plugins in the namespace, sorted by name:
+
+  NAME       the instance
+  READY      the Ready condition: True when a version runs
+  REASON     why: Running, RunningPreviousVersion, NoGrant, AwaitingApproval, ...
+  SIGNATURE  the SignatureVerified reason: Verified (catalog), SignedByTrustedSigner,
+             or why not (Unsigned, UntrustedSigner, ManifestMismatch, ...)
+  APPROVAL   the ApprovalRequired reason: PermissionsPending or NothingPending
+  IMAGE      the image, its digest shortened to 12 hex digits
+  AGE        since the Plugin was created
+
+"-" means the operator has not written that condition yet. -o json or -o yaml
+prints the Plugins as a PluginList instead.`,
+		Example: `  openfief plugin list
+  openfief plugin list -o yaml`,
+		Args: exactArgs(0),
+		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			c, err := env.Client()
+			if err != nil {
+				return err
+			}
+			var list v1alpha1.PluginList
+			if err := c.List(cmd.Context(), &list, client.InNamespace(env.Namespace)); err != nil {
+				return exitf(ExitFailure, "listing plugins: %w", err)
+			}
+			slices.SortFunc(list.Items, func(a, b v1alpha1.Plugin) int { return cmp.Compare(a.Name, b.Name) })
+			if output != outputTable {
+				list.APIVersion, list.Kind = v1alpha1.GroupVersion.String(), "PluginList"
+				list.ResourceVersion = ""
+				for i := range list.Items {
+					clean(&list.Items[i], "Plugin")
+				}
+				return printObject(env.Out, output, &list)
+			}
+			if len(list.Items) == 0 {
+				fmt.Fprintf(env.ErrOut, "No plugins found in namespace %s.\n", env.Namespace)
+				return nil
+			}
+			tw := tabwriter.NewWriter(env.Out, 0, 8, 3, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tREADY\tREASON\tSIGNATURE\tAPPROVAL\tIMAGE\tAGE")
+			now := env.Now()
+			for i := range list.Items {
+				p := &list.Items[i]
+				ready, reason := conditionColumns(p, v1alpha1.ConditionReady)
+				_, signature := conditionColumns(p, v1alpha1.ConditionSignatureVerified)
+				_, approval := conditionColumns(p, v1alpha1.ConditionApprovalRequired)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, ready, reason, signature, approval,
+					shortImage(p.Spec.Image), age(now, p.CreationTimestamp.Time))
+			}
+			return tw.Flush()
+		}),
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (default: a table)")
+	return cmd
+}
+
+// conditionColumns returns a condition's status and reason, "-" for each
+// when the operator has not written it.
+func conditionColumns(p *v1alpha1.Plugin, t string) (status, reason string) {
+	c := apimeta.FindStatusCondition(p.Status.Conditions, t)
+	if c == nil {
+		return "-", "-"
+	}
+	return string(c.Status), c.Reason
+}
+
+// clean prepares an object for printing: kind and apiVersion set, managed
+// fields left out, as kubectl shows them.
+func clean(obj client.Object, kind string) {
+	obj.GetObjectKind().SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(kind))
+	obj.SetManagedFields(nil)
+}
+
+// printObject writes obj as indented JSON or as YAML.
+func printObject(w io.Writer, output string, obj runtime.Object) error {
+	var (
+		b   []byte
+		err error
+	)
+	if output == outputJSON {
+		b, err = json.MarshalIndent(obj, "", "    ")
+		b = append(b, '\n')
+	} else {
+		b, err = yaml.Marshal(obj)
+	}
+	if err != nil {
+		return exitf(ExitFailure, "encoding %s: %w", output, err)
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// newStatusCommand builds `openfief plugin status`: one plugin in detail.
+func newStatusCommand(env *Env) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "status NAME",
+		Short: "Show one plugin: what runs, its trust, what is pending and what it holds",
+		Long: `Show the Plugin NAME in detail:
+
+  Image        the image spec.image asks for
+  Deployed     the version that runs (status.deployed): image, signer, trust, when verified
+  Requested    spec.manifest, the image's signed label
+  Granted      the PluginGrant NAME, or none
+  Pending      what is requested and not granted: what 'openfief plugin approve' would add
+  Effective    what the running version holds: both requested and granted (status.effective)
+  Conditions   Ready, SignatureVerified and ApprovalRequired, with their messages
+
+Pending is computed from the spec and the grant as they are now, the way the
+operator computes status.pendingApproval. -o json or -o yaml prints the Plugin.`,
+		Example: `  openfief plugin status nbp-fx
+  openfief plugin status nbp-fx -o json`,
+		Args: exactArgs(1),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			name := args[0]
+			ctx := cmd.Context()
+			c, err := env.Client()
+			if err != nil {
+				return err
+			}
+			p, err := env.getPlugin(ctx, c, name)
+			if err != nil {
+				return err
+			}
+			if output != outputTable {
+				clean(p, "Plugin")
+				return printObject(env.Out, output, p)
+			}
+			g, err := env.getGrant(ctx, c, name)
+			if err != nil {
+				return err
+			}
+			printStatus(env.Out, env.Now(), p, g)
+			return nil
+		}),
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (default: a description)")
+	return cmd
+}
+
+// printStatus describes one plugin for a person.
+func printStatus(w io.Writer, now time.Time, p *v1alpha1.Plugin, g *v1alpha1.PluginGrant) {
+	fmt.Fprintf(w, "Name:         %s\n", p.Name)
+	fmt.Fprintf(w, "Namespace:    %s\n", p.Namespace)
+	fmt.Fprintf(w, "Age:          %s\n", age(now, p.CreationTimestamp.Time))
+	fmt.Fprintf(w, "Image:        %s\n", p.Spec.Image)
+	if p.Status.ObservedGeneration != p.Generation {
+		fmt.Fprintf(w, "Note:         the status describes generation %d; the spec is at %d (the operator has not caught up)\n",
+			p.Status.ObservedGeneration, p.Generation)
+	}
+	if d := p.Status.Deployed; d != nil {
+		fmt.Fprintln(w, "Deployed:")
+		fmt.Fprintf(w, "  Image:      %s\n", d.Image)
+		fmt.Fprintf(w, "  Signer:     %s (%s)\n", orDash(d.Signer), orDash(d.Trust))
+		if d.VerifiedAt != nil {
+			fmt.Fprintf(w, "  Verified:   %s (%s ago)\n", d.VerifiedAt.UTC().Format("2006-01-02T15:04:05Z"), age(now, d.VerifiedAt.Time))
+		}
+		if d.Image != p.Spec.Image {
+			fmt.Fprintln(w, "  (a previous version: the current spec does not run yet)")
+		}
+	} else {
+		fmt.Fprintln(w, "Deployed:     nothing runs")
+	}
+	m := manifestFromAPI(p.Spec.Manifest)
+	fmt.Fprintln(w, "Requested (spec.manifest):")
+	printManifest(w, "  ", m)
+	if g == nil {
+		fmt.Fprintf(w, "Granted:      nothing (no PluginGrant %s)\n", p.Name)
+	} else {
+		fmt.Fprintf(w, "Granted (PluginGrant %s):\n", g.Name)
+		describeGrant(w, "  ", g)
+	}
+	pending := plugins.NeedsApproval(m, grantFromAPI(g))
+	if pending.IsEmpty() {
+		fmt.Fprintln(w, "Pending:      nothing")
+	} else {
+		fmt.Fprintf(w, "Pending (approve with: openfief plugin approve %s):\n", p.Name)
+		describePending(w, "  ", pending, m)
+	}
+	if e := p.Status.Effective; e != nil {
+		fmt.Fprintln(w, "Effective (what runs holds):")
+		describeEffective(w, "  ", e)
+	} else {
+		fmt.Fprintln(w, "Effective:    nothing")
+	}
+	fmt.Fprintln(w, "Conditions:")
+	if len(p.Status.Conditions) == 0 {
+		fmt.Fprintln(w, "  none yet: the operator has not reconciled this plugin")
+		return
+	}
+	conds := slices.Clone(p.Status.Conditions)
+	order := map[string]int{v1alpha1.ConditionReady: 0, v1alpha1.ConditionSignatureVerified: 1, v1alpha1.ConditionApprovalRequired: 2}
+	slices.SortStableFunc(conds, func(a, b metav1.Condition) int {
+		oa, aok := order[a.Type]
+		ob, bok := order[b.Type]
+		switch {
+		case aok && bok:
+			return cmp.Compare(oa, ob)
+		case aok != bok:
+			if aok {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.Type, b.Type)
+	})
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "  TYPE\tSTATUS\tREASON\tAGE\tMESSAGE")
+	for _, c := range conds {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, age(now, c.LastTransitionTime.Time), oneLine(c.Message))
+	}
+	_ = tw.Flush()
+}
+
+// describeEffective lists status.effective, each Secret with its slot and
+// mount path.
+func describeEffective(w io.Writer, indent string, e *v1alpha1.EffectivePermissions) {
+	caps := make([]string, len(e.Capabilities))
+	for i, c := range e.Capabilities {
+		caps[i] = string(c)
+	}
+	secrets := make([]string, len(e.Secrets))
+	for i, s := range e.Secrets {
+		secrets[i] = fmt.Sprintf("%s (Secret %s) at %s", s.Name, s.SecretName, s.MountPath)
+	}
+	fmt.Fprintf(w, "%sCapabilities:  %s\n", indent, orNone(sorted(caps)))
+	fmt.Fprintf(w, "%sEgress:        %s\n", indent, orNone(sorted(e.Egress)))
+	fmt.Fprintf(w, "%sSecrets:       %s\n", indent, orNone(sorted(secrets)))
+	fmt.Fprintf(w, "%sData tiers:    %s\n", indent, orNone(sorted(e.DataTiers)))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// oneLine keeps a message on one table row.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/plugins/cosign"
+)
+
+// DefaultNamespace is the namespace commands act in unless -n says
+// otherwise: the only one the operator watches (D-15).
+const DefaultNamespace = plugins.Namespace
+
+// Streams are where a command reads answers and writes output. Tests pass
+// buffers; the binary passes the process's standard streams.
+type Streams struct {
+	// In is read for confirmations.
+	In io.Reader
+	// Out receives results: tables, reports, "created" lines, prompts.
+	Out io.Writer
+	// ErrOut receives errors and hints.
+	ErrOut io.Writer
+	// Interactive says a person can answer on In. Without it, a change that
+	// needs confirmation is refused unless --yes is given.
+	Interactive bool
+}
+
+// StdStreams returns the process's standard streams; they are interactive
+// when standard input is a terminal.
+func StdStreams() Streams {
+	return Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, Interactive: term.IsTerminal(int(os.Stdin.Fd()))}
+}
+
+// Env is what every command shares: the streams, the global flags, the
+// clock and the way to reach the cluster. Commands added from other files
+// (such as `openfief dev`) get the same Env through their CommandFactory.
+type Env struct {
+	Streams
+	// Kubeconfig is --kubeconfig: the kubeconfig file; empty means the
+	// usual rules ($KUBECONFIG, then ~/.kube/config).
+	Kubeconfig string
+	// Context is --context: the kubeconfig context; empty means current.
+	Context string
+	// Namespace is -n/--namespace, DefaultNamespace unless set.
+	Namespace string
+	// Now is the clock ages are computed against.
+	Now func() time.Time
+
+	// verifierOptions are added to the image verifier's options; tests
+	// use them to trust a virtual Sigstore.
+	verifierOptions []cosign.Option
+}
+
+// NewEnv returns an Env on s with the default namespace and the system clock.
+func NewEnv(s Streams) *Env {
+	return &Env{Streams: s, Namespace: DefaultNamespace, Now: time.Now}
+}
+
+// CommandFactory builds one top-level command on the shared Env.
+type CommandFactory func(env *Env) *cobra.Command
+
+// commandFactories are the top-level commands every root command gets.
+// Another file of this package adds its own with registerCommand from an
+// init function; `openfief dev` joins this way:
+//
+//	func init() { registerCommand(newDevCommand) }
+var commandFactories = []CommandFactory{newPluginCommand}
+
+// registerCommand adds a top-level command to every root command built
+// afterwards. Call it from an init function.
+func registerCommand(f CommandFactory) { commandFactories = append(commandFactories, f) }
+
+// NewRootCommand builds `openfief` with its global flags, the registered
+// top-level commands and any extra ones, all on env.
+func NewRootCommand(env *Env, extra ...CommandFactory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "openfief",
+		Short: "Install, approve and inspect OpenFief plugins",
+		Long: `openfief is the owner's command line for OpenFief plugins (D-46).
+
+It works against the current kubeconfig context like kubectl, in the openfief
+namespace by default. It checks plugin images the way the operator does before
+anything is written, and shows what a plugin asks for before you grant it.`,
+		Example: `  # Check an image's signature and read its signed manifest (no cluster needed)
+  openfief plugin verify ghcr.io/example/nbp-fx@sha256:<hex> --signers signers.json
+
+  # Install, see what it asks for, approve it
+  openfief plugin install nbp-fx --image ghcr.io/example/nbp-fx@sha256:<hex>
+  openfief plugin approve nbp-fx
+  openfief plugin list`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          noArgs,
+		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	root.SetIn(env.In)
+	root.SetOut(env.Out)
+	root.SetErr(env.ErrOut)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError(err) })
+	pf := root.PersistentFlags()
+	pf.StringVar(&env.Kubeconfig, "kubeconfig", env.Kubeconfig, "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+	pf.StringVar(&env.Context, "context", env.Context, "the kubeconfig context to use (default: the current context)")
+	pf.StringVarP(&env.Namespace, "namespace", "n", env.Namespace, "the namespace of the plugins; the operator watches only openfief")
+	for _, f := range append(append([]CommandFactory(nil), commandFactories...), extra...) {
+		root.AddCommand(f(env))
+	}
+	return root
+}
+
+// Main runs openfief with args on s and returns the exit code: it prints
+// the error, if any, as "Error: ..." on s.ErrOut, with a pointer to --help
+// for usage errors. extra adds top-level commands.
+func Main(ctx context.Context, args []string, s Streams, extra ...CommandFactory) int {
+	env := NewEnv(s)
+	root := NewRootCommand(env, extra...)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintf(s.ErrOut, "Error: %v\n", err)
+	code := ExitCode(err)
+	if code == ExitUsage && cmd != nil {
+		fmt.Fprintf(s.ErrOut, "See '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return code
+}
+
+// runE adapts a command's function so every error it returns carries an
+// exit code (ExitFailure unless it set one), which ExitCode tells apart from
+// cobra's own usage errors.
+func runE(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		return withCode(ExitFailure, f(cmd, args))
+	}
+}
+
+// usageError marks err as a usage error.
+func usageError(err error) error { return &ExitError{Code: ExitUsage, Err: err} }
+
+// noArgs refuses arguments to a command group, naming the unknown command.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError(fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath()))
+	}
+	return nil
+}
+
+// exactArgs requires n arguments, named in the error as in the Use line.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageError(fmt.Errorf("%q takes %d argument(s), got %d: usage: %s", cmd.CommandPath(), n, len(args), cmd.UseLine()))
+		}
+		return nil
+	}
+}
+
+// errAborted is wrapped by the error of a declined confirmation.
+var errAborted = errors.New("not confirmed")

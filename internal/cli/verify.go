@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/arkadiuss/openfief/internal/plugins"
+)
+
+// newVerifyCommand builds `openfief plugin verify`: the operator's signature
+// and label check, run locally (D-46, D-56).
+func newVerifyCommand(env *Env) *cobra.Command {
+	var tf trustFlags
+	cmd := &cobra.Command{
+		Use:   "verify IMAGE",
+		Short: "Check an image's signature and show its signed manifest, as the operator would",
+		Long: `Run the operator's signature check on IMAGE (repository@sha256:<hex>) on this
+machine: the trusted signers are OpenFief's CI, the publishers of the embedded
+catalog and the owner's signers from --signers. Signatures are Sigstore bundles
+attached to the digest, verified offline against the bundled trust root; only
+the registry is contacted. No cluster is needed.
+
+On success it prints the signer, whether the image is Verified (a catalog entry
+pins the digest and its publisher signed it) or only signed by a trusted
+signer, and the signed manifest label. Otherwise it says exactly why the
+operator would refuse the image, and the exit code says which:
+3 unsigned, 4 untrusted signer, 5 manifest label missing or invalid,
+6 invalid image, 7 registry unavailable (unknown; try again).`,
+		Example: `  # Trust your own key as the operator does with the openfief-trusted-signers ConfigMap
+  openfief plugin verify ghcr.io/example/nbp-fx@sha256:<hex> --signers signers.json
+
+  # A local registry over plain HTTP (loopback registries need no flag)
+  openfief plugin verify registry.lan:5000/nbp-fx@sha256:<hex> --insecure-registry registry.lan:5000`,
+		Args: exactArgs(1),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			ref, err := parseImage("IMAGE", args[0])
+			if err != nil {
+				return err
+			}
+			t, err := policyFromFile(tf.signersFile)
+			if err != nil {
+				return err
+			}
+			res, err := env.checkImage(cmd.Context(), ref, t, tf.insecure)
+			if err != nil {
+				return err
+			}
+			printCheck(env.Out, res, t)
+			return res.refusal()
+		}),
+	}
+	tf.register(cmd.Flags(), false)
+	return cmd
+}
+
+// printCheck writes the outcome of an image check for a person.
+func printCheck(w io.Writer, res imageCheck, t trust) {
+	v := res.Verification
+	fmt.Fprintf(w, "Image:      %s\n", res.Ref)
+	fmt.Fprintf(w, "Trusted:    %s\n", describeTrusted(t))
+	if !v.Verified() {
+		fmt.Fprintf(w, "Result:     refused (%s)\n", v.Reason)
+		fmt.Fprintf(w, "Why:        %s\n", v.Message)
+		rep := res.Report
+		if rep.Referrers > 0 || len(rep.Skipped) > 0 {
+			fmt.Fprintf(w, "Referrers:  %d read, %d not signatures, %d signatures verified, %d skipped\n",
+				rep.Referrers, rep.Ignored, rep.Verified, len(rep.Skipped))
+			for _, s := range rep.Skipped {
+				fmt.Fprintf(w, "  skipped %s: %v\n", s.Referrer, s.Reason)
+			}
+		}
+		return
+	}
+	fmt.Fprintf(w, "Result:     %s\n", v.Reason)
+	signer := v.Signer
+	if res.Signer != nil {
+		signer = fmt.Sprintf("%s (%s, %s)", res.Signer.Name, res.Signer.Kind, describeIdentity(res.Signer.Identity))
+	}
+	fmt.Fprintf(w, "Signer:     %s\n", signer)
+	fmt.Fprintf(w, "Trust:      %s\n", v.Message)
+	if res.Manifest == nil {
+		fmt.Fprintf(w, "Manifest:   none: the image has no %s label\n", plugins.ManifestLabel)
+		return
+	}
+	fmt.Fprintf(w, "Signed manifest (label %s):\n", plugins.ManifestLabel)
+	printManifest(w, "  ", *res.Manifest)
+}
+
+// describeTrusted names the trusted signers of t in the policy's order.
+func describeTrusted(t trust) string {
+	var names []string
+	for _, s := range t.policy.Signers() {
+		names = append(names, s.Name)
+	}
+	return strings.Join(names, ", ") + " (" + t.source + ")"
+}
+
+// describeIdentity says how a signer is identified; all of it is public.
+func describeIdentity(id plugins.SignerIdentity) string {
+	switch {
+	case id.IsKey():
+		return "public key"
+	case id.SubjectPattern != "":
+		return fmt.Sprintf("issuer %s, subject matching %s", id.Issuer, id.SubjectPattern)
+	default:
+		return fmt.Sprintf("issuer %s, subject %s", id.Issuer, id.Subject)
+	}
+}
