@@ -27,10 +27,17 @@ func EncodeAllowLists(lists AllowLists) map[string]string {
 	return out
 }
 
-// EncodeAllowList renders one plugin's list as EncodeAllowLists does.
+// EncodeAllowList renders one plugin's list as EncodeAllowLists does. It
+// writes only entries DecodeAllowLists reads back: a canonical form that is
+// not its own canonical form (CanonicalEgressHost maps some invalid UTF-8 to
+// an xn-- label it then refuses) is dropped, since one unreadable line would
+// make the proxy refuse every plugin's list.
 func EncodeAllowList(hosts []string) string {
 	var b strings.Builder
 	for _, h := range canonicalHosts(hosts) {
+		if again, err := CanonicalEgressHost(h); err != nil || again != h {
+			continue
+		}
 		b.WriteString(h)
 		b.WriteByte('\n')
 	}

@@ -19,6 +19,12 @@ func TestEncodeAllowLists(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("EncodeAllowLists\n got %q\nwant %q", got, want)
 	}
+	// Found by FuzzEncodeAllowLists: invalid UTF-8 canonicalises to an xn--
+	// label that does not canonicalise again, so the decoder would refuse
+	// the whole document. The encoder drops it instead.
+	if got := EncodeAllowList([]string{"0\xa3\xa7\xf7\xad.A", "a.example"}); got != "a.example:443\n" {
+		t.Errorf("EncodeAllowList kept an entry it cannot read back: %q", got)
+	}
 	if got := EncodeAllowLists(nil); len(got) != 0 {
 		t.Errorf("EncodeAllowLists(nil) = %q, want empty", got)
 	}
