@@ -1,8 +1,10 @@
 package cosign
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -184,6 +186,7 @@ func TestVerifySkipsBundlesThatDoNotCount(t *testing.T) {
 	tampered := strings.Replace(string(k.Bundle(t, cosigntest.Statement(t, ref.Digest(), SignPredicateType))),
 		`"payload":"`, `"payload":"eyJ`, 1)
 	want := map[string]error{
+		reg.Attach(t, ref, bytes.Repeat([]byte(" "), MaxBundleBytes+1), SignPredicateType).String():                                                         ErrMalformedBundle,
 		reg.Attach(t, ref, []byte("not a bundle"), SignPredicateType).String():                                                                              ErrMalformedBundle,
 		reg.Attach(t, ref, []byte(tampered), SignPredicateType).String():                                                                                    ErrUnverifiedBundle,
 		reg.Attach(t, ref, k.Bundle(t, cosigntest.Statement(t, otherRef.Digest(), SignPredicateType)), SignPredicateType).String():                          ErrUnverifiedBundle,
@@ -198,8 +201,33 @@ func TestVerifySkipsBundlesThatDoNotCount(t *testing.T) {
 	if diff := cmp.Diff(want, skippedReasons(t, rep), cmp.Comparer(errorsSame)); diff != "" {
 		t.Errorf("skipped (-want +got):\n%s", diff)
 	}
-	if _, skipped := skippedReasons(t, rep)[goodReferrer.String()]; skipped || rep.Verified != 1 || rep.Referrers != 5 {
-		t.Errorf("Report = %+v, want 5 referrers and the good one verified", rep)
+	if _, skipped := skippedReasons(t, rep)[goodReferrer.String()]; skipped || rep.Verified != 1 || rep.Referrers != 6 {
+		t.Errorf("Report = %+v, want 6 referrers and the good one verified", rep)
+	}
+}
+
+func TestVerifyCapsReferrers(t *testing.T) {
+	reg := cosigntest.NewRegistry(t, true)
+	k := cosigntest.NewKeyless(t, testIssuer, testSubject)
+	ref := reg.PushImage(t, "plugins/fx", nil)
+	for i := range MaxReferrers + 2 {
+		reg.Attach(t, ref, []byte(fmt.Sprintf("junk %d", i)), SignPredicateType)
+	}
+	before := len(reg.Paths())
+	got, rep := mustVerify(t, newVerifier(t, k), ref)
+	if len(got.Signatures) != 0 {
+		t.Errorf("Signatures = %+v, want none", got.Signatures)
+	}
+	counts := map[error]int{}
+	for _, reason := range skippedReasons(t, rep) {
+		counts[reason]++
+	}
+	if counts[ErrMalformedBundle] != MaxReferrers || counts[ErrTooManyReferrers] != 2 {
+		t.Errorf("skipped %v, want %d malformed and 2 over the cap", counts, MaxReferrers)
+	}
+	// Ping and list, then a manifest and a blob for each referrer read.
+	if n, want := len(reg.Paths())-before, 2+2*MaxReferrers; n != want {
+		t.Errorf("%d registry requests, want %d", n, want)
 	}
 }
 
