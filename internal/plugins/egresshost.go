@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/idna"
 )
@@ -27,6 +28,9 @@ func CanonicalEgressHost(s string) (string, error) {
 	}
 	if len(s) > maxEgressHostLen {
 		return "", fmt.Errorf("%w: longer than %d bytes", ErrInvalidEgressHost, maxEgressHostLen)
+	}
+	if !utf8.ValidString(s) {
+		return "", fmt.Errorf("%w: not valid UTF-8", ErrInvalidEgressHost)
 	}
 	if strings.HasPrefix(s, "[") {
 		return "", fmt.Errorf("%w: %q is an IP literal; name a host", ErrInvalidEgressHost, s)
@@ -97,6 +101,11 @@ func canonicalHostname(host string) (string, error) {
 	}
 	if len(ascii) > 253 {
 		return "", fmt.Errorf("longer than 253 bytes")
+	}
+	// The canonical form must canonicalise to itself: the proxy and the
+	// allow-list compare canonical forms byte for byte.
+	if again, err := idna.Lookup.ToASCII(ascii); err != nil || again != ascii {
+		return "", fmt.Errorf("does not have a stable canonical form")
 	}
 	return ascii, nil
 }
