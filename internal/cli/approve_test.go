@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/arkadiuss/openfief/api/v1alpha1"
+)
+
+// TestApprove checks `plugin approve` shows what is pending, writes the
+// grant only when confirmed, approves parts, binds Secrets, and refuses an
+// unknown plugin, nothing pending and a missing confirmation.
+func TestApprove(t *testing.T) {
+	k := newKube(t)
+	im := newImages(t)
+	v1 := im.signed(t, "plugins/fx", fxV1)
+	v2 := im.signed(t, "plugins/fx", fxV2)
+	config := tempFile(t, "config.yaml", fxConfig)
+	expect(t, openfief(t, k, runOpts{}, "plugin", "install", "fx-approve", "--image", v1.String(), "--config", config, "--signers", im.signers), ExitOK)
+
+	t.Run("no --yes and nobody to ask", func(t *testing.T) {
+		r := openfief(t, k, runOpts{}, "plugin", "approve", "fx-approve")
+		expect(t, r, ExitNotConfirmed, "Egress:        api.nbp.pl:443", "standard input is not a terminal", "--yes")
+		if k.grant(t, "fx-approve") != nil {
+			t.Error("a grant was written without confirmation")
+		}
+	})
+	t.Run("declined", func(t *testing.T) {
+		r := openfief(t, k, runOpts{interactive: true, stdin: "n\n"}, "plugin", "approve", "fx-approve")
+		expect(t, r, ExitNotConfirmed, "Approve this for plugin fx-approve? [y/N]", "not confirmed")
+		if k.grant(t, "fx-approve") != nil {
+			t.Error("a grant was written though declined")
+		}
+	})
+	t.Run("confirmed", func(t *testing.T) {
+		r := openfief(t, k, runOpts{interactive: true, stdin: "y\n"}, "plugin", "approve", "fx-approve")
+		expect(t, r, ExitOK, "plugingrant/fx-approve created", "Secret slot:   fx-token at /etc/fx, mounting Secret fx-token")
+		want := v1alpha1.PluginGrantSpec{
+			Capabilities: []v1alpha1.Capability{"connector"},
+			Egress:       []v1alpha1.EgressHost{"api.nbp.pl:443"},
+			Secrets:      []v1alpha1.SecretGrant{{Name: "fx-token"}},
+			DataTiers:    []v1alpha1.DataTier{"rates"},
+		}
+		if diff := cmp.Diff(want, k.grant(t, "fx-approve").Spec); diff != "" {
+			t.Errorf("grant (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("nothing pending", func(t *testing.T) {
+		r := openfief(t, k, runOpts{}, "plugin", "approve", "fx-approve", "--yes")
+		expect(t, r, ExitNothingToDo, `nothing pending for plugin "fx-approve"`)
+	})
+	t.Run("unknown plugin", func(t *testing.T) {
+		r := openfief(t, k, runOpts{}, "plugin", "approve", "fx-nobody", "--yes")
+		expect(t, r, ExitNotFound, `plugin "fx-nobody" not found in namespace "openfief"`)
+	})
+	t.Run("one host of an upgrade", func(t *testing.T) {
+		expect(t, openfief(t, k, runOpts{}, "plugin", "upgrade", "fx-approve", "--image", v2.String(), "--signers", im.signers), ExitOK)
+		r := openfief(t, k, runOpts{}, "plugin", "approve", "fx-approve", "--host", "evil.example.com", "--yes")
+		expect(t, r, ExitInvalid, "--host evil.example.com: not requested")
+		r = openfief(t, k, runOpts{}, "plugin", "approve", "fx-approve", "--host", "static.nbp.pl:8443", "--yes")
+		expect(t, r, ExitOK, "plugingrant/fx-approve configured")
+		got := k.grant(t, "fx-approve").Spec.Egress
+		if diff := cmp.Diff([]v1alpha1.EgressHost{"api.nbp.pl:443", "static.nbp.pl:8443"}, got); diff != "" {
+			t.Errorf("egress (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("rebinding a Secret slot", func(t *testing.T) {
+		r := openfief(t, k, runOpts{}, "plugin", "approve", "fx-approve", "--secret", "fx-token=fx-token-account-2", "--yes")
+		expect(t, r, ExitOK, "Rebind:        slot fx-token to Secret fx-token-account-2")
+		if diff := cmp.Diff([]v1alpha1.SecretGrant{{Name: "fx-token", SecretName: "fx-token-account-2"}}, k.grant(t, "fx-approve").Spec.Secrets); diff != "" {
+			t.Errorf("secrets (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestRevoke checks `plugin revoke` deletes the grant on confirmation and
+// refuses a plugin without one.
+func TestRevoke(t *testing.T) {
+	k := newKube(t)
+	im := newImages(t)
+	v1 := im.signed(t, "plugins/fx", fxV1)
+	config := tempFile(t, "config.yaml", fxConfig)
+	expect(t, openfief(t, k, runOpts{}, "plugin", "install", "fx-revoke", "--image", v1.String(), "--config", config, "--signers", im.signers), ExitOK)
+	expect(t, openfief(t, k, runOpts{}, "plugin", "approve", "fx-revoke", "--yes"), ExitOK)
+
+	r := openfief(t, k, runOpts{}, "plugin", "revoke", "fx-revoke")
+	expect(t, r, ExitNotConfirmed, "Egress:        api.nbp.pl:443", "--yes")
+	if k.grant(t, "fx-revoke") == nil {
+		t.Fatal("the grant went without confirmation")
+	}
+	r = openfief(t, k, runOpts{}, "plugin", "revoke", "fx-revoke", "--yes")
+	expect(t, r, ExitOK, "plugingrant/fx-revoke deleted")
+	if k.grant(t, "fx-revoke") != nil {
+		t.Error("the grant is still there")
+	}
+	if k.plugin(t, "fx-revoke") == nil {
+		t.Error("revoke removed the Plugin")
+	}
+	r = openfief(t, k, runOpts{}, "plugin", "revoke", "fx-revoke", "--yes")
+	expect(t, r, ExitNotFound, "has no grant to revoke")
+}

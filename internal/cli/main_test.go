@@ -1,0 +1,12 @@
+package cli
+
+import (
+	"os"
+	"testing"
+
+	"github.com/arkadiuss/openfief/internal/devcluster"
+)
+
+// TestMain runs the package's tests and stops the shared control plane the
+// command tests start (one for the whole package).
+func TestMain(m *testing.M) { os.Exit(devcluster.Main(m)) }

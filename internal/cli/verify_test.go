@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"testing"
+
+	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/plugins/cosign"
+	"github.com/arkadiuss/openfief/internal/plugins/cosign/cosigntest"
+)
+
+// TestVerify runs `plugin verify` on images in an in-process registry; it
+// needs no cluster. Each refusal has its own exit code.
+func TestVerify(t *testing.T) {
+	im := newImages(t)
+	signed := im.signed(t, "plugins/fx", fxV1)
+	unsigned := im.unsigned(t, "plugins/unsigned", fxV1)
+	noLabel := im.reg.PushImage(t, "plugins/nolabel", nil)
+	im.sign(t, noLabel)
+	badLabel := im.reg.PushImage(t, "plugins/badlabel", map[string]string{plugins.ManifestLabel: `{"capabilities":["connector"],"egress":["*.nbp.pl"]}`})
+	im.sign(t, badLabel)
+	stranger := cosigntest.NewKeyless(t, "https://accounts.example.com", "mallory@example.com")
+	foreign := im.reg.PushImage(t, "plugins/foreign", cosigntest.ManifestLabel(t, fxV1))
+	im.reg.Attach(t, foreign, stranger.Bundle(t, cosigntest.Statement(t, foreign.Digest(), cosigntest.SignPredicateType)), cosigntest.SignPredicateType)
+	trustStranger := runOpts{verifier: []cosign.Option{cosign.WithTrustedMaterial(stranger.VS), cosign.WithSCTRequired(false)}}
+
+	t.Run("signed by a trusted signer", func(t *testing.T) {
+		r := openfief(t, nil, runOpts{}, "plugin", "verify", signed.String(), "--signers", im.signers)
+		expect(t, r, ExitOK,
+			"Result:     SignedByTrustedSigner",
+			"Signer:     owner (Owner, public key)",
+			"not a verified catalog plugin",
+			"Egress:        api.nbp.pl:443",
+			"Secrets:       fx-token at /etc/fx",
+			`"pattern": "^[A-Z]{3}$"`)
+		if r.errOut != "" {
+			t.Errorf("stderr on success: %q", r.errOut)
+		}
+	})
+	t.Run("unsigned", func(t *testing.T) {
+		r := openfief(t, nil, runOpts{}, "plugin", "verify", unsigned.String(), "--signers", im.signers)
+		expect(t, r, ExitUnsigned, "refused (Unsigned)", "image is not signed")
+	})
+	t.Run("signed by a key nobody trusts reads as unsigned", func(t *testing.T) {
+		r := openfief(t, nil, runOpts{}, "plugin", "verify", signed.String())
+		expect(t, r, ExitUnsigned, "refused (Unsigned)", "no owner signers")
+	})
+	t.Run("untrusted signer", func(t *testing.T) {
+		r := openfief(t, nil, trustStranger, "plugin", "verify", foreign.String(), "--signers", im.signers)
+		expect(t, r, ExitUntrustedSigner, "refused (UntrustedSigner)", `subject "mallory@example.com"`)
+	})
+	t.Run("no manifest label", func(t *testing.T) {
+		r := openfief(t, nil, runOpts{}, "plugin", "verify", noLabel.String(), "--signers", im.signers)
+		expect(t, r, ExitManifestMismatch, "has no io.openfief.plugin.manifest label")
+	})
+	t.Run("invalid manifest label", func(t *testing.T) {
+		r := openfief(t, nil, runOpts{}, "plugin", "verify", badLabel.String(), "--signers", im.signers)
+		expect(t, r, ExitManifestMismatch, "label.egress[0]", "wildcards are not allowed")
+	})
+	t.Run("tag instead of digest", func(t *testing.T) {
+		r := openfief(t, nil, runOpts{}, "plugin", "verify", im.reg.Host+"/plugins/fx:1.0", "--signers", im.signers)
+		expect(t, r, ExitInvalidImage, "IMAGE: invalid image reference", "not pinned by digest")
+	})
+	t.Run("no such image", func(t *testing.T) {
+		missing := im.reg.Host + "/plugins/fx@sha256:" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+		r := openfief(t, nil, runOpts{}, "plugin", "verify", missing, "--signers", im.signers)
+		if r.code != ExitInvalidImage && r.code != ExitUnsigned {
+			t.Fatalf("missing image: %s", r)
+		}
+	})
+	t.Run("missing signers file", func(t *testing.T) {
+		r := openfief(t, nil, runOpts{}, "plugin", "verify", signed.String(), "--signers", t.TempDir()+"/none.json")
+		expect(t, r, ExitUsage, "--signers", "no such file")
+	})
+	t.Run("invalid signers file", func(t *testing.T) {
+		bad := tempFile(t, "signers.json", `{"signers":[{"name":"owner","issuer":"http://insecure.example.com","subject":"x"}]}`)
+		r := openfief(t, nil, runOpts{}, "plugin", "verify", signed.String(), "--signers", bad)
+		expect(t, r, ExitInvalid, "--signers", "signers[0].issuer")
+	})
+	t.Run("registry unavailable", func(t *testing.T) {
+		down := newImages(t)
+		ref := down.signed(t, "plugins/fx", fxV1)
+		down.reg.Close()
+		r := openfief(t, nil, runOpts{}, "plugin", "verify", ref.String(), "--signers", down.signers)
+		expect(t, r, ExitRegistryUnavailable, "RegistryUnavailable")
+	})
+}
