@@ -10,10 +10,16 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/arkadiuss/openfief/internal/cli"
 )
 
 func main() {
+	// The CLI reports through its streams; controller-runtime's client
+	// would otherwise warn that no logger was set.
+	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, os.Args[1:], cli.StdStreams())
 	stop()

@@ -280,7 +280,7 @@ with code 10.`,
 				fmt.Fprintln(env.Out, "Still pending afterwards:")
 				describePending(env.Out, "  ", left, m)
 			}
-			if err := env.confirm(yes, fmt.Sprintf("Approve this for plugin %s?", name)); err != nil {
+			if err := env.confirm(ctx, yes, fmt.Sprintf("Approve this for plugin %s?", name), "approving plugin "+name); err != nil {
 				return err
 			}
 			verb := "configured"
@@ -395,7 +395,7 @@ only its deny-all NetworkPolicy (NoGrant); the Plugin stays installed, and
 			}
 			fmt.Fprintf(env.Out, "PluginGrant %s approves:\n", name)
 			describeGrant(env.Out, "  ", g)
-			if err := env.confirm(yes, fmt.Sprintf("Revoke everything granted to plugin %s?", name)); err != nil {
+			if err := env.confirm(ctx, yes, fmt.Sprintf("Revoke everything granted to plugin %s?", name), "revoking the grant of plugin "+name); err != nil {
 				return err
 			}
 			if err := c.Delete(ctx, g, client.Preconditions{UID: &g.UID, ResourceVersion: &g.ResourceVersion}); err != nil {

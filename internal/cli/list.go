@@ -196,7 +196,7 @@ func printStatus(w io.Writer, now time.Time, p *v1alpha1.Plugin, g *v1alpha1.Plu
 	fmt.Fprintf(w, "Namespace:    %s\n", p.Namespace)
 	fmt.Fprintf(w, "Age:          %s\n", age(now, p.CreationTimestamp.Time))
 	fmt.Fprintf(w, "Image:        %s\n", p.Spec.Image)
-	if p.Status.ObservedGeneration != p.Generation {
+	if p.Status.ObservedGeneration != 0 && p.Status.ObservedGeneration != p.Generation {
 		fmt.Fprintf(w, "Note:         the status describes generation %d; the spec is at %d (the operator has not caught up)\n",
 			p.Status.ObservedGeneration, p.Generation)
 	}

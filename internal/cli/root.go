@@ -119,7 +119,12 @@ anything is written, and shows what a plugin asks for before you grant it.`,
 // the error, if any, as "Error: ..." on s.ErrOut, with a pointer to --help
 // for usage errors. extra adds top-level commands.
 func Main(ctx context.Context, args []string, s Streams, extra ...CommandFactory) int {
-	env := NewEnv(s)
+	return run(ctx, NewEnv(s), args, extra...)
+}
+
+// run is Main on a given Env.
+func run(ctx context.Context, env *Env, args []string, extra ...CommandFactory) int {
+	s := env.Streams
 	root := NewRootCommand(env, extra...)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sync"
 
@@ -106,6 +107,9 @@ type imageCheck struct {
 	Report cosign.Report
 	// Signer is the trusted signer that admitted the image.
 	Signer *plugins.Signer
+	// labelInvalid says the registry read failed on the manifest label,
+	// which the operator reports as InvalidImage.
+	labelInvalid bool
 }
 
 // parseImage reads an image reference pinned by digest (D-17).
@@ -129,6 +133,7 @@ func (e *Env) checkImage(ctx context.Context, ref plugins.ImageRef, t trust, ins
 	rec := &recordingImages{inner: v}
 	res := imageCheck{Ref: ref, Verification: operator.NewPolicyVerifier(rec, t.policy).Check(ctx, ref, nil)}
 	res.Report = rec.report
+	res.labelInvalid = errors.Is(rec.err, plugins.ErrInvalidLabel)
 	if res.Verification.Verified() {
 		res.Manifest = rec.signed.Manifest
 		for _, s := range t.policy.Signers() {
@@ -158,6 +163,9 @@ func (c imageCheck) refusal() error {
 		case v1alpha1.ReasonManifestMismatch:
 			code = ExitManifestMismatch
 		}
+		if c.labelInvalid {
+			code = ExitManifestMismatch
+		}
 		return exitf(code, "image refused: %s: %s", v.Reason, v.Message)
 	case c.Manifest == nil:
 		return exitf(ExitManifestMismatch, "image refused: %s: the image has no %s label, so the operator cannot run it (D-42)",
@@ -174,6 +182,7 @@ type recordingImages struct {
 	mu     sync.Mutex
 	signed plugins.SignedImage
 	report cosign.Report
+	err    error
 }
 
 // Verify implements cosign.ImageVerifier.
@@ -181,6 +190,6 @@ func (r *recordingImages) Verify(ctx context.Context, ref plugins.ImageRef) (plu
 	img, rep, err := r.inner.Verify(ctx, ref)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.signed, r.report = img, rep
+	r.signed, r.report, r.err = img, rep, err
 	return img, rep, err
 }

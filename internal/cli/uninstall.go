@@ -184,7 +184,7 @@ Everything to be deleted is listed first, and confirmed unless --yes is given.`,
 			if !purge {
 				fmt.Fprintf(env.Out, "Keeps plugingrant/%s and its Secrets, if any; --purge deletes them.\n", name)
 			}
-			if err := env.confirm(yes, fmt.Sprintf("Uninstall plugin %s?", name)); err != nil {
+			if err := env.confirm(ctx, yes, fmt.Sprintf("Uninstall plugin %s?", name), "uninstalling plugin "+name); err != nil {
 				return err
 			}
 			if p != nil {
