@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,6 +71,9 @@ func holds(current, desired client.Object) bool {
 			return false
 		}
 	}
+	if np, ok := desired.(*networkingv1.NetworkPolicy); ok && !rulesEqual(np, current) {
+		return false
+	}
 	d, err := runtime.DefaultUnstructuredConverter.ToUnstructured(desired)
 	if err != nil {
 		return false
@@ -83,6 +87,19 @@ func holds(current, desired client.Object) bool {
 		delete(c, k)
 	}
 	return derivative(d, c)
+}
+
+// rulesEqual compares a NetworkPolicy's rule lists whole: the converter
+// drops empty lists, so derivative alone cannot see that a deny-all policy
+// must have none.
+func rulesEqual(desired *networkingv1.NetworkPolicy, current client.Object) bool {
+	cur, ok := current.(*networkingv1.NetworkPolicy)
+	if !ok {
+		return false
+	}
+	return len(desired.Spec.Ingress) == len(cur.Spec.Ingress) && len(desired.Spec.Egress) == len(cur.Spec.Egress) &&
+		(len(desired.Spec.Ingress) == 0 || equality.Semantic.DeepDerivative(desired.Spec.Ingress, cur.Spec.Ingress)) &&
+		(len(desired.Spec.Egress) == 0 || equality.Semantic.DeepDerivative(desired.Spec.Egress, cur.Spec.Egress))
 }
 
 // derivative reports whether every value set in want equals the value in got.
