@@ -88,6 +88,9 @@ An existing NAME is refused: use 'openfief plugin upgrade' to change it.`,
 				return writeError("creating plugin "+name, err)
 			}
 			fmt.Fprintf(env.Out, "plugin/%s created\n", name)
+			if env.Namespace != plugins.Namespace {
+				fmt.Fprintf(env.ErrOut, "Warning: the operator watches only namespace %s; nothing runs a Plugin in %s.\n", plugins.Namespace, env.Namespace)
+			}
 			return env.afterWrite(ctx, c, name, res)
 		}),
 	}

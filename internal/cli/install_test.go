@@ -69,6 +69,10 @@ func TestInstall(t *testing.T) {
 		r := openfief(t, k, runOpts{}, "plugin", "install", "fx-list", "--image", signed.String(), "--config", list, "--signers", im.signers)
 		expect(t, r, ExitInvalid, "config must be an object, not an array")
 	})
+	t.Run("--all with a host", func(t *testing.T) {
+		r := openfief(t, k, runOpts{}, "plugin", "approve", "fx-install", "--all", "--host", "api.nbp.pl", "--yes")
+		expect(t, r, ExitUsage, "combine it only with --secret")
+	})
 	t.Run("invalid name", func(t *testing.T) {
 		r := openfief(t, k, runOpts{}, "plugin", "install", "Fx_1", "--image", signed.String(), "--config", config, "--signers", im.signers)
 		expect(t, r, ExitInvalid, "NAME: invalid name")

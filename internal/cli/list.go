@@ -70,7 +70,7 @@ prints the Plugins as a PluginList instead.`,
 			}
 			var list v1alpha1.PluginList
 			if err := c.List(cmd.Context(), &list, client.InNamespace(env.Namespace)); err != nil {
-				return exitf(ExitFailure, "listing plugins: %w", err)
+				return apiError("listing plugins", err)
 			}
 			slices.SortFunc(list.Items, func(a, b v1alpha1.Plugin) int { return cmp.Compare(a.Name, b.Name) })
 			if output != outputTable {

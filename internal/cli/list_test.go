@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -33,7 +34,8 @@ func TestListAndStatus(t *testing.T) {
 	v2 := im.signed(t, "plugins/fx", fxV2)
 	config := tempFile(t, "config.yaml", fxConfig)
 	for _, name := range []string{"ls-b", "ls-a"} {
-		expect(t, openfief(t, k, runOpts{}, "-n", ns, "plugin", "install", name, "--image", v1.String(), "--config", config, "--signers", im.signers), ExitOK)
+		expect(t, openfief(t, k, runOpts{}, "-n", ns, "plugin", "install", name, "--image", v1.String(), "--config", config, "--signers", im.signers),
+			ExitOK, "Warning: the operator watches only namespace openfief")
 	}
 	expect(t, openfief(t, k, runOpts{}, "-n", ns, "plugin", "approve", "ls-a", "--yes"), ExitOK)
 	expect(t, openfief(t, k, runOpts{}, "-n", ns, "plugin", "upgrade", "ls-a", "--image", v2.String(), "--signers", im.signers), ExitOK)
@@ -127,6 +129,22 @@ func TestListAndStatus(t *testing.T) {
 		if i < 0 || len(lines) < i+5 || !strings.Contains(lines[i+2], "Ready") || !strings.Contains(lines[i+3], "SignatureVerified") || !strings.Contains(lines[i+4], "ApprovalRequired") {
 			t.Errorf("conditions not in the order Ready, SignatureVerified, ApprovalRequired:\n%s", r.out)
 		}
+	})
+	t.Run("status older than the spec", func(t *testing.T) {
+		var b v1alpha1.Plugin
+		if err := k.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ls-b"}, &b); err != nil {
+			t.Fatal(err)
+		}
+		b.Status.ObservedGeneration = b.Generation
+		if err := k.c.Status().Update(ctx, &b); err != nil {
+			t.Fatal(err)
+		}
+		b.Spec.Config = configJSON([]byte(`{"currency":"EUR"}`))
+		if err := k.c.Update(ctx, &b); err != nil {
+			t.Fatal(err)
+		}
+		r := openfief(t, k, now, "-n", ns, "plugin", "status", "ls-b")
+		expect(t, r, ExitOK, fmt.Sprintf("the status describes generation %d; the spec is at %d", b.Generation-1, b.Generation))
 	})
 	t.Run("status of a plugin never reconciled", func(t *testing.T) {
 		r := openfief(t, k, now, "-n", ns, "plugin", "status", "ls-b")

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
@@ -17,7 +18,7 @@ func (e *Env) getPlugin(ctx context.Context, c client.Client, name string) (*v1a
 	case apierrors.IsNotFound(err):
 		return nil, exitf(ExitNotFound, "plugin %q not found in namespace %q (see: openfief plugin list)", name, e.Namespace)
 	case err != nil:
-		return nil, exitf(ExitFailure, "reading plugin %s: %w", name, err)
+		return nil, apiError("reading plugin "+name, err)
 	}
 	return &p, nil
 }
@@ -30,7 +31,7 @@ func (e *Env) getGrant(ctx context.Context, c client.Client, name string) (*v1al
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
-		return nil, exitf(ExitFailure, "reading plugingrant %s: %w", name, err)
+		return nil, apiError("reading plugingrant "+name, err)
 	}
 	return &g, nil
 }
@@ -48,6 +49,15 @@ func writeError(what string, err error) error {
 	case apierrors.IsInvalid(err):
 		return exitf(ExitInvalid, "%s: %w", what, err)
 	default:
-		return exitf(ExitFailure, "%s: %w", what, err)
+		return apiError(what, err)
 	}
+}
+
+// apiError is a failed request with ExitFailure, saying so when the
+// openfief.io CRDs are missing from the cluster.
+func apiError(what string, err error) error {
+	if apimeta.IsNoMatchError(err) {
+		return exitf(ExitFailure, "%s: %w (are the openfief.io CRDs installed? kubectl apply -k deploy/crds)", what, err)
+	}
+	return exitf(ExitFailure, "%s: %w", what, err)
 }

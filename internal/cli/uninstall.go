@@ -72,11 +72,11 @@ func (e *Env) planPurge(ctx context.Context, c client.Client, name string, p *v1
 	var plan purgePlan
 	var pl v1alpha1.PluginList
 	if err := c.List(ctx, &pl, client.InNamespace(e.Namespace)); err != nil {
-		return plan, exitf(ExitFailure, "listing plugins: %w", err)
+		return plan, apiError("listing plugins", err)
 	}
 	var gl v1alpha1.PluginGrantList
 	if err := c.List(ctx, &gl, client.InNamespace(e.Namespace)); err != nil {
-		return plan, exitf(ExitFailure, "listing plugingrants: %w", err)
+		return plan, apiError("listing plugingrants", err)
 	}
 	grants := map[string]*v1alpha1.PluginGrant{}
 	for i := range gl.Items {
