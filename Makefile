@@ -37,6 +37,10 @@ cover: ## Statement coverage of the domain package.
 bench: ## Run the benchmarks (figures, not pass/fail).
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/plugins/...
 
+.PHONY: bench-operator
+bench-operator: controlplane ## Operator at scale: 500 Plugins on the local API server (convergence, writes per steady-state reconcile, peak RSS).
+	$(GO) test -run '^$$' -bench BenchmarkOperatorScale -benchtime 1x -timeout 30m ./internal/plugins/operator/
+
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 60s).
 	@for t in $$($(GO) test -list '^Fuzz' ./internal/plugins/ | grep '^Fuzz'); do \

@@ -47,7 +47,7 @@ func crdDir() string {
 
 // testCluster returns the package's control plane, with the openfief
 // namespace and the core's and proxy's Services in place.
-func testCluster(t *testing.T) (*devcluster.Cluster, client.Client) {
+func testCluster(t testing.TB) (*devcluster.Cluster, client.Client) {
 	t.Helper()
 	c := devcluster.Shared(t, devcluster.Options{CRDDirectoryPaths: []string{crdDir()}})
 	s, err := NewScheme()
@@ -68,7 +68,7 @@ func testCluster(t *testing.T) (*devcluster.Cluster, client.Client) {
 	return c, cl
 }
 
-func ensureService(t *testing.T, cl client.Client, name, port string, podPort int32, sel map[string]string) {
+func ensureService(t testing.TB, cl client.Client, name, port string, podPort int32, sel map[string]string) {
 	t.Helper()
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: plugins.Namespace},
@@ -143,7 +143,14 @@ type operatorRun struct {
 
 // startOperator runs the operator's reconcilers in a manager of their own
 // against the test cluster until the returned run is stopped (or the test ends).
-func startOperator(t *testing.T, c *devcluster.Cluster, images ImageChecker) *operatorRun {
+func startOperator(t testing.TB, c *devcluster.Cluster, images ImageChecker) *operatorRun {
+	t.Helper()
+	return startOperatorQPS(t, c, images, 0)
+}
+
+// startOperatorQPS is startOperator with the client's rate limit set to qps
+// (0 keeps controller-runtime's default).
+func startOperatorQPS(t testing.TB, c *devcluster.Cluster, images ImageChecker, qps float32) *operatorRun {
 	t.Helper()
 	s, err := NewScheme()
 	if err != nil {
@@ -151,6 +158,9 @@ func startOperator(t *testing.T, c *devcluster.Cluster, images ImageChecker) *op
 	}
 	counter := &writeCounter{}
 	cfg := rest.CopyConfig(c.Config)
+	if qps > 0 {
+		cfg.QPS, cfg.Burst = qps, int(2*qps)
+	}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
 	opts := ManagerOptions(s)
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
@@ -238,9 +248,15 @@ func grantFor(p *v1alpha1.Plugin) *v1alpha1.PluginGrant {
 }
 
 // eventually polls cond until it holds or 20 s pass.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
+func eventually(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	eventuallyWithin(t, 20*time.Second, what, cond)
+}
+
+// eventuallyWithin polls cond until it holds or the time is up.
+func eventuallyWithin(t testing.TB, within time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	last := ""
 	for time.Now().Before(deadline) {
 		ok, state := cond()
