@@ -9,6 +9,8 @@ MODULES := . sdk/go
 TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto
 CONTROLLER_GEN := .bin/controller-gen
 FUZZTIME ?= 60s
+# Packages with fuzz targets (parsers of outside input).
+FUZZ_PACKAGES := ./internal/plugins/ ./internal/plugins/cosign/ ./internal/plugins/operator/ ./internal/egress/app/ ./internal/connectors/nbpfx/ ./internal/connectors/ibkrflex/ ./sdk/go/ ./sdk/go/delivery/
 
 .PHONY: all
 all: build
@@ -43,8 +45,8 @@ bench-operator: controlplane ## Operator at scale: 500 Plugins on the local API 
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 60s).
-	@for t in $$($(GO) test -list '^Fuzz' ./internal/plugins/ | grep '^Fuzz'); do \
-		echo "== fuzz $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./internal/plugins/; done
+	@for p in $(FUZZ_PACKAGES); do for t in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
+		echo "== fuzz $$p $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$p; done; done
 
 .PHONY: generate
 generate: controlplane ## Regenerate deepcopy, CRDs (deploy/crds) and the operator's Role (deploy/operator) from markers.
@@ -56,10 +58,15 @@ generate: controlplane ## Regenerate deepcopy, CRDs (deploy/crds) and the operat
 proto: ## Regenerate sdk/go/gen from proto/.
 	hack/proto.sh gen
 
+.PHONY: plugin-labels
+plugin-labels: ## Write each plugins/*/Dockerfile's manifest label from its manifest.json.
+	hack/plugin-labels.sh write
+
 .PHONY: verify
 verify: generate ## gofmt, go vet, go mod tidy, buf lint/breaking and generated files must leave no diff.
 	@test -z "$$(git status --porcelain -- api deploy)" || { git status --short -- api deploy; echo "generated files are stale or uncommitted: run make generate and commit"; exit 1; }
 	hack/proto.sh check
+	hack/plugin-labels.sh check
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
 	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
