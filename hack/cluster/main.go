@@ -16,6 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/arkadiuss/openfief/internal/devcluster"
 )
 
@@ -24,6 +27,9 @@ func main() {
 	crds := flag.String("crds", "", "directory of CustomResourceDefinitions to install")
 	verbose := flag.Bool("v", false, "copy every component's output to standard error")
 	flag.Parse()
+	// envtest logs through controller-runtime; the components' own logs are
+	// in the cluster's log directory.
+	ctrllog.SetLogger(logr.Discard())
 
 	if err := run(*nodes, *crds, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "cluster:", err)

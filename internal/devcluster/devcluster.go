@@ -228,7 +228,8 @@ func (c *Cluster) watchChildren(watched map[int]bool) error {
 		return fmt.Errorf("devcluster: listing etcd and kube-apiserver: %w", err)
 	}
 	for _, pid := range pids {
-		if watched[pid] {
+		// The watchdog's own command line names the directory too.
+		if watched[pid] || pid == c.reaper.cmd.Process.Pid {
 			continue
 		}
 		if err := c.reaper.watch(pid); err != nil {

@@ -69,8 +69,9 @@ func (r *reaper) disarm() {
 }
 
 // childrenIn returns the ids of this process's direct children whose command
-// line mentions dir: the processes envtest started for this cluster, whose
-// process group ids equal their ids since envtest starts them with Setpgid.
+// line mentions dir: the watchdog and the processes envtest started for this
+// cluster, whose process group ids equal their ids since both are started
+// with Setpgid.
 func childrenIn(dir string) ([]int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {

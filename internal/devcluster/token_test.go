@@ -133,7 +133,7 @@ func get(t *testing.T, cfg *rest.Config, path string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, cfg.Host+path, nil)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
