@@ -78,9 +78,10 @@ func TestRun(t *testing.T) {
 	}
 
 	waitFor("/healthz", func() bool { code, _ := get(cfg.metricsListen, "/healthz"); return code == 200 })
-	if code, body := get(cfg.metricsListen, "/readyz"); code != 503 || !strings.Contains(body, "not found") {
-		t.Fatalf("/readyz without the ConfigMap: %d %q", code, body)
-	}
+	waitFor("/readyz to report the missing ConfigMap", func() bool {
+		code, body := get(cfg.metricsListen, "/readyz")
+		return code == 503 && strings.Contains(body, "not found")
+	})
 	if _, err := cs.CoreV1().ConfigMaps(plugins.Namespace).Create(t.Context(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: plugins.AllowListConfigMap},
 		Data:       map[string]string{"x": "api.bank.example:443\n"},
