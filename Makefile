@@ -27,6 +27,10 @@ controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-sched
 cluster: controlplane ## Run the full dev control plane in the foreground until Ctrl-C.
 	$(GO) run ./hack/cluster
 
+.PHONY: demo
+demo: controlplane ## The main job: the plugin lifecycle on a local platform, step by step, with the owner's CLI.
+	hack/demo.sh
+
 .PHONY: test
 test: controlplane ## Run every test of every module.
 	@for m in $(MODULES); do echo "== go test $$m"; (cd $$m && $(GO) test -count=1 ./...); done

@@ -31,6 +31,7 @@ trusted signer signed its image (D-57).`,
 		newListCommand(env),
 		newStatusCommand(env),
 		newUninstallCommand(env),
+		newWaitCommand(env),
 	)
 	return cmd
 }

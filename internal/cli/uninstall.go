@@ -5,13 +5,18 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/plugins/operator"
 )
 
 // secretsUsed returns the Secrets a plugin mounts or may mount: each Secret
@@ -125,6 +130,7 @@ func (e *Env) planPurge(ctx context.Context, c client.Client, name string, p *v1
 
 // newUninstallCommand builds `openfief plugin uninstall` (D-58).
 func newUninstallCommand(env *Env) *cobra.Command {
+	var wait time.Duration
 	var purge, yes bool
 	cmd := &cobra.Command{
 		Use:   "uninstall NAME [--purge] [--yes]",
@@ -205,9 +211,13 @@ Everything to be deleted is listed first, and confirmed unless --yes is given.`,
 				}
 				fmt.Fprintf(env.Out, "secret/%s deleted\n", s.Name)
 			}
+			if wait > 0 && p != nil {
+				return waitWorkloadGone(ctx, env, c, name, wait)
+			}
 			return nil
 		}),
 	}
+	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until the garbage collector has removed the plugin's workload objects")
 	cmd.Flags().BoolVar(&purge, "purge", false, "also delete the plugin's grant and the Secrets only it used (D-58)")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "delete without asking")
 	return cmd
@@ -230,4 +240,31 @@ func keysOf(m map[string][]string) map[string]bool {
 		out[k] = true
 	}
 	return out
+}
+
+// waitWorkloadGone polls until no object of the plugin's workload is left:
+// the cluster's garbage collector removes them once the Plugin, their owner,
+// is gone.
+func waitWorkloadGone(ctx context.Context, env *Env, c client.Client, name string, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	sel := client.MatchingLabels{operator.LabelPluginName: name}
+	lists := []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &corev1.ServiceAccountList{}, &networkingv1.NetworkPolicyList{}}
+	for {
+		left := 0
+		for _, l := range lists {
+			if err := c.List(ctx, l, client.InNamespace(env.Namespace), sel); err == nil {
+				left += meta.LenList(l)
+			}
+		}
+		if left == 0 {
+			fmt.Fprintf(env.Out, "the workload of plugin %s is gone (garbage-collected)\n", name)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d workload objects of plugin %s remain after %s", left, name, within)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# make demo: the plugin lifecycle on a local platform, with the owner's CLI.
+#
+# Starts `openfief dev` (the full control plane built from source, the
+# operator, the egress proxy and a loopback registry with two signed demo
+# images), then walks one plugin through install, approval, an upgrade that
+# asks for one more host, approval, revocation and uninstall, printing each
+# command and the plugin table. Everything stops at the end (or on Ctrl-C).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${root}"
+bin="${root}/.bin/openfief"
+start=$(date +%s)
+
+echo "== building the openfief CLI"
+go build -o "${bin}" ./cmd/openfief
+
+state="$(mktemp -d "${TMPDIR:-/tmp}/openfief-demo.XXXXXX")"
+"${bin}" dev --state-dir "${state}" >"${state}/dev.log" 2>&1 &
+dev=$!
+cleanup() {
+	kill -INT "${dev}" 2>/dev/null || true
+	wait "${dev}" 2>/dev/null || true
+	rm -rf "${state}"
+}
+trap cleanup EXIT
+
+echo "== starting the platform (openfief dev; log in ${state}/dev.log)"
+for _ in $(seq 1 240); do
+	[[ -f "${state}/ready" ]] && break
+	if ! kill -0 "${dev}" 2>/dev/null; then
+		cat "${state}/dev.log"
+		echo "openfief dev exited before it was ready" >&2
+		exit 1
+	fi
+	sleep 0.5
+done
+[[ -f "${state}/ready" ]] || { cat "${state}/dev.log"; echo "openfief dev was not ready within 120s" >&2; exit 1; }
+sed -n '/^\[/p' "${state}/dev.log"
+# shellcheck disable=SC1091
+source "${state}/env"
+
+n=0
+step() {
+	n=$((n + 1))
+	printf '\n== %d. %s\n' "${n}" "$1"
+}
+run() {
+	printf '$ openfief %s\n' "$*"
+	"${bin}" "$@"
+}
+
+step "Check the demo image's signature and read its signed manifest"
+run plugin verify "${OPENFIEF_DEMO_IMAGE_V1}" --signers "${OPENFIEF_SIGNERS}"
+
+step "Install it: the vendor's request, nothing granted yet (NoGrant)"
+run plugin install fx --image "${OPENFIEF_DEMO_IMAGE_V1}" --signers "${OPENFIEF_SIGNERS}"
+run plugin wait fx --for NoGrant --timeout 60s
+run plugin list
+
+step "Approve what it asks for (Running)"
+run plugin approve fx --yes
+run plugin wait fx --for Running --timeout 60s
+run plugin list
+
+step "Upgrade to a version that asks for one more host (the previous version keeps running)"
+run plugin upgrade fx --image "${OPENFIEF_DEMO_IMAGE_V2}" --signers "${OPENFIEF_SIGNERS}"
+run plugin wait fx --for RunningPreviousVersion --timeout 60s
+run plugin list
+run plugin status fx | sed -n '/^Pending/,/^Conditions/p' | sed '$d'
+
+step "Approve the new host (the new version runs)"
+run plugin approve fx --yes
+run plugin wait fx --for Running --timeout 60s
+run plugin list
+
+step "Revoke the grant (nothing runs; a deny-all NetworkPolicy is all that is left)"
+run plugin revoke fx --yes
+run plugin wait fx --for NoGrant --timeout 60s
+run plugin list
+
+step "Uninstall (the cluster's garbage collector removes the rest)"
+run plugin uninstall fx --yes --wait 60s
+run plugin list
+
+printf '\n== demo finished in %ss\n' "$(($(date +%s) - start))"

@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/arkadiuss/openfief/internal/devstack"
+)
+
+func init() { registerCommand(newDevCommand) }
+
+// ReadyFile is written into the state directory once `openfief dev` serves,
+// so scripts can wait for it.
+const ReadyFile = "ready"
+
+func newDevCommand(env *Env) *cobra.Command {
+	var (
+		dir     string
+		nodes   int
+		verbose bool
+		binDir  string
+	)
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run the whole platform on this machine until Ctrl-C",
+		Long: `dev starts a local Kubernetes control plane built from source (etcd,
+kube-apiserver, kube-controller-manager, kube-scheduler and kwok playing the
+kubelets), installs the CRDs and the openfief namespace, runs the operator and
+the egress proxy in this process, and serves a loopback OCI registry with demo
+plugin images signed by a local owner key that the operator trusts.
+
+It writes an admin kubeconfig, signers.json and an env file of shell exports
+into the state directory, prints the commands to try next, and stops
+everything cleanly on Ctrl-C. Pods are played by kwok: they are scheduled and
+become Ready, but no container runs.
+
+The control-plane binaries come from .bin/ (make controlplane builds them).`,
+		Example: `  openfief dev
+  # in another terminal:
+  source .openfief-dev/env
+  openfief plugin install fx --image "$OPENFIEF_DEMO_IMAGE_V1" --signers "$OPENFIEF_SIGNERS"`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				return usageError(err)
+			}
+			_ = os.Remove(filepath.Join(abs, ReadyFile))
+			var logs io.Writer
+			if verbose {
+				logs = env.ErrOut
+			}
+			ctx := cmd.Context()
+			fmt.Fprintf(env.Out, "Starting the OpenFief platform in %s\n", abs)
+			stack, err := devstack.Start(ctx, devstack.Options{Dir: abs, Nodes: nodes, Progress: env.Out, Logs: logs, BinDir: binDir})
+			if err != nil {
+				return err
+			}
+			defer func() {
+				fmt.Fprintln(env.Out, "Stopping: operator, egress proxy, registry, control plane...")
+				stack.Stop()
+				_ = os.Remove(filepath.Join(abs, ReadyFile))
+				fmt.Fprintln(env.Out, "Stopped.")
+			}()
+			printDevSummary(env.Out, stack)
+			if err := os.WriteFile(filepath.Join(abs, ReadyFile), []byte("ready\n"), 0o600); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dir, "state-dir", ".openfief-dev", "directory for the kubeconfig, signers.json, the env file and logs")
+	f.IntVar(&nodes, "nodes", 1, "number of fake nodes")
+	f.BoolVarP(&verbose, "verbose", "v", false, "also print the control plane's, operator's and proxy's logs")
+	f.StringVar(&binDir, "bin-dir", "", "directory of the control-plane binaries (default: the repository's .bin)")
+	return cmd
+}
+
+func printDevSummary(w io.Writer, s *devstack.Stack) {
+	fmt.Fprintf(w, `
+The platform is running.
+  kubeconfig:      %s
+  trusted signers: %s
+  registry:        %s
+  egress proxy:    %s
+  demo images:
+`, s.KubeconfigPath, s.SignersFile, s.RegistryHost, s.ProxyAddress)
+	for _, d := range devstack.DemoImages() {
+		fmt.Fprintf(w, "    %-8s %s\n", d.Name, s.Images[d.Name])
+	}
+	fmt.Fprintf(w, `
+Try, in another terminal:
+  source %s
+  openfief plugin verify "$OPENFIEF_DEMO_IMAGE_V1" --signers "$OPENFIEF_SIGNERS"
+  openfief plugin install fx --image "$OPENFIEF_DEMO_IMAGE_V1"
+  openfief plugin approve fx --yes
+  openfief plugin list
+  kubectl get plugins,deployments,networkpolicies -n openfief   # any tool works with $KUBECONFIG
+
+Press Ctrl-C to stop everything.
+`, s.EnvFile)
+}

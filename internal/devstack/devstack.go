@@ -1,0 +1,388 @@
+// Package devstack runs the whole OpenFief plugin platform on one machine:
+// the full local control plane (etcd, kube-apiserver, controller-manager,
+// scheduler, kwok), the CRDs and the openfief namespace, the operator and
+// the egress proxy in this process, and a loopback OCI registry holding demo
+// plugin images signed with a local owner key that the operator trusts. It
+// backs `openfief dev`, `make demo` and the end-to-end suite (DESIGN.md
+// point 5).
+//
+// Pods are played by kwok: they are scheduled, become Running and Ready,
+// but no container runs. The demo images carry a real manifest label and
+// real signatures, not a runnable plugin.
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	"github.com/arkadiuss/openfief/deploy"
+	"github.com/arkadiuss/openfief/internal/devcluster"
+	"github.com/arkadiuss/openfief/internal/egress/app"
+	"github.com/arkadiuss/openfief/internal/egress/kube"
+	"github.com/arkadiuss/openfief/internal/ocisign"
+	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/plugins/cosign"
+	"github.com/arkadiuss/openfief/internal/plugins/operator"
+)
+
+// Options configures a Stack.
+type Options struct {
+	// Dir receives the kubeconfig, signers.json and the env file; required.
+	Dir string
+	// Nodes is the number of fake nodes; zero means one.
+	Nodes int
+	// Progress receives one line per step; nil discards them.
+	Progress io.Writer
+	// Logs receives the processes' and controllers' logs; nil writes them
+	// to files in Dir only.
+	Logs io.Writer
+	// BinDir holds the control-plane binaries; empty means devcluster.BinDir().
+	BinDir string
+	// ProxyResolver and ProxyDialer replace the egress proxy's name
+	// resolution and connections, and UnsafeAllowPrefixes exempts address
+	// ranges from its refusals. Only the end-to-end suite sets them, to stand
+	// in for an institution on loopback.
+	ProxyResolver       app.Resolver
+	ProxyDialer         app.Dialer
+	UnsafeAllowPrefixes []netip.Prefix
+}
+
+// Stack is a running local platform.
+type Stack struct {
+	// Cluster is the control plane; Cluster.Config is an admin identity.
+	Cluster *devcluster.Cluster
+	// KubeconfigPath is an admin kubeconfig for the CLI and other tools.
+	KubeconfigPath string
+	// RegistryHost is the loopback registry's host:port.
+	RegistryHost string
+	// SignersFile trusts the local owner key (the operator's signers.json).
+	SignersFile string
+	// Images are the demo images by name (see DemoImages).
+	Images map[string]plugins.ImageRef
+	// ProxyAddress is the egress proxy's loopback host:port.
+	ProxyAddress string
+	// EnvFile holds shell exports of the above, for scripts.
+	EnvFile string
+
+	stops []func()
+}
+
+// Namespace objects the stack creates besides the CRDs.
+const (
+	// CoreServiceAccount is the core's identity; the core itself is not part
+	// of this project yet, so only its Service and ServiceAccount exist.
+	CoreServiceAccount = "openfief-core"
+	coreSelectorValue  = "openfief-core"
+	proxySelectorValue = "openfief-egress-proxy"
+	proxyPodPort       = 3128
+	corePodPort        = 8080
+)
+
+// Start brings the platform up, step by step, and returns when every part
+// serves. On error everything started so far is stopped.
+func Start(ctx context.Context, opts Options) (s *Stack, err error) {
+	if opts.Dir == "" {
+		return nil, errors.New("devstack: Options.Dir is required")
+	}
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	s = &Stack{Images: map[string]plugins.ImageRef{}}
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
+	p := progress{w: opts.Progress, total: 6}
+
+	crdDir := filepath.Join(opts.Dir, "crds")
+	if err := os.MkdirAll(crdDir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := deploy.WriteCRDs(crdDir); err != nil {
+		return nil, err
+	}
+	if err := p.step("starting the control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok)", func() error {
+		c, err := devcluster.Start(ctx, devcluster.Options{
+			Mode: devcluster.Full, Nodes: opts.Nodes, BinDir: opts.BinDir,
+			CRDDirectoryPaths: []string{crdDir}, Output: opts.Logs,
+		})
+		if err != nil {
+			return err
+		}
+		s.Cluster = c
+		s.stops = append(s.stops, func() { _ = c.Stop() })
+		s.KubeconfigPath = filepath.Join(opts.Dir, "kubeconfig")
+		raw, err := os.ReadFile(c.KubeconfigPath)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(s.KubeconfigPath, raw, 0o600)
+	}); err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(s.Cluster.Config)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.step("creating the openfief namespace (restricted) and the core's and proxy's Services", func() error {
+		return s.installNamespace(ctx, client)
+	}); err != nil {
+		return nil, err
+	}
+	signer, err := ocisign.NewKeySigner()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.step("starting a loopback registry with signed demo plugin images", func() error {
+		return s.startRegistry(ctx, opts.Dir, signer)
+	}); err != nil {
+		return nil, err
+	}
+	if err := p.step("starting the operator", func() error { return s.startOperator(opts) }); err != nil {
+		return nil, err
+	}
+	if err := p.step("starting the egress proxy", func() error { return s.startProxy(client, opts) }); err != nil {
+		return nil, err
+	}
+	if err := p.step("writing "+filepath.Join(opts.Dir, "env"), func() error { return s.writeEnv(opts.Dir) }); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Stop stops everything in the reverse order of starting.
+func (s *Stack) Stop() {
+	for i := len(s.stops) - 1; i >= 0; i-- {
+		s.stops[i]()
+	}
+	s.stops = nil
+}
+
+// installNamespace applies the namespace from deploy/crds and the Services
+// and ServiceAccount the operator and the suite expect of the core and the
+// proxy. The core and proxy pods are not run in the cluster: the proxy runs
+// in this process, and the core is not part of this project yet.
+func (s *Stack) installNamespace(ctx context.Context, client kubernetes.Interface) error {
+	var ns corev1.Namespace
+	if err := yaml.UnmarshalStrict(deploy.Namespace(), &ns); err != nil {
+		return err
+	}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	services := []*corev1.Service{
+		service(operator.DefaultCoreService, operator.DefaultCorePort, 8080, corePodPort, coreSelectorValue),
+		service(operator.DefaultProxyService, operator.DefaultProxyPort, 3128, proxyPodPort, proxySelectorValue),
+	}
+	for _, svc := range services {
+		if _, err := client.CoreV1().Services(plugins.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: CoreServiceAccount, Namespace: plugins.Namespace}, AutomountServiceAccountToken: ptr.To(false)}
+	if _, err := client.CoreV1().ServiceAccounts(plugins.Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+func service(name, portName string, port, podPort int32, selector string) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: plugins.Namespace},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app.kubernetes.io/name": selector},
+			Ports:    []corev1.ServicePort{{Name: portName, Port: port, TargetPort: intstr.FromInt32(podPort), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+}
+
+// startRegistry serves an in-memory OCI registry (with the Referrers API) on
+// loopback, pushes the demo images and signs them with the owner key.
+func (s *Stack) startRegistry(ctx context.Context, dir string, signer *ocisign.KeySigner) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           registry.New(registry.WithReferrersSupport(true), registry.Logger(discardLog())),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() { _ = srv.Serve(ln) }()
+	s.stops = append(s.stops, func() { _ = srv.Close() })
+	s.RegistryHost = ln.Addr().String()
+
+	for _, d := range DemoImages() {
+		img, err := ocisign.PluginImage(d.Manifest, map[string][]byte{"README": []byte(d.Readme)})
+		if err != nil {
+			return err
+		}
+		ref, err := ocisign.Push(ctx, s.RegistryHost, d.Repository, img)
+		if err != nil {
+			return err
+		}
+		if err := signer.Sign(ctx, ref); err != nil {
+			return err
+		}
+		s.Images[d.Name] = ref
+	}
+	signers, err := signer.SignersJSON("local-owner")
+	if err != nil {
+		return err
+	}
+	s.SignersFile = filepath.Join(dir, "signers.json")
+	return os.WriteFile(s.SignersFile, signers, 0o600)
+}
+
+// startOperator runs the operator's controllers in this process, trusting
+// the local owner key besides OpenFief's CI and the catalog.
+func (s *Stack) startOperator(opts Options) error {
+	policy, err := operator.LoadTrustPolicy(s.SignersFile)
+	if err != nil {
+		return err
+	}
+	images, err := cosign.NewVerifier(cosign.WithPublicKeys(policy.PublicKeys()))
+	if err != nil {
+		return err
+	}
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		return err
+	}
+	mopts := operator.ManagerOptions(scheme)
+	mopts.Metrics = metricsserver.Options{BindAddress: "0"}
+	mopts.HealthProbeBindAddress = "0"
+	mopts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
+	mopts.Logger = logrLogger(opts.Logs)
+	mgr, err := ctrl.NewManager(s.Cluster.Config, mopts)
+	if err != nil {
+		return err
+	}
+	cc := operator.ClusterConfig{
+		CoreService: operator.DefaultCoreService, CorePort: operator.DefaultCorePort,
+		ProxyService: operator.DefaultProxyService, ProxyPort: operator.DefaultProxyPort,
+		CoreSubject: CoreSubject,
+	}
+	if _, err := operator.Setup(mgr, operator.NewPolicyVerifier(images, policy), cc); err != nil {
+		return err
+	}
+	if err := operator.SetupSigningKeys(mgr, 10*time.Minute); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	s.stops = append(s.stops, func() { cancel(); <-done })
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		return errors.New("operator caches did not sync")
+	}
+	return nil
+}
+
+// startProxy runs the egress proxy on loopback with the real TokenReview and
+// allow-list adapters.
+func (s *Stack) startProxy(client kubernetes.Interface, opts Options) error {
+	log := slog.New(slog.NewTextHandler(orDiscard(opts.Logs), nil))
+	inner, err := kube.NewTokenReviewer(client.AuthenticationV1(), plugins.AudienceEgress)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	lists := kube.WatchAllowLists(ctx, client, plugins.Namespace, plugins.AllowListConfigMap, log)
+	proxy, err := app.New(app.Options{
+		Reviewer:            app.NewCachingTokenReviewer(inner),
+		AllowLists:          lists,
+		Resolver:            opts.ProxyResolver,
+		Dialer:              opts.ProxyDialer,
+		Logger:              log,
+		UnsafeAllowPrefixes: opts.UnsafeAllowPrefixes,
+	})
+	if err != nil {
+		cancel()
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		return err
+	}
+	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	s.ProxyAddress = ln.Addr().String()
+	s.stops = append(s.stops, func() {
+		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+		defer c()
+		_ = srv.Shutdown(sctx)
+		_ = proxy.Shutdown(sctx)
+		cancel()
+	})
+	return nil
+}
+
+// writeEnv writes shell exports naming everything a script or person needs.
+func (s *Stack) writeEnv(dir string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "export KUBECONFIG=%q\n", s.KubeconfigPath)
+	fmt.Fprintf(&b, "export OPENFIEF_SIGNERS=%q\n", s.SignersFile)
+	fmt.Fprintf(&b, "export OPENFIEF_REGISTRY=%q\n", s.RegistryHost)
+	fmt.Fprintf(&b, "export OPENFIEF_EGRESS_PROXY=%q\n", s.ProxyAddress)
+	for _, d := range DemoImages() {
+		fmt.Fprintf(&b, "export %s=%q\n", d.EnvVar, s.Images[d.Name].String())
+	}
+	s.EnvFile = filepath.Join(dir, "env")
+	return os.WriteFile(s.EnvFile, []byte(b.String()), 0o600)
+}
+
+// progress prints numbered steps with their duration.
+type progress struct {
+	w     io.Writer
+	n     int
+	total int
+}
+
+func (p *progress) step(what string, fn func() error) error {
+	p.n++
+	start := time.Now()
+	if p.w != nil {
+		fmt.Fprintf(p.w, "[%d/%d] %s...\n", p.n, p.total, what)
+	}
+	if err := fn(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if p.w != nil {
+		fmt.Fprintf(p.w, "      done in %s\n", time.Since(start).Round(100*time.Millisecond))
+	}
+	return nil
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+// CoreSubject is the core's username, which plugins accept calls from (D-59).
+const CoreSubject = "system:serviceaccount:" + plugins.Namespace + ":" + CoreServiceAccount
