@@ -5,9 +5,10 @@
 # hack/tools, and links them into .bin/.
 #
 # Binaries live in a per-user cache keyed by a hash of the pins (every go.mod,
-# go.sum and Go file under hack/tools, the Go version and the platform), so a
-# fresh clone on the same machine builds nothing, and a changed pin builds into
-# a new directory. Each binary is built only when missing, to a temporary name
+# go.sum and Go file of the modules hack/tools, hack/tools/etcd and
+# hack/tools/kwok, the build flags, the Go version and the platform), so a
+# fresh clone on the same machine builds nothing, and a changed pin builds
+# into a new directory. Each binary is built only when missing, to a temporary name
 # that is renamed into place, so an interrupted build never leaves half a
 # binary behind.
 #
@@ -26,13 +27,14 @@ cache_root="${OPENFIEF_CONTROLPLANE_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/ope
 # caller's module flags out of their builds, and never touch their go.sum.
 export GOWORK=off
 export GOFLAGS="-mod=readonly -buildvcs=false"
-unset GOTOOLCHAIN || true
 
 pins_hash() {
 	{
 		go version
 		go env GOOS GOARCH CGO_ENABLED
-		(cd "${root}" && find hack/tools -type f \( -name go.mod -o -name go.sum -o -name '*.go' \) | LC_ALL=C sort |
+		# Only the modules built here: hack/tools holds other modules too.
+		(cd "${root}" && find hack/tools/go.mod hack/tools/go.sum hack/tools/*.go hack/tools/cmd hack/tools/etcd hack/tools/kwok \
+			-type f \( -name go.mod -o -name go.sum -o -name '*.go' \) | LC_ALL=C sort |
 			while read -r f; do
 				printf '%s\n' "${f}"
 				sha256sum <"${f}"
