@@ -30,6 +30,12 @@ require (
 )
 
 require (
+	github.com/go-logr/zapr v1.3.0 // indirect
+	go.uber.org/multierr v1.11.0 // indirect
+	go.uber.org/zap v1.28.0 // indirect
+)
+
+require (
 	github.com/arkadiuss/openfief/sdk/go v0.0.0
 	github.com/asaskevich/govalidator v0.0.0-20230301143203-a9d515a09cc2 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
