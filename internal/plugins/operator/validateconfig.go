@@ -65,7 +65,10 @@ var configPrinter = message.NewPrinter(language.English)
 // The schema can't make the operator read a file or reach the network: its
 // compiler resolves references only inside the schema itself and to the
 // standard meta-schemas embedded in the library, and refuses every other
-// document with ErrSchemaRefRefused.
+// document with ErrSchemaRefRefused. A schema longer than 256 KiB, nested
+// deeper than 100 levels, or unfolding through its references to more than
+// 65536 subschemas is refused as ErrInvalidSchema, so a Plugin's schema
+// can't stall the operator.
 //
 // Errors are short and deterministic: up to eight problems, each naming the
 // config's JSON pointer and the rule, never the offending value.
@@ -109,7 +112,7 @@ func decodeConfig(config []byte) (any, error) {
 	if len(config) == 0 {
 		return map[string]any{}, nil
 	}
-	v, err := decodeSchemaJSON(config)
+	v, err := decodeJSONValue(config)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
@@ -124,7 +127,7 @@ func compileConfigSchema(schema []byte, observe func(url string)) (*jsonschema.S
 	if len(schema) > maxSchemaBytes {
 		return nil, fmt.Errorf("%w: longer than %d bytes", ErrInvalidSchema, maxSchemaBytes)
 	}
-	doc, err := decodeSchemaJSON(schema)
+	doc, err := decodeJSONValue(schema)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
 	}
@@ -226,9 +229,9 @@ func appendSchema(subs []*jsonschema.Schema, v any) []*jsonschema.Schema {
 	return subs
 }
 
-// decodeSchemaJSON decodes exactly one JSON value with exact numbers, as the
+// decodeJSONValue decodes exactly one JSON value with exact numbers, as the
 // library's own loaders do, and refuses trailing data.
-func decodeSchemaJSON(raw []byte) (any, error) {
+func decodeJSONValue(raw []byte) (any, error) {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("not JSON: %s", truncateProblem(err.Error(), maxProblemLen))
