@@ -86,6 +86,8 @@ type Stack struct {
 	// EnvFile holds shell exports of the above, for scripts.
 	EnvFile string
 
+	signer *ocisign.KeySigner
+
 	stops []func()
 }
 
@@ -156,6 +158,7 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s.signer = signer
 	if err := p.step("starting a loopback registry with signed demo plugin images", func() error {
 		return s.startRegistry(ctx, opts.Dir, signer)
 	}); err != nil {
@@ -254,6 +257,20 @@ func (s *Stack) startRegistry(ctx context.Context, dir string, signer *ocisign.K
 	}
 	s.SignersFile = filepath.Join(dir, "signers.json")
 	return os.WriteFile(s.SignersFile, signers, 0o600)
+}
+
+// PublishImage pushes a plugin image with manifest m to the stack's registry
+// and signs it with the owner key the operator trusts.
+func (s *Stack) PublishImage(ctx context.Context, repo string, m plugins.Manifest, files map[string][]byte) (plugins.ImageRef, error) {
+	img, err := ocisign.PluginImage(m, files)
+	if err != nil {
+		return plugins.ImageRef{}, err
+	}
+	ref, err := ocisign.Push(ctx, s.RegistryHost, repo, img)
+	if err != nil {
+		return plugins.ImageRef{}, err
+	}
+	return ref, s.signer.Sign(ctx, ref)
 }
 
 // startOperator runs the operator's controllers in this process, trusting

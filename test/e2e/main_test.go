@@ -1,0 +1,93 @@
+// Package e2e runs the plugin lifecycle end to end on the full local
+// platform (internal/devstack): a control plane built from source with the
+// Deployment controller, garbage collector, scheduler and kwok, the operator
+// and the egress proxy, driven with the owner's CLI. The data path runs the
+// real nbp-fx binary as a local process, as the core would call it, through
+// the real egress proxy to a loopback stand-in for NBP.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/arkadiuss/openfief/internal/devstack"
+)
+
+// stack is the platform every test shares.
+var stack *devstack.Stack
+
+// nbp is the stand-in for api.nbp.pl: the proxy resolves that name to
+// loopback and connects port 443 to this server instead.
+var nbp *fakeNBP
+
+func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard())
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	nbp, err = startFakeNBP()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake NBP:", err)
+		return 1
+	}
+	defer nbp.Close()
+	dir, err := os.MkdirTemp("", "openfief-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	stack, err = devstack.Start(context.Background(), devstack.Options{
+		Dir:                 dir,
+		ProxyResolver:       fixedResolver{"api.nbp.pl": netip.MustParseAddr("127.0.0.1")},
+		ProxyDialer:         &redirectDialer{to: map[string]string{"127.0.0.1:443": nbp.Addr()}},
+		UnsafeAllowPrefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the platform:", err)
+		return 1
+	}
+	defer stack.Stop()
+	return m.Run()
+}
+
+// fixedResolver answers the proxy's lookups from a table; other names do
+// not exist. The proxy still applies its address policy to the answers.
+type fixedResolver map[string]netip.Addr
+
+func (r fixedResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := r[strings.ToLower(host)]; ok {
+		return []netip.Addr{a}, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// redirectDialer connects the addresses the proxy checked to the test's
+// servers, and records what it dialled.
+type redirectDialer struct {
+	to     map[string]string
+	mu     sync.Mutex
+	dialed []string
+}
+
+func (d *redirectDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	d.mu.Lock()
+	d.dialed = append(d.dialed, address)
+	d.mu.Unlock()
+	if to, ok := d.to[address]; ok {
+		address = to
+	}
+	var nd net.Dialer
+	return nd.DialContext(ctx, network, address)
+}
