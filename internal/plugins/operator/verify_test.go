@@ -147,3 +147,87 @@ func TestPolicyVerifierCacheIsBounded(t *testing.T) {
 		t.Errorf("after overflowing, the cache holds %d, want 1 (emptied, then the newest)", len(v.cache))
 	}
 }
+
+// TestPolicyVerifierKeylessPattern trusts a keyless owner signer by an RE2
+// subject pattern, and refuses an image of that signer that carries no
+// manifest label when a manifest is declared.
+func TestPolicyVerifierKeylessPattern(t *testing.T) {
+	reg := cosigntest.NewRegistry(t, false) // the sha256-<hex> tag fallback
+	ci := cosigntest.NewKeyless(t, "https://token.actions.githubusercontent.com",
+		"https://github.com/example/fx/.github/workflows/release.yml@refs/tags/v1.2.0")
+	manifest := plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityView}}
+	sign := func(ref plugins.ImageRef) {
+		reg.Attach(t, ref, ci.Bundle(t, cosigntest.Statement(t, ref.Digest(), cosigntest.SignPredicateType)), cosigntest.SignPredicateType)
+	}
+	labelled := reg.PushImage(t, "fx", cosigntest.ManifestLabel(t, manifest))
+	sign(labelled)
+	bare := reg.PushImage(t, "fx", nil)
+	sign(bare)
+
+	signers, err := plugins.ParseOwnerSigners([]byte(`{"signers":[{"name":"fx-releases",
+		"issuer":"https://token.actions.githubusercontent.com",
+		"subjectPattern":"https://github.com/example/fx/\\.github/workflows/release\\.yml@refs/tags/v[0-9.]+"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, err := plugins.NewTrustPolicy(plugins.Catalog{}, signers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	images, err := cosign.NewVerifier(cosign.WithTrustedMaterial(ci.VS), cosign.WithSCTRequired(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := NewPolicyVerifier(images, policy)
+	if got := v.Check(context.Background(), labelled, &manifest); !got.Verified() || got.Signer != "fx-releases" {
+		t.Errorf("signed by a subject matching the pattern: %+v", got)
+	}
+	if got := v.Check(context.Background(), bare, &manifest); got.Status != metav1.ConditionFalse || got.Reason != v1alpha1.ReasonManifestMismatch {
+		t.Errorf("signed image without a label: %+v, want ManifestMismatch", got)
+	}
+}
+
+// BenchmarkPolicyVerifier compares a check that reads the registry (the
+// in-process registry on loopback, a key-signed bundle) with one served from
+// the signed-image cache.
+func BenchmarkPolicyVerifier(b *testing.B) {
+	reg := cosigntest.NewRegistry(b, true)
+	key := cosigntest.NewKey(b)
+	manifest := plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityConnector}, Egress: []string{"api.nbp.pl"}}
+	ref := reg.PushImage(b, "fx", cosigntest.ManifestLabel(b, manifest))
+	reg.Attach(b, ref, key.Bundle(b, cosigntest.Statement(b, ref.Digest(), cosigntest.SignPredicateType)), cosigntest.SignPredicateType)
+	signers, err := plugins.ParseOwnerSigners([]byte(fmt.Sprintf(`{"signers":[{"name":"owner","publicKey":%q}]}`, key.PublicKeyPEM(b))))
+	if err != nil {
+		b.Fatal(err)
+	}
+	policy, err := plugins.NewTrustPolicy(plugins.Catalog{}, signers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	images, err := cosign.NewVerifier(cosign.WithPublicKeys(policy.PublicKeys()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.Run("uncached", func(b *testing.B) {
+		before := reg.Requests()
+		for b.Loop() {
+			v := NewPolicyVerifier(images, policy)
+			if !v.Check(ctx, ref, &manifest).Verified() {
+				b.Fatal("not verified")
+			}
+		}
+		b.ReportMetric(float64(reg.Requests()-before)/float64(b.N), "requests/op")
+	})
+	b.Run("cached", func(b *testing.B) {
+		v := NewPolicyVerifier(images, policy)
+		v.Check(ctx, ref, &manifest)
+		before := reg.Requests()
+		for b.Loop() {
+			if !v.Check(ctx, ref, &manifest).Verified() {
+				b.Fatal("not verified")
+			}
+		}
+		b.ReportMetric(float64(reg.Requests()-before)/float64(b.N), "requests/op")
+	})
+}
