@@ -59,7 +59,7 @@ It exits 0 when the reason is reached, 9 when the plugin does not exist, and
 				}
 				select {
 				case <-ctx.Done():
-					return fmt.Errorf("plugin %q did not reach %s within %s; last seen %s", args[0], reason, timeout, last)
+					return exitf(ExitFailure, "plugin %q did not reach %s within %s; last seen %s", args[0], reason, timeout, last)
 				case <-time.After(250 * time.Millisecond):
 				}
 			}
