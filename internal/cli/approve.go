@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -260,7 +261,7 @@ with code 10.`,
 			if err != nil {
 				return err
 			}
-			m := manifestFromAPI(p.Spec.Manifest)
+			m := apiconv.ManifestFromAPI(p.Spec.Manifest)
 			a, err := planApproval(name, m, grantFromAPI(g), sel)
 			if err != nil {
 				if ExitCode(err) == ExitNothingToDo {
@@ -285,10 +286,10 @@ with code 10.`,
 			}
 			verb := "configured"
 			if g == nil {
-				g = &v1alpha1.PluginGrant{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace}, Spec: grantToAPI(a.grant)}
+				g = &v1alpha1.PluginGrant{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace}, Spec: apiconv.GrantToAPI(a.grant)}
 				err, verb = c.Create(ctx, g, fieldOwner), "created"
 			} else {
-				g.Spec = grantToAPI(a.grant)
+				g.Spec = apiconv.GrantToAPI(a.grant)
 				err = c.Update(ctx, g, fieldOwner)
 			}
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/plugins/operator"
 )
@@ -82,7 +83,7 @@ An existing NAME is refused: use 'openfief plugin upgrade' to change it.`,
 			}
 			p := &v1alpha1.Plugin{
 				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace},
-				Spec:       v1alpha1.PluginSpec{Image: ref.String(), Manifest: manifestToAPI(*res.Manifest), Config: configJSON(config)},
+				Spec:       v1alpha1.PluginSpec{Image: ref.String(), Manifest: apiconv.ManifestToAPI(*res.Manifest), Config: configJSON(config)},
 			}
 			if err := c.Create(ctx, p, fieldOwner); err != nil {
 				return writeError("creating plugin "+name, err)
@@ -140,7 +141,7 @@ you approve the difference with 'openfief plugin approve NAME'.`,
 			if err != nil {
 				return err
 			}
-			config := rawJSON(p.Spec.Config)
+			config := apiconv.RawJSON(p.Spec.Config)
 			if configFile != "" {
 				if config, err = readConfig(configFile); err != nil {
 					return err
@@ -153,9 +154,9 @@ you approve the difference with 'openfief plugin approve NAME'.`,
 			if err := checkPlugin(name, ref, *res.Manifest, config, configFile); err != nil {
 				return err
 			}
-			manifest := manifestToAPI(*res.Manifest)
-			if p.Spec.Image == ref.String() && manifestFromAPI(p.Spec.Manifest).Equal(*res.Manifest) &&
-				bytes.Equal(rawJSON(p.Spec.Config), config) {
+			manifest := apiconv.ManifestToAPI(*res.Manifest)
+			if p.Spec.Image == ref.String() && apiconv.ManifestFromAPI(p.Spec.Manifest).Equal(*res.Manifest) &&
+				bytes.Equal(apiconv.RawJSON(p.Spec.Config), config) {
 				return exitf(ExitNothingToDo, "plugin %q already has image %s and this config", name, ref)
 			}
 			previous := p.Spec.Image

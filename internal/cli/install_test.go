@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -30,7 +31,7 @@ func TestInstall(t *testing.T) {
 	if p.Spec.Image != signed.String() {
 		t.Errorf("spec.image %q, want %q", p.Spec.Image, signed)
 	}
-	if got := manifestFromAPI(p.Spec.Manifest); !got.Equal(fxV1) {
+	if got := apiconv.ManifestFromAPI(p.Spec.Manifest); !got.Equal(fxV1) {
 		t.Errorf("spec.manifest %+v is not the signed label %+v", got, fxV1)
 	}
 	if string(p.Spec.Config.Raw) != `{"currency":"PLN"}` {
@@ -110,7 +111,7 @@ func TestUpgrade(t *testing.T) {
 	r := openfief(t, k, runOpts{}, "plugin", "upgrade", "fx-upgrade", "--image", v2.String(), "--signers", im.signers)
 	expect(t, r, ExitOK, "plugin/fx-upgrade upgraded", "Pending approval", "Egress:        static.nbp.pl:8443")
 	p := k.plugin(t, "fx-upgrade")
-	if p.Spec.Image != v2.String() || !manifestFromAPI(p.Spec.Manifest).Equal(fxV2) {
+	if p.Spec.Image != v2.String() || !apiconv.ManifestFromAPI(p.Spec.Manifest).Equal(fxV2) {
 		t.Errorf("spec after upgrade: %s %+v", p.Spec.Image, p.Spec.Manifest)
 	}
 	var cfg map[string]string

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -213,7 +214,7 @@ func printStatus(w io.Writer, now time.Time, p *v1alpha1.Plugin, g *v1alpha1.Plu
 	} else {
 		fmt.Fprintln(w, "Deployed:     nothing runs")
 	}
-	m := manifestFromAPI(p.Spec.Manifest)
+	m := apiconv.ManifestFromAPI(p.Spec.Manifest)
 	fmt.Fprintln(w, "Requested (spec.manifest):")
 	printManifest(w, "  ", m)
 	if g == nil {

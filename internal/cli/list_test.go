@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/apiconv"
 )
 
 // TestListAndStatus checks the table, the detailed status and -o json|yaml
@@ -55,7 +56,7 @@ func TestListAndStatus(t *testing.T) {
 			{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRunningPreviousVersion, Message: "the previous version runs;\nthe current one awaits approval", LastTransitionTime: at},
 			{Type: v1alpha1.ConditionSignatureVerified, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSignedByTrustedSigner, Message: "signed by trusted signer owner; not a verified catalog plugin", LastTransitionTime: at},
 		},
-		Deployed:        &v1alpha1.DeployedVersion{Image: v1.String(), Manifest: manifestToAPI(fxV1), Signer: "owner", Trust: v1alpha1.ReasonSignedByTrustedSigner, VerifiedAt: &at},
+		Deployed:        &v1alpha1.DeployedVersion{Image: v1.String(), Manifest: apiconv.ManifestToAPI(fxV1), Signer: "owner", Trust: v1alpha1.ReasonSignedByTrustedSigner, VerifiedAt: &at},
 		PendingApproval: &v1alpha1.PendingApproval{Egress: []string{"static.nbp.pl:8443"}},
 		Effective: &v1alpha1.EffectivePermissions{
 			Capabilities: []v1alpha1.Capability{"connector"},

@@ -34,16 +34,17 @@ func describeLayer(l v1.Layer, extra map[string]any) (map[string]any, error) {
 	return out, nil
 }
 
-// putManifest stores a raw OCI image manifest in repo by its digest.
-func putManifest(ctx context.Context, repo name.Repository, raw []byte) error {
+// PutManifest stores a raw OCI image manifest in repo by its digest and
+// returns the digest.
+func PutManifest(ctx context.Context, repo name.Repository, raw []byte) (v1.Hash, error) {
 	h, _, err := v1.SHA256(bytesReader(raw))
 	if err != nil {
-		return err
+		return v1.Hash{}, err
 	}
 	if err := remote.Put(repo.Digest(h.String()), rawManifest{raw: raw}, remote.WithContext(ctx)); err != nil {
-		return fmt.Errorf("put referrer manifest: %w", err)
+		return v1.Hash{}, fmt.Errorf("put manifest: %w", err)
 	}
-	return nil
+	return h, nil
 }
 
 type rawManifest struct{ raw []byte }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -71,7 +72,8 @@ func (s *KeySigner) Sign(ctx context.Context, ref plugins.ImageRef) error {
 	if err != nil {
 		return err
 	}
-	return attach(ctx, ref, bundle)
+	_, err = Attach(ctx, ref, bundle, SignPredicateType)
+	return err
 }
 
 // statement is the in-toto statement cosign v3 signs for an image digest.
@@ -88,14 +90,16 @@ func statement(digest string) ([]byte, error) {
 	})
 }
 
-// attach stores bundle as an OCI referrer of ref: an image manifest with the
-// bundle artifactType, the empty config, the bundle as its one layer and ref
-// as subject. Where a registry lacks the Referrers API,
-// go-containerregistry also updates the sha256-<hex> tag.
-func attach(ctx context.Context, ref plugins.ImageRef, bundle []byte) error {
+// Attach stores bundle as an OCI referrer of ref exactly as cosign v3's
+// WriteAttestationNewBundleFormat does: an image manifest with the bundle
+// artifactType, the empty config, the bundle as its one layer, ref as
+// subject and cosign's annotations naming predicateType. Where a registry
+// lacks the Referrers API, go-containerregistry also updates the
+// sha256-<hex> tag. It returns the referrer manifest's digest.
+func Attach(ctx context.Context, ref plugins.ImageRef, bundle []byte, predicateType string) (v1.Hash, error) {
 	subject, err := digestRef(ref)
 	if err != nil {
-		return err
+		return v1.Hash{}, err
 	}
 	repo := subject.Context()
 	opts := []remote.Option{remote.WithContext(ctx)}
@@ -103,20 +107,20 @@ func attach(ctx context.Context, ref plugins.ImageRef, bundle []byte) error {
 	config := static.NewLayer([]byte("{}"), types.MediaType(emptyMediaType))
 	for _, l := range []remoteLayer{layer, config} {
 		if err := remote.WriteLayer(repo, l, opts...); err != nil {
-			return fmt.Errorf("upload bundle: %w", err)
+			return v1.Hash{}, fmt.Errorf("upload bundle: %w", err)
 		}
 	}
 	desc, err := remote.Head(subject, opts...)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", ref, err)
+		return v1.Hash{}, fmt.Errorf("read %s: %w", ref, err)
 	}
 	layerDesc, err := describeLayer(layer, nil)
 	if err != nil {
-		return err
+		return v1.Hash{}, err
 	}
 	configDesc, err := describeLayer(config, map[string]any{"artifactType": BundleMediaType})
 	if err != nil {
-		return err
+		return v1.Hash{}, err
 	}
 	raw, err := json.Marshal(map[string]any{
 		"schemaVersion": 2,
@@ -127,12 +131,12 @@ func attach(ctx context.Context, ref plugins.ImageRef, bundle []byte) error {
 		"subject":       map[string]any{"mediaType": string(desc.MediaType), "digest": desc.Digest.String(), "size": desc.Size},
 		"annotations": map[string]string{
 			"dev.sigstore.bundle.content":       "dsse-envelope",
-			"dev.sigstore.bundle.predicateType": SignPredicateType,
+			"dev.sigstore.bundle.predicateType": predicateType,
 			"org.opencontainers.image.created":  time.Now().UTC().Format(time.RFC3339),
 		},
 	})
 	if err != nil {
-		return err
+		return v1.Hash{}, err
 	}
-	return putManifest(ctx, repo, raw)
+	return PutManifest(ctx, repo, raw)
 }

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -30,7 +31,7 @@ func (r *GrantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	c := condition{metav1.ConditionTrue, v1alpha1.ReasonValid, "the grant is valid"}
-	if err := grantFromAPI(&g).Validate(); err != nil {
+	if err := apiconv.GrantFromAPI(&g).Validate(); err != nil {
 		c = condition{metav1.ConditionFalse, v1alpha1.ReasonInvalid, err.Error()}
 	}
 	next := g.Status.DeepCopy()

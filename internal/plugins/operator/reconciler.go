@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -130,7 +131,7 @@ func (r *PluginReconciler) fetchGrant(ctx context.Context, name string) (*plugin
 		}
 		return nil, fmt.Errorf("read grant: %w", err)
 	}
-	out := grantFromAPI(&g)
+	out := apiconv.GrantFromAPI(&g)
 	return &out, nil
 }
 
@@ -139,7 +140,7 @@ func (r *PluginReconciler) fetchGrant(ctx context.Context, name string) (*plugin
 // deployable: valid spec, config matching its schema, and a True signature
 // check (D-57).
 func (r *PluginReconciler) checkCurrent(ctx context.Context, p *v1alpha1.Plugin, ps *pass) {
-	dp := pluginFromAPI(p)
+	dp := apiconv.PluginFromAPI(p)
 	ref, refErr := plugins.ParseImageRef(dp.Image)
 	if err := dp.Validate(); err != nil {
 		ps.notDeployable = condition{metav1.ConditionFalse, v1alpha1.ReasonInvalidSpec, err.Error()}
@@ -184,7 +185,7 @@ func (r *PluginReconciler) checkPrevious(ctx context.Context, p *v1alpha1.Plugin
 		return
 	}
 	ref, err := plugins.ParseImageRef(d.Image)
-	prev := plugins.Version{Name: p.Name, Image: ref, Manifest: manifestFromAPI(d.Manifest), Config: rawJSON(d.Config)}
+	prev := plugins.Version{Name: p.Name, Image: ref, Manifest: apiconv.ManifestFromAPI(d.Manifest), Config: apiconv.RawJSON(d.Config)}
 	if err == nil {
 		err = prev.Manifest.Validate()
 	}
@@ -216,7 +217,7 @@ func sameAsDeployed(v *plugins.Version, d *v1alpha1.DeployedVersion) bool {
 	if v == nil || d == nil || d.VerifiedAt == nil {
 		return false
 	}
-	return v.Image.String() == d.Image && v.Manifest.Equal(manifestFromAPI(d.Manifest)) && jsonEqual(v.Config, rawJSON(d.Config))
+	return v.Image.String() == d.Image && v.Manifest.Equal(apiconv.ManifestFromAPI(d.Manifest)) && jsonEqual(v.Config, apiconv.RawJSON(d.Config))
 }
 
 func verifiedAt(d *v1alpha1.DeployedVersion) string {
@@ -310,10 +311,10 @@ func (r *PluginReconciler) writeStatus(ctx context.Context, p *v1alpha1.Plugin, 
 	setCondition(&next.Conditions, v1alpha1.ConditionSignatureVerified, ps.signature, p.Generation)
 	setCondition(&next.Conditions, v1alpha1.ConditionApprovalRequired, approvalCondition(ps.current, ps.plan.Pending), p.Generation)
 	setCondition(&next.Conditions, v1alpha1.ConditionReady, readyCondition(ps), p.Generation)
-	next.PendingApproval = pendingToAPI(ps.plan.Pending)
+	next.PendingApproval = apiconv.PendingToAPI(ps.plan.Pending)
 	next.Effective = nil
 	if ps.plan.Outcome.Runs() && ps.clusterErr == nil {
-		next.Effective = effectiveToAPI(ps.plan.Effective)
+		next.Effective = apiconv.EffectiveToAPI(ps.plan.Effective)
 		next.Deployed = r.deployedRecord(p.Status.Deployed, ps)
 	} else {
 		next.Deployed = nil
@@ -344,7 +345,7 @@ func (r *PluginReconciler) deployedRecord(old *v1alpha1.DeployedVersion, ps *pas
 	run := ps.plan.Run
 	rec := &v1alpha1.DeployedVersion{
 		Image:      run.Image.String(),
-		Manifest:   manifestToAPI(run.Manifest),
+		Manifest:   apiconv.ManifestToAPI(run.Manifest),
 		Signer:     ps.verification.Signer,
 		Trust:      ps.verification.Reason,
 		VerifiedAt: &metav1.Time{Time: now().UTC().Truncate(time.Second)},

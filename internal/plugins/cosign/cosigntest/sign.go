@@ -1,6 +1,7 @@
 package cosigntest
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -10,9 +11,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 	protodsse "github.com/sigstore/protobuf-specs/gen/pb-go/dsse"
@@ -22,6 +20,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/tlog"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/arkadiuss/openfief/internal/ocisign"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -32,7 +31,6 @@ const (
 	// BundleMediaType is the media type of a Sigstore bundle v0.3.
 	BundleMediaType   = "application/vnd.dev.sigstore.bundle.v0.3+json"
 	inTotoPayloadType = "application/vnd.in-toto+json"
-	emptyMediaType    = "application/vnd.oci.empty.v1+json"
 )
 
 // Statement is the in-toto statement cosign v3 signs for an image: one
@@ -224,50 +222,15 @@ func (k *Key) Bundle(t testing.TB, statement []byte) []byte {
 	return raw
 }
 
-// Attach stores bundle as a referrer of ref's digest, exactly as cosign v3's
-// WriteAttestationNewBundleFormat does: an OCI image manifest with the
-// bundle artifactType, the empty config, the bundle as its one layer, ref
-// as subject and cosign's annotations. Where the registry lacks the
-// Referrers API, go-containerregistry updates the sha256-<hex> tag. It
-// returns the referrer manifest's digest.
+// Attach stores bundle as a referrer of ref's digest, exactly as cosign v3
+// does (ocisign.Attach), and returns the referrer manifest's digest.
 func (r *Registry) Attach(t testing.TB, ref plugins.ImageRef, bundle []byte, predicateType string) v1.Hash {
 	t.Helper()
-	subject := digestRef(t, ref)
-	repo := subject.Context()
-
-	layer := static.NewLayer(bundle, types.MediaType(BundleMediaType))
-	config := static.NewLayer([]byte("{}"), types.MediaType(emptyMediaType))
-	for _, l := range []v1.Layer{layer, config} {
-		if err := remote.WriteLayer(repo, l); err != nil {
-			t.Fatalf("upload blob: %v", err)
-		}
-	}
-	subjectDesc, err := remote.Head(subject)
+	h, err := ocisign.Attach(context.Background(), ref, bundle, predicateType)
 	if err != nil {
-		t.Fatalf("head subject: %v", err)
+		t.Fatalf("attach bundle: %v", err)
 	}
-	m := map[string]any{
-		"schemaVersion": 2,
-		"mediaType":     string(types.OCIManifestSchema1),
-		"artifactType":  BundleMediaType,
-		"config":        descriptor(t, config, map[string]any{"artifactType": BundleMediaType}),
-		"layers":        []any{descriptor(t, layer, nil)},
-		"subject": map[string]any{
-			"mediaType": string(subjectDesc.MediaType),
-			"digest":    subjectDesc.Digest.String(),
-			"size":      subjectDesc.Size,
-		},
-		"annotations": map[string]string{
-			"dev.sigstore.bundle.content":       "dsse-envelope",
-			"dev.sigstore.bundle.predicateType": predicateType,
-			"org.opencontainers.image.created":  time.Now().UTC().Format(time.RFC3339),
-		},
-	}
-	raw, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r.PutManifest(t, repo, raw)
+	return h
 }
 
 // PutManifest stores a raw OCI image manifest in repo by its digest and
@@ -275,44 +238,12 @@ func (r *Registry) Attach(t testing.TB, ref plugins.ImageRef, bundle []byte, pre
 // would.
 func (r *Registry) PutManifest(t testing.TB, repo name.Repository, raw []byte) v1.Hash {
 	t.Helper()
-	h, _, err := v1.SHA256(strings.NewReader(string(raw)))
+	h, err := ocisign.PutManifest(context.Background(), repo, raw)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if err := remote.Put(repo.Digest(h.String()), rawManifest{raw: raw, mt: types.OCIManifestSchema1}); err != nil {
-		t.Fatalf("put manifest: %v", err)
 	}
 	return h
 }
-
-func descriptor(t testing.TB, l v1.Layer, extra map[string]any) map[string]any {
-	t.Helper()
-	d, err := l.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	size, err := l.Size()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mt, err := l.MediaType()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]any{"mediaType": string(mt), "digest": d.String(), "size": size}
-	for k, v := range extra {
-		out[k] = v
-	}
-	return out
-}
-
-type rawManifest struct {
-	raw []byte
-	mt  types.MediaType
-}
-
-func (m rawManifest) RawManifest() ([]byte, error)        { return m.raw, nil }
-func (m rawManifest) MediaType() (types.MediaType, error) { return m.mt, nil }
 
 func b64(t testing.TB, s string) []byte {
 	t.Helper()

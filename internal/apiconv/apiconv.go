@@ -1,4 +1,8 @@
-package operator
+// Package apiconv translates between the openfief.io/v1alpha1 resources and
+// the domain's values in internal/plugins. The operator and the CLI decide
+// nothing themselves: they convert with this package, ask the domain, and
+// convert the answer back.
+package apiconv
 
 import (
 	"encoding/json"
@@ -9,14 +13,11 @@ import (
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
-// The operator decides nothing itself: these functions translate resources
-// into the domain's values and the domain's answers back into API types.
-
-// manifestFromAPI converts a CRD manifest into the domain's Manifest.
-func manifestFromAPI(m v1alpha1.Manifest) plugins.Manifest {
+// ManifestFromAPI converts a CRD manifest into the domain's Manifest.
+func ManifestFromAPI(m v1alpha1.Manifest) plugins.Manifest {
 	out := plugins.Manifest{
 		Capabilities: make([]plugins.Capability, 0, len(m.Capabilities)),
-		ConfigSchema: rawJSON(m.ConfigSchema),
+		ConfigSchema: RawJSON(m.ConfigSchema),
 	}
 	for _, c := range m.Capabilities {
 		out.Capabilities = append(out.Capabilities, plugins.Capability(c))
@@ -33,8 +34,8 @@ func manifestFromAPI(m v1alpha1.Manifest) plugins.Manifest {
 	return out
 }
 
-// manifestToAPI converts a domain Manifest into the CRD shape.
-func manifestToAPI(m plugins.Manifest) v1alpha1.Manifest {
+// ManifestToAPI converts a domain Manifest into the CRD shape.
+func ManifestToAPI(m plugins.Manifest) v1alpha1.Manifest {
 	out := v1alpha1.Manifest{}
 	for _, c := range m.Capabilities {
 		out.Capabilities = append(out.Capabilities, v1alpha1.Capability(c))
@@ -54,18 +55,18 @@ func manifestToAPI(m plugins.Manifest) v1alpha1.Manifest {
 	return out
 }
 
-// pluginFromAPI converts a Plugin resource into the domain's Plugin.
-func pluginFromAPI(p *v1alpha1.Plugin) plugins.Plugin {
+// PluginFromAPI converts a Plugin resource into the domain's Plugin.
+func PluginFromAPI(p *v1alpha1.Plugin) plugins.Plugin {
 	return plugins.Plugin{
 		Name:     p.Name,
 		Image:    p.Spec.Image,
-		Manifest: manifestFromAPI(p.Spec.Manifest),
-		Config:   rawJSON(p.Spec.Config),
+		Manifest: ManifestFromAPI(p.Spec.Manifest),
+		Config:   RawJSON(p.Spec.Config),
 	}
 }
 
-// grantFromAPI converts a PluginGrant resource into the domain's Grant.
-func grantFromAPI(g *v1alpha1.PluginGrant) plugins.Grant {
+// GrantFromAPI converts a PluginGrant resource into the domain's Grant.
+func GrantFromAPI(g *v1alpha1.PluginGrant) plugins.Grant {
 	out := plugins.Grant{Name: g.Name}
 	for _, c := range g.Spec.Capabilities {
 		out.Capabilities = append(out.Capabilities, plugins.Capability(c))
@@ -82,9 +83,9 @@ func grantFromAPI(g *v1alpha1.PluginGrant) plugins.Grant {
 	return out
 }
 
-// pendingToAPI converts what waits for approval into status.pendingApproval;
+// PendingToAPI converts what waits for approval into status.pendingApproval;
 // nil when nothing is pending.
-func pendingToAPI(p plugins.Pending) *v1alpha1.PendingApproval {
+func PendingToAPI(p plugins.Pending) *v1alpha1.PendingApproval {
 	if p.IsEmpty() {
 		return nil
 	}
@@ -95,8 +96,8 @@ func pendingToAPI(p plugins.Pending) *v1alpha1.PendingApproval {
 	return out
 }
 
-// effectiveToAPI converts the running version's permissions into status.effective.
-func effectiveToAPI(e *plugins.EffectivePermissions) *v1alpha1.EffectivePermissions {
+// EffectiveToAPI converts the running version's permissions into status.effective.
+func EffectiveToAPI(e *plugins.EffectivePermissions) *v1alpha1.EffectivePermissions {
 	if e == nil {
 		return nil
 	}
@@ -110,10 +111,28 @@ func effectiveToAPI(e *plugins.EffectivePermissions) *v1alpha1.EffectivePermissi
 	return out
 }
 
-// rawJSON returns the bytes of an optional JSON field, nil when unset.
-func rawJSON(j *apiextensionsv1.JSON) json.RawMessage {
+// RawJSON returns the bytes of an optional JSON field, nil when unset.
+func RawJSON(j *apiextensionsv1.JSON) json.RawMessage {
 	if j == nil || len(j.Raw) == 0 {
 		return nil
 	}
 	return append(json.RawMessage(nil), j.Raw...)
+}
+
+// GrantToAPI converts a domain Grant into a PluginGrant's spec.
+func GrantToAPI(g plugins.Grant) v1alpha1.PluginGrantSpec {
+	var out v1alpha1.PluginGrantSpec
+	for _, c := range g.Capabilities {
+		out.Capabilities = append(out.Capabilities, v1alpha1.Capability(c))
+	}
+	for _, h := range g.Egress {
+		out.Egress = append(out.Egress, v1alpha1.EgressHost(h))
+	}
+	for _, s := range g.Secrets {
+		out.Secrets = append(out.Secrets, v1alpha1.SecretGrant{Name: s.Name, SecretName: s.SecretName})
+	}
+	for _, t := range g.DataTiers {
+		out.DataTiers = append(out.DataTiers, v1alpha1.DataTier(t))
+	}
+	return out
 }
