@@ -2,6 +2,7 @@ package operator
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -209,5 +210,24 @@ func TestPodLabelsSatisfyNoAcceptedSelector(t *testing.T) {
 		if err := checkSelector(sel); !errors.Is(err, ErrSelectorOverlap) {
 			t.Errorf("selector %v: got %v, want ErrSelectorOverlap", sel, err)
 		}
+	}
+}
+
+func TestChangedKeys(t *testing.T) {
+	tests := map[string]struct {
+		a, b map[string]string
+		want []string
+	}{
+		"same":              {map[string]string{"a": "x"}, map[string]string{"a": "x"}, []string{}},
+		"changed value":     {map[string]string{"a": "x", "b": "y"}, map[string]string{"a": "x", "b": "z"}, []string{"b"}},
+		"added and removed": {map[string]string{"a": "x"}, map[string]string{"b": ""}, []string{"a", "b"}},
+		"from nothing":      {nil, map[string]string{"c": "", "a": ""}, []string{"a", "c"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := changedKeys(tc.a, tc.b); !slices.Equal(got, tc.want) {
+				t.Errorf("changedKeys = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
