@@ -38,6 +38,9 @@ func (m Mode) String() string {
 	}
 }
 
+// ServiceCIDR is the range Services get ClusterIPs from: 65,534 addresses.
+const ServiceCIDR = "10.0.0.0/16"
+
 // Options configures a cluster.
 type Options struct {
 	// Mode selects the components; the zero value is Minimal.
@@ -183,6 +186,10 @@ func (c *Cluster) startAPIServer(ctx context.Context, binDir string, opts Option
 		ControlPlaneStartTimeout: opts.StartTimeout,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
+	// envtest's default Service range, a /24, holds 254 ClusterIPs; every
+	// plugin gets a Service, so the operator's scale benchmark (500
+	// plugins) needs more.
+	c.env.ControlPlane.APIServer.Configure().Set("service-cluster-ip-range", ServiceCIDR)
 	// envtest cannot be interrupted and gives no process ids: while it
 	// starts, hand each process it starts to the watchdog as soon as it
 	// appears, so that dying mid-start leaves nothing behind.
