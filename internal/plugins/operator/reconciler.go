@@ -67,6 +67,7 @@ type pass struct {
 
 	plan       plugins.RolloutPlan
 	clusterErr error
+	applyErr   error
 	available  bool
 	requeue    time.Duration
 }
@@ -114,6 +115,12 @@ func (r *PluginReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		Current: ps.current, CurrentDeployable: ps.deployable, Previous: ps.previous, Grant: grant,
 	})
 	if err := r.applyPlan(ctx, &p, ps); err != nil {
+		// Say why on the Plugin too, then retry with backoff. What runs is
+		// unknown until an apply succeeds, so status.deployed stays as it was.
+		ps.applyErr = err
+		if serr := r.writeStatus(ctx, &p, ps); serr != nil {
+			log.FromContext(ctx).Error(serr, "write status after a failed apply")
+		}
 		return ctrl.Result{}, err
 	}
 	if err := r.writeStatus(ctx, &p, ps); err != nil {
@@ -313,10 +320,14 @@ func (r *PluginReconciler) writeStatus(ctx context.Context, p *v1alpha1.Plugin, 
 	setCondition(&next.Conditions, v1alpha1.ConditionReady, readyCondition(ps), p.Generation)
 	next.PendingApproval = apiconv.PendingToAPI(ps.plan.Pending)
 	next.Effective = nil
-	if ps.plan.Outcome.Runs() && ps.clusterErr == nil {
+	switch {
+	case ps.applyErr != nil:
+		// Keep deployed and effective as they were.
+		next.Effective = p.Status.Effective
+	case ps.plan.Outcome.Runs() && ps.clusterErr == nil:
 		next.Effective = apiconv.EffectiveToAPI(ps.plan.Effective)
 		next.Deployed = r.deployedRecord(p.Status.Deployed, ps)
-	} else {
+	default:
 		next.Deployed = nil
 	}
 	if equality.Semantic.DeepEqual(&p.Status, next) {

@@ -64,6 +64,9 @@ func approvalCondition(current *plugins.Version, pending plugins.Pending) condit
 // readyCondition gives Ready's first cause, in the order of the reasons in
 // api/v1alpha1: what runs, then why nothing runs.
 func readyCondition(pass *pass) condition {
+	if pass.applyErr != nil {
+		return condition{metav1.ConditionFalse, v1alpha1.ReasonProgressing, "applying the workload failed, retrying: " + pass.applyErr.Error()}
+	}
 	if pass.plan.Outcome.Runs() {
 		switch {
 		case pass.clusterErr != nil:
