@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -29,6 +30,8 @@ func main() {
 		insecureRegs    multiFlag
 		signingRefresh  time.Duration
 		registryTimeout time.Duration
+		qps             float64
+		burst           int
 	)
 	flag.StringVar(&cc.CoreService, "core-service", operator.DefaultCoreService, "name of the core's Service in openfief")
 	flag.StringVar(&cc.CorePort, "core-port", operator.DefaultCorePort, "name of the core Service's port plugins call")
@@ -43,18 +46,22 @@ func main() {
 	flag.Var(&insecureRegs, "insecure-registry", "registry host[:port] read over plain HTTP (repeatable; loopback registries always are)")
 	flag.DurationVar(&signingRefresh, "signing-keys-refresh", 10*time.Minute, "how often the ServiceAccount signing keys are re-published to openfief-sa-jwks")
 	flag.DurationVar(&registryTimeout, "registry-timeout", 30*time.Second, "time limit of one image verification's registry reads")
+	flag.Float64Var(&qps, "kube-api-qps", 50, "requests per second the operator sends to the API server at most")
+	flag.IntVar(&burst, "kube-api-burst", 100, "burst above --kube-api-qps")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
-	if err := run(cc, signersFile, metricsAddr, probeAddr, leaderElect, insecureRegs, signingRefresh, registryTimeout); err != nil {
+	cfg := ctrl.GetConfigOrDie()
+	cfg.QPS, cfg.Burst = float32(qps), burst
+	if err := run(cfg, cc, signersFile, metricsAddr, probeAddr, leaderElect, insecureRegs, signingRefresh, registryTimeout); err != nil {
 		fmt.Fprintln(os.Stderr, "operator:", err)
 		os.Exit(1)
 	}
 }
 
-func run(cc operator.ClusterConfig, signersFile, metricsAddr, probeAddr string, leaderElect bool,
+func run(cfg *rest.Config, cc operator.ClusterConfig, signersFile, metricsAddr, probeAddr string, leaderElect bool,
 	insecure []string, signingRefresh, registryTimeout time.Duration) error {
 	policy, err := operator.LoadTrustPolicy(signersFile)
 	if err != nil {
@@ -75,7 +82,7 @@ func run(cc operator.ClusterConfig, signersFile, metricsAddr, probeAddr string, 
 	opts.LeaderElection = leaderElect
 	opts.LeaderElectionID = "openfief-operator"
 	opts.LeaderElectionNamespace = plugins.Namespace
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), opts)
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return err
 	}
