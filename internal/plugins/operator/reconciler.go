@@ -200,14 +200,11 @@ func (r *PluginReconciler) checkPrevious(ctx context.Context, p *v1alpha1.Plugin
 		ps.previousErr = "the running version recorded in status.deployed is invalid: " + err.Error()
 		return
 	}
-	if sameAsDeployed(ps.current, d) {
-		ps.previousIsCurrent = true
-		if ps.verification.Verified() {
-			ps.previous = &prev
-			return
-		}
+	// The same version as the current spec was checked a moment ago.
+	v := ps.verification
+	if ps.previousIsCurrent = sameAsDeployed(ps.current, d); !ps.previousIsCurrent {
+		v = r.Images.Check(ctx, ref, &prev.Manifest)
 	}
-	v := r.Images.Check(ctx, ref, &prev.Manifest)
 	switch v.Status {
 	case metav1.ConditionTrue:
 		ps.previous = &prev
