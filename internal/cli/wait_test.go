@@ -16,6 +16,7 @@ func TestWait(t *testing.T) {
 	im := newImages(t)
 	ref := im.signed(t, "fx-wait", plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityConnector}})
 	expect(t, openfief(t, k, runOpts{}, "plugin", "install", "fx-wait", "--image", ref.String(), "--signers", im.signers), ExitOK)
+	t.Cleanup(func() { openfief(t, k, runOpts{}, "plugin", "uninstall", "fx-wait", "--yes") })
 
 	t.Run("no --for", func(t *testing.T) {
 		expect(t, openfief(t, k, runOpts{}, "plugin", "wait", "fx-wait"), ExitUsage, "--for is required")
