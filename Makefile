@@ -10,7 +10,7 @@ TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto
 CONTROLLER_GEN := .bin/controller-gen
 FUZZTIME ?= 60s
 # Packages with fuzz targets (parsers of outside input).
-FUZZ_PACKAGES := ./internal/plugins/ ./internal/plugins/cosign/ ./internal/plugins/operator/ ./internal/egress/app/ ./internal/connectors/nbpfx/ ./internal/connectors/ibkrflex/ ./sdk/go/ ./sdk/go/delivery/
+FUZZ_PACKAGES := ./internal/plugins/ ./internal/trust/cosign/ ./internal/configschema/ ./internal/egress/ ./internal/connectors/nbpfx/ ./internal/connectors/ibkrflex/ ./sdk/go/ ./sdk/go/delivery/
 
 .PHONY: all
 all: build
@@ -41,11 +41,11 @@ cover: ## Statement coverage of the domain package.
 
 .PHONY: bench
 bench: ## Run the benchmarks (figures, not pass/fail).
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/plugins/...
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/plugins/ ./internal/trust/...
 
 .PHONY: bench-operator
 bench-operator: controlplane ## Operator at scale: 500 Plugins on the local API server (convergence, writes per steady-state reconcile, peak RSS).
-	$(GO) test -run '^$$' -bench BenchmarkOperatorScale -benchtime 1x -timeout 30m ./internal/plugins/operator/
+	$(GO) test -run '^$$' -bench BenchmarkOperatorScale -benchtime 1x -timeout 30m ./internal/operator/
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 60s).
@@ -56,7 +56,7 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 60s).
 generate: controlplane ## Regenerate deepcopy, CRDs (deploy/crds) and the operator's Role (deploy/operator) from markers.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:maxDescLen=400 paths=./api/... output:crd:dir=deploy/crds
-	$(CONTROLLER_GEN) rbac:roleName=openfief-operator paths=./internal/plugins/operator/... output:rbac:dir=deploy/operator
+	$(CONTROLLER_GEN) rbac:roleName=openfief-operator paths=./internal/operator/... output:rbac:dir=deploy/operator
 
 .PHONY: proto
 proto: ## Regenerate sdk/go/gen from proto/.

@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/arkadiuss/openfief/internal/egress/app"
+	"github.com/arkadiuss/openfief/internal/egress"
 	"github.com/arkadiuss/openfief/internal/egress/kube"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
@@ -48,12 +48,12 @@ func main() {
 	fs.StringVar(&c.namespace, "namespace", plugins.Namespace, "namespace of the allow-list ConfigMap")
 	fs.StringVar(&c.configMap, "allowlist-configmap", plugins.AllowListConfigMap, "name of the allow-list ConfigMap")
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file; empty means the in-cluster configuration")
-	fs.DurationVar(&c.dialTimeout, "dial-timeout", app.DefaultDialTimeout, "bound on resolving a host and on each connection attempt")
-	fs.DurationVar(&c.idleTimeout, "idle-timeout", app.DefaultIdleTimeout, "close a tunnel after this long without traffic")
-	fs.DurationVar(&c.reviewCacheTTL, "review-cache-ttl", app.MaxReviewCacheTTL, "how long an accepted token review is cached (at most 5m, never past the token's expiry; 0 disables)")
+	fs.DurationVar(&c.dialTimeout, "dial-timeout", egress.DefaultDialTimeout, "bound on resolving a host and on each connection attempt")
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", egress.DefaultIdleTimeout, "close a tunnel after this long without traffic")
+	fs.DurationVar(&c.reviewCacheTTL, "review-cache-ttl", egress.MaxReviewCacheTTL, "how long an accepted token review is cached (at most 5m, never past the token's expiry; 0 disables)")
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 20*time.Second, "on SIGTERM, how long open tunnels may continue before they are closed")
-	fs.IntVar(&c.maxPerPlugin, "max-tunnels-per-plugin", app.DefaultMaxTunnelsPerPlugin, "open tunnels one plugin may have (429 beyond)")
-	fs.IntVar(&c.maxTunnels, "max-tunnels", app.DefaultMaxTunnels, "open tunnels in total (503 beyond)")
+	fs.IntVar(&c.maxPerPlugin, "max-tunnels-per-plugin", egress.DefaultMaxTunnelsPerPlugin, "open tunnels one plugin may have (429 beyond)")
+	fs.IntVar(&c.maxTunnels, "max-tunnels", egress.DefaultMaxTunnels, "open tunnels in total (503 beyond)")
 	_ = fs.Parse(os.Args[1:])
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -67,8 +67,8 @@ func main() {
 
 // run wires the proxy and serves until ctx is done, then shuts down.
 func run(ctx context.Context, c config, log *slog.Logger) error {
-	if c.reviewCacheTTL > app.MaxReviewCacheTTL {
-		return fmt.Errorf("--review-cache-ttl %v is longer than %v", c.reviewCacheTTL, app.MaxReviewCacheTTL)
+	if c.reviewCacheTTL > egress.MaxReviewCacheTTL {
+		return fmt.Errorf("--review-cache-ttl %v is longer than %v", c.reviewCacheTTL, egress.MaxReviewCacheTTL)
 	}
 	restConfig, err := restConfig(c.kubeconfig)
 	if err != nil {
@@ -81,7 +81,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics, err := app.NewMetrics(reg)
+	metrics, err := egress.NewMetrics(reg)
 	if err != nil {
 		return err
 	}
@@ -89,13 +89,13 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	reviewer := app.NewCachingTokenReviewer(inner, app.WithCacheTTL(c.reviewCacheTTL), app.WithReviewMetrics(metrics))
+	reviewer := egress.NewCachingTokenReviewer(inner, egress.WithCacheTTL(c.reviewCacheTTL), egress.WithReviewMetrics(metrics))
 
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
 	lists := kube.WatchAllowLists(watchCtx, client, c.namespace, c.configMap, log)
 
-	proxy, err := app.New(app.Options{
+	proxy, err := egress.New(egress.Options{
 		Reviewer:            reviewer,
 		AllowLists:          lists,
 		Logger:              log,

@@ -15,9 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/arkadiuss/openfief/internal/apiconv"
+	"github.com/arkadiuss/openfief/internal/operator"
 	"github.com/arkadiuss/openfief/internal/plugins"
-	"github.com/arkadiuss/openfief/internal/plugins/cosign"
-	"github.com/arkadiuss/openfief/internal/plugins/operator"
+	"github.com/arkadiuss/openfief/internal/trust"
+	"github.com/arkadiuss/openfief/internal/trust/cosign"
 )
 
 func main() {
@@ -39,7 +41,7 @@ func main() {
 	flag.StringVar(&cc.ProxyPort, "proxy-port", operator.DefaultProxyPort, "name of the egress proxy Service's port")
 	flag.StringVar(&cc.CoreSubject, "core-service-account", plugins.DefaultCoreSubject, "username of the core's ServiceAccount, which plugins accept calls from (D-59)")
 	flag.IntVar(&cc.PluginPort, "plugin-port", plugins.DefaultPluginPort, "port plugins listen on")
-	flag.StringVar(&signersFile, "trusted-signers", operator.DefaultSignersFile, "owner's signers.json; missing adds no signer, invalid refuses to start (D-45)")
+	flag.StringVar(&signersFile, "trusted-signers", trust.DefaultSignersFile, "owner's signers.json; missing adds no signer, invalid refuses to start (D-45)")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint; 0 turns it off")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.BoolVar(&leaderElect, "leader-elect", true, "elect a leader so only one replica acts")
@@ -63,7 +65,7 @@ func main() {
 
 func run(cfg *rest.Config, cc operator.ClusterConfig, signersFile, metricsAddr, probeAddr string, leaderElect bool,
 	insecure []string, signingRefresh, registryTimeout time.Duration) error {
-	policy, err := operator.LoadTrustPolicy(signersFile)
+	policy, err := trust.LoadPolicy(signersFile)
 	if err != nil {
 		return err
 	}
@@ -72,7 +74,7 @@ func run(cfg *rest.Config, cc operator.ClusterConfig, signersFile, metricsAddr, 
 	if err != nil {
 		return err
 	}
-	scheme, err := operator.NewScheme()
+	scheme, err := apiconv.NewScheme()
 	if err != nil {
 		return err
 	}
@@ -86,7 +88,7 @@ func run(cfg *rest.Config, cc operator.ClusterConfig, signersFile, metricsAddr, 
 	if err != nil {
 		return err
 	}
-	if _, err := operator.Setup(mgr, operator.NewPolicyVerifier(images, policy), cc); err != nil {
+	if _, err := operator.Setup(mgr, trust.NewPolicyVerifier(images, policy), cc); err != nil {
 		return err
 	}
 	if err := operator.SetupSigningKeys(mgr, signingRefresh); err != nil {

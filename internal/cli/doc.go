@@ -4,7 +4,7 @@
 // (D-58). It works against the current kubeconfig context like kubectl, and
 // decides nothing the domain package does not: trust comes from
 // plugins.TrustPolicy through the operator's PolicyVerifier, pending approval
-// from plugins.NeedsApproval, config checks from operator.ValidateConfig.
+// from plugins.NeedsApproval, config checks from configschema.Validate.
 //
 // Commands write to injectable streams and return an *ExitError whose Code is
 // one of the documented exit codes (docs/cli.md), so tests run them

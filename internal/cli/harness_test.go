@@ -18,11 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/plugins"
-	"github.com/arkadiuss/openfief/internal/plugins/cosign"
-	"github.com/arkadiuss/openfief/internal/plugins/cosign/cosigntest"
-	"github.com/arkadiuss/openfief/internal/plugins/operator"
+	"github.com/arkadiuss/openfief/internal/trust/cosign"
+	"github.com/arkadiuss/openfief/internal/trust/cosign/cosigntest"
 )
 
 // The command tests run openfief in-process against the package's shared
@@ -92,7 +92,7 @@ type kube struct {
 func newKube(t *testing.T) *kube {
 	t.Helper()
 	cl := devcluster.Shared(t, devcluster.Options{CRDDirectoryPaths: []string{crdDir()}})
-	s, err := operator.NewScheme()
+	s, err := apiconv.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/apiconv"
+	"github.com/arkadiuss/openfief/internal/configschema"
 	"github.com/arkadiuss/openfief/internal/plugins"
-	"github.com/arkadiuss/openfief/internal/plugins/operator"
 )
 
 // newInstallCommand builds `openfief plugin install`: verify the image,
@@ -205,7 +205,7 @@ func (e *Env) verifyForCluster(ctx context.Context, c client.Client, ref plugins
 // checkPlugin refuses, before anything is written, a config that does not
 // match the signed schema and any plugin the domain would not accept.
 func checkPlugin(name string, ref plugins.ImageRef, m plugins.Manifest, config json.RawMessage, configFile string) error {
-	if err := operator.ValidateConfig(m.ConfigSchema, config); err != nil {
+	if err := configschema.Validate(m.ConfigSchema, config); err != nil {
 		source := "--config " + configFile
 		if configFile == "" {
 			source = "config (none given, so {})"

@@ -7,7 +7,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/arkadiuss/openfief/internal/plugins/operator"
+	"github.com/arkadiuss/openfief/internal/apiconv"
 )
 
 // fieldOwner names the CLI as the field manager of what it writes.
@@ -42,7 +42,7 @@ func (e *Env) Client() (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := operator.NewScheme()
+	s, err := apiconv.NewScheme()
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/arkadiuss/openfief/internal/plugins"
-	"github.com/arkadiuss/openfief/internal/plugins/cosign"
+	"github.com/arkadiuss/openfief/internal/trust/cosign"
 )
 
 // DefaultNamespace is the namespace commands act in unless -n says

@@ -14,9 +14,8 @@ import (
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/plugins"
-	"github.com/arkadiuss/openfief/internal/plugins/catalog"
-	"github.com/arkadiuss/openfief/internal/plugins/cosign"
-	"github.com/arkadiuss/openfief/internal/plugins/operator"
+	imagetrust "github.com/arkadiuss/openfief/internal/trust"
+	"github.com/arkadiuss/openfief/internal/trust/cosign"
 )
 
 // trustFlags are the flags of the commands that check an image: the owner's
@@ -43,15 +42,15 @@ type trust struct {
 }
 
 // policyFromFile builds the operator's trust policy with the owner signers
-// of file (D-45), through the operator's own LoadTrustPolicy. Unlike the
-// operator, a file the owner names must exist.
+// of file (D-45), through the same trust.LoadPolicy the operator uses. Unlike
+// the operator, a file the owner names must exist.
 func policyFromFile(file string) (trust, error) {
 	if file != "" {
 		if _, err := os.Stat(file); err != nil {
 			return trust{}, exitf(ExitUsage, "--signers: %w", err)
 		}
 	}
-	p, err := operator.LoadTrustPolicy(file)
+	p, err := imagetrust.LoadPolicy(file)
 	if err != nil {
 		return trust{}, exitf(ExitInvalid, "--signers: %w", err)
 	}
@@ -69,7 +68,7 @@ func policyFromCluster(ctx context.Context, c client.Client, namespace string) (
 	var cm corev1.ConfigMap
 	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: plugins.OwnerSignersConfigMap}, &cm)
 	source := "owner signers from ConfigMap " + plugins.OwnerSignersConfigMap
-	var owner []plugins.Signer
+	var owner []byte
 	switch {
 	case apierrors.IsNotFound(err):
 		source = "no owner signers (no ConfigMap " + plugins.OwnerSignersConfigMap + ")"
@@ -81,15 +80,9 @@ func policyFromCluster(ctx context.Context, c client.Client, namespace string) (
 			source = "no owner signers (ConfigMap " + plugins.OwnerSignersConfigMap + " has no " + plugins.OwnerSignersKey + ")"
 			break
 		}
-		if owner, err = plugins.ParseOwnerSigners([]byte(data)); err != nil {
-			return trust{}, exitf(ExitInvalid, "ConfigMap %s: %w", plugins.OwnerSignersConfigMap, err)
-		}
+		owner = []byte(data)
 	}
-	cat, err := catalog.Load()
-	if err != nil {
-		return trust{}, exitf(ExitFailure, "embedded catalog: %w", err)
-	}
-	p, err := plugins.NewTrustPolicy(cat, owner)
+	p, err := imagetrust.NewPolicy(owner)
 	if err != nil {
 		return trust{}, exitf(ExitInvalid, "ConfigMap %s: %w", plugins.OwnerSignersConfigMap, err)
 	}
@@ -100,7 +93,7 @@ func policyFromCluster(ctx context.Context, c client.Client, namespace string) (
 // the registry showed: the signed label and the bundles that did not count.
 type imageCheck struct {
 	Ref          plugins.ImageRef
-	Verification operator.Verification
+	Verification imagetrust.Verification
 	// Manifest is the signed label, set only when the image passed.
 	Manifest *plugins.Manifest
 	// Report says which referrers were read and which bundles were skipped.
@@ -131,7 +124,7 @@ func (e *Env) checkImage(ctx context.Context, ref plugins.ImageRef, t trust, ins
 		return imageCheck{}, exitf(ExitFailure, "image verifier: %w", err)
 	}
 	rec := &recordingImages{inner: v}
-	res := imageCheck{Ref: ref, Verification: operator.NewPolicyVerifier(rec, t.policy).Check(ctx, ref, nil)}
+	res := imageCheck{Ref: ref, Verification: imagetrust.NewPolicyVerifier(rec, t.policy).Check(ctx, ref, nil)}
 	res.Report = rec.report
 	res.labelInvalid = errors.Is(rec.err, plugins.ErrInvalidLabel)
 	if res.Verification.Verified() {

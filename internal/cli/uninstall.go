@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
-	"github.com/arkadiuss/openfief/internal/plugins/operator"
+	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
 // secretsUsed returns the Secrets a plugin mounts or may mount: each Secret
@@ -248,7 +248,7 @@ func keysOf(m map[string][]string) map[string]bool {
 func waitWorkloadGone(ctx context.Context, env *Env, c client.Client, name string, within time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
-	sel := client.MatchingLabels{operator.LabelPluginName: name}
+	sel := client.MatchingLabels{plugins.LabelPluginName: name}
 	lists := []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &corev1.ServiceAccountList{}, &networkingv1.NetworkPolicyList{}}
 	for {
 		left := 0

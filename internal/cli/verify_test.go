@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/arkadiuss/openfief/internal/plugins"
-	"github.com/arkadiuss/openfief/internal/plugins/cosign"
-	"github.com/arkadiuss/openfief/internal/plugins/cosign/cosigntest"
+	"github.com/arkadiuss/openfief/internal/trust/cosign"
+	"github.com/arkadiuss/openfief/internal/trust/cosign/cosigntest"
 )
 
 // TestVerify runs `plugin verify` on images in an in-process registry; it

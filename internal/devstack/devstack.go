@@ -38,13 +38,15 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/arkadiuss/openfief/deploy"
+	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/devcluster"
-	"github.com/arkadiuss/openfief/internal/egress/app"
+	"github.com/arkadiuss/openfief/internal/egress"
 	"github.com/arkadiuss/openfief/internal/egress/kube"
 	"github.com/arkadiuss/openfief/internal/ocisign"
+	"github.com/arkadiuss/openfief/internal/operator"
 	"github.com/arkadiuss/openfief/internal/plugins"
-	"github.com/arkadiuss/openfief/internal/plugins/cosign"
-	"github.com/arkadiuss/openfief/internal/plugins/operator"
+	"github.com/arkadiuss/openfief/internal/trust"
+	"github.com/arkadiuss/openfief/internal/trust/cosign"
 )
 
 // Options configures a Stack.
@@ -64,8 +66,8 @@ type Options struct {
 	// resolution and connections, and UnsafeAllowPrefixes exempts address
 	// ranges from its refusals. Only the end-to-end suite sets them, to stand
 	// in for an institution on loopback.
-	ProxyResolver       app.Resolver
-	ProxyDialer         app.Dialer
+	ProxyResolver       egress.Resolver
+	ProxyDialer         egress.Dialer
 	UnsafeAllowPrefixes []netip.Prefix
 }
 
@@ -276,7 +278,7 @@ func (s *Stack) PublishImage(ctx context.Context, repo string, m plugins.Manifes
 // startOperator runs the operator's controllers in this process, trusting
 // the local owner key besides OpenFief's CI and the catalog.
 func (s *Stack) startOperator(opts Options) error {
-	policy, err := operator.LoadTrustPolicy(s.SignersFile)
+	policy, err := trust.LoadPolicy(s.SignersFile)
 	if err != nil {
 		return err
 	}
@@ -284,7 +286,7 @@ func (s *Stack) startOperator(opts Options) error {
 	if err != nil {
 		return err
 	}
-	scheme, err := operator.NewScheme()
+	scheme, err := apiconv.NewScheme()
 	if err != nil {
 		return err
 	}
@@ -302,7 +304,7 @@ func (s *Stack) startOperator(opts Options) error {
 		ProxyService: operator.DefaultProxyService, ProxyPort: operator.DefaultProxyPort,
 		CoreSubject: CoreSubject,
 	}
-	if _, err := operator.Setup(mgr, operator.NewPolicyVerifier(images, policy), cc); err != nil {
+	if _, err := operator.Setup(mgr, trust.NewPolicyVerifier(images, policy), cc); err != nil {
 		return err
 	}
 	if err := operator.SetupSigningKeys(mgr, 10*time.Minute); err != nil {
@@ -328,8 +330,8 @@ func (s *Stack) startProxy(client kubernetes.Interface, opts Options) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	lists := kube.WatchAllowLists(ctx, client, plugins.Namespace, plugins.AllowListConfigMap, log)
-	proxy, err := app.New(app.Options{
-		Reviewer:            app.NewCachingTokenReviewer(inner),
+	proxy, err := egress.New(egress.Options{
+		Reviewer:            egress.NewCachingTokenReviewer(inner),
 		AllowLists:          lists,
 		Resolver:            opts.ProxyResolver,
 		Dialer:              opts.ProxyDialer,

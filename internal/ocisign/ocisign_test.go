@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/arkadiuss/openfief/internal/plugins"
-	"github.com/arkadiuss/openfief/internal/plugins/cosign"
+	"github.com/arkadiuss/openfief/internal/trust/cosign"
 )
 
 func TestSignedPluginImageVerifies(t *testing.T) {

@@ -12,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/cli"
 	"github.com/arkadiuss/openfief/internal/plugins"
-	"github.com/arkadiuss/openfief/internal/plugins/operator"
 )
 
 // openfief runs one CLI command in this process against the platform and
@@ -34,7 +34,7 @@ func openfief(t *testing.T, want int, args ...string) string {
 // kube is an admin client of the platform's API server.
 func kube(t *testing.T) client.Client {
 	t.Helper()
-	s, err := operator.NewScheme()
+	s, err := apiconv.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/plugins"
-	"github.com/arkadiuss/openfief/internal/plugins/operator"
 )
 
 // TestLifecycle walks one plugin through what `make demo` shows, asserting
@@ -87,7 +86,7 @@ func assertRunning(t *testing.T, c client.Client, name, image, allow string) {
 			return false, "not available"
 		}
 		var pods corev1.PodList
-		if err := c.List(context.Background(), &pods, client.InNamespace(plugins.Namespace), client.MatchingLabels{operator.LabelPluginName: name}); err != nil {
+		if err := c.List(context.Background(), &pods, client.InNamespace(plugins.Namespace), client.MatchingLabels{plugins.LabelPluginName: name}); err != nil {
 			return false, err.Error()
 		}
 		running := 0

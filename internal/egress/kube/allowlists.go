@@ -14,19 +14,19 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/arkadiuss/openfief/internal/egress/app"
+	"github.com/arkadiuss/openfief/internal/egress"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
 // AllowLists follows the allow-list ConfigMap with an informer and gives the
-// proxy its decoded lists (D-32). It implements app.AllowListSource. All
+// proxy its decoded lists (D-32). It implements egress.AllowListSource. All
 // lists change together: each version of the ConfigMap is decoded whole with
 // plugins.DecodeAllowLists and swapped in at once. It fails closed: until
 // the first list arrives, while the ConfigMap is missing, and while it does
 // not decode, no plugin has a list and Ready reports why. While the API
 // server is unreachable the informer keeps the last version it saw.
 type AllowLists struct {
-	app.AllowListStore
+	egress.AllowListStore
 
 	namespace, name string
 	log             *slog.Logger

@@ -1,4 +1,4 @@
-// Package kube connects the egress proxy (package app) to Kubernetes: a
+// Package kube connects the egress proxy (package egress) to Kubernetes: a
 // TokenReviewer on the TokenReview API for the openfief-egress audience
 // (D-63), and AllowLists, which follows the openfief-egress-allowlist
 // ConfigMap the operator writes and hands the proxy the decoded lists,

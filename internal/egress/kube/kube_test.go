@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/arkadiuss/openfief/internal/devcluster"
-	"github.com/arkadiuss/openfief/internal/egress/app"
+	"github.com/arkadiuss/openfief/internal/egress"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -71,8 +71,8 @@ func TestTokenReviewer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	egress := requestToken(t, cs, plugins.Namespace, plugins.ServiceAccountName("x"), plugins.AudienceEgress)
-	got, err := r.Review(t.Context(), egress)
+	egressToken := requestToken(t, cs, plugins.Namespace, plugins.ServiceAccountName("x"), plugins.AudienceEgress)
+	got, err := r.Review(t.Context(), egressToken)
 	if err != nil {
 		t.Fatalf("egress token refused: %v", err)
 	}
@@ -86,7 +86,7 @@ func TestTokenReviewer(t *testing.T) {
 	core := requestToken(t, cs, plugins.Namespace, plugins.ServiceAccountName("x"), plugins.AudienceCore)
 	for what, tok := range map[string]string{"openfief-core token": core, "garbage": "not-a-token"} {
 		_, err := r.Review(t.Context(), tok)
-		if !errors.Is(err, app.ErrUnauthenticated) {
+		if !errors.Is(err, egress.ErrUnauthenticated) {
 			t.Fatalf("%s: %v, want ErrUnauthenticated", what, err)
 		}
 		if strings.Contains(err.Error(), tok) {
@@ -124,7 +124,7 @@ func TestCachedReviewMakesNoAPICall(t *testing.T) {
 		t.Fatal(err)
 	}
 	inner, _ := NewTokenReviewer(ccs.AuthenticationV1(), plugins.AudienceEgress)
-	r := app.NewCachingTokenReviewer(inner)
+	r := egress.NewCachingTokenReviewer(inner)
 	token := requestToken(t, cs, plugins.Namespace, plugins.ServiceAccountName("cached"), plugins.AudienceEgress)
 	var wg sync.WaitGroup
 	for range 10 {

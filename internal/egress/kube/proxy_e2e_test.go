@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/arkadiuss/openfief/internal/egress/app"
+	"github.com/arkadiuss/openfief/internal/egress"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -54,8 +54,8 @@ func TestProxyOnRealAdapters(t *testing.T) {
 	const cmName = "e2e-allowlist"
 	inner, _ := NewTokenReviewer(cs.AuthenticationV1(), plugins.AudienceEgress)
 	lists := WatchAllowLists(ctx, cs, plugins.Namespace, cmName, nil)
-	proxy, err := app.New(app.Options{
-		Reviewer:            app.NewCachingTokenReviewer(inner),
+	proxy, err := egress.New(egress.Options{
+		Reviewer:            egress.NewCachingTokenReviewer(inner),
 		AllowLists:          lists,
 		Resolver:            loopbackResolver{},
 		DialTimeout:         5 * time.Second,
@@ -68,7 +68,7 @@ func TestProxyOnRealAdapters(t *testing.T) {
 	defer srv.Close()
 	defer proxy.Shutdown(context.Background())
 
-	egress := requestToken(t, cs, plugins.Namespace, plugins.ServiceAccountName("e2e"), plugins.AudienceEgress)
+	egressToken := requestToken(t, cs, plugins.Namespace, plugins.ServiceAccountName("e2e"), plugins.AudienceEgress)
 	core := requestToken(t, cs, plugins.Namespace, plugins.ServiceAccountName("e2e"), plugins.AudienceCore)
 
 	connect := func(token string) (int, net.Conn) {
@@ -124,7 +124,7 @@ func TestProxyOnRealAdapters(t *testing.T) {
 	}
 
 	waitReady(false)
-	if code, _ := connect(egress); code != http.StatusForbidden {
+	if code, _ := connect(egressToken); code != http.StatusForbidden {
 		t.Fatalf("ConfigMap missing: %d, want 403", code)
 	}
 
@@ -137,7 +137,7 @@ func TestProxyOnRealAdapters(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReady(true)
-	code, tunnel := connect(egress)
+	code, tunnel := connect(egressToken)
 	if code != http.StatusOK {
 		t.Fatalf("allowed: %d, want 200", code)
 	}
@@ -152,7 +152,7 @@ func TestProxyOnRealAdapters(t *testing.T) {
 	}
 	waitClosed(tunnel)
 	waitReady(false)
-	if code, _ := connect(egress); code != http.StatusForbidden {
+	if code, _ := connect(egressToken); code != http.StatusForbidden {
 		t.Fatalf("garbled ConfigMap: %d, want 403", code)
 	}
 
@@ -161,7 +161,7 @@ func TestProxyOnRealAdapters(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReady(true)
-	code, tunnel = connect(egress)
+	code, tunnel = connect(egressToken)
 	if code != http.StatusOK {
 		t.Fatalf("mended: %d, want 200", code)
 	}
@@ -170,7 +170,7 @@ func TestProxyOnRealAdapters(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitClosed(tunnel)
-	if code, _ := connect(egress); code != http.StatusForbidden {
+	if code, _ := connect(egressToken); code != http.StatusForbidden {
 		t.Fatalf("ConfigMap deleted: %d, want 403", code)
 	}
 }

@@ -10,10 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	authv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 
-	"github.com/arkadiuss/openfief/internal/egress/app"
+	"github.com/arkadiuss/openfief/internal/egress"
 )
 
-// TokenReviewer implements app.TokenReviewer with the TokenReview API. It
+// TokenReviewer implements egress.TokenReviewer with the TokenReview API. It
 // asks for one audience, openfief-egress in the proxy, so a plugin's
 // openfief-core token is refused there (D-63). Its caller needs permission to
 // create tokenreviews.
@@ -31,9 +31,9 @@ func NewTokenReviewer(client authv1client.TokenReviewsGetter, audience string) (
 	return &TokenReviewer{client: client, audience: audience}, nil
 }
 
-// Review implements app.TokenReviewer. A token the API server does not
+// Review implements egress.TokenReviewer. A token the API server does not
 // authenticate for the audience gives an error wrapping
-// app.ErrUnauthenticated; a failed call gives another error. Neither holds
+// egress.ErrUnauthenticated; a failed call gives another error. Neither holds
 // the token.
 func (r *TokenReviewer) Review(ctx context.Context, token string) (string, error) {
 	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{
@@ -46,15 +46,15 @@ func (r *TokenReviewer) Review(ctx context.Context, token string) (string, error
 	}
 	st := got.Status
 	if !st.Authenticated {
-		return "", fmt.Errorf("token review: %w", app.ErrUnauthenticated)
+		return "", fmt.Errorf("token review: %w", egress.ErrUnauthenticated)
 	}
 	// The API server names the audiences it matched; a reviewer that asked
 	// for audiences must check one of them is its own.
 	if !slices.Contains(st.Audiences, r.audience) {
-		return "", fmt.Errorf("token review: audience %q not confirmed: %w", r.audience, app.ErrUnauthenticated)
+		return "", fmt.Errorf("token review: audience %q not confirmed: %w", r.audience, egress.ErrUnauthenticated)
 	}
 	if st.User.Username == "" {
-		return "", fmt.Errorf("token review: no username: %w", app.ErrUnauthenticated)
+		return "", fmt.Errorf("token review: no username: %w", egress.ErrUnauthenticated)
 	}
 	return st.User.Username, nil
 }

@@ -1,0 +1,229 @@
+package egress
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/arkadiuss/openfief/internal/plugins"
+)
+
+// tunnels counts and tracks the proxy's tunnels: caps them per plugin and in
+// total, and closes those whose host leaves their plugin's allow-list.
+type tunnels struct {
+	maxPerPlugin, max int
+	metrics           *Metrics
+
+	mu        sync.Mutex
+	perPlugin map[string]int
+	total     int
+	open      map[*tunnel]struct{}
+	shut      bool
+	done      sync.WaitGroup
+}
+
+func newTunnels(maxPerPlugin, max int, m *Metrics) *tunnels {
+	return &tunnels{
+		maxPerPlugin: maxPerPlugin,
+		max:          max,
+		metrics:      m,
+		perPlugin:    map[string]int{},
+		open:         map[*tunnel]struct{}{},
+	}
+}
+
+// reserve takes a slot for a tunnel of plugin to target before anything is
+// resolved or dialled, so the caps also bound tunnels being set up.
+func (ts *tunnels) reserve(plugin, target string) (*tunnel, *denial) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.perPlugin[plugin] >= ts.maxPerPlugin {
+		return nil, deny(http.StatusTooManyRequests, ReasonPluginLimit)
+	}
+	if ts.total >= ts.max {
+		return nil, deny(http.StatusServiceUnavailable, ReasonTunnelLimit)
+	}
+	ts.perPlugin[plugin]++
+	ts.total++
+	ts.done.Add(1)
+	return &tunnel{plugin: plugin, target: target}, nil
+}
+
+// release gives back t's slot; t must be closed or never attached.
+func (ts *tunnels) release(t *tunnel) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	delete(ts.open, t)
+	if ts.perPlugin[t.plugin]--; ts.perPlugin[t.plugin] <= 0 {
+		delete(ts.perPlugin, t.plugin)
+	}
+	ts.total--
+	ts.done.Done()
+}
+
+// attach records t's connections and makes it subject to revocation. It
+// checks the allow-list again after t is visible to revoke, so a change that
+// raced with the set-up cannot leave the tunnel open: either revoke sees t,
+// or this check sees the new lists. It refuses when the host is no longer
+// allowed or the proxy is shutting down.
+func (ts *tunnels) attach(t *tunnel, client, upstream net.Conn, src AllowListSource) *denial {
+	t.client, t.upstream = client, upstream
+	t.lastActive.Store(time.Now().UnixNano())
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.shut {
+		return deny(http.StatusServiceUnavailable, ReasonShuttingDown)
+	}
+	if !src.AllowLists().Allows(t.plugin, t.target) {
+		return deny(http.StatusForbidden, ReasonRevoked)
+	}
+	ts.open[t] = struct{}{}
+	return nil
+}
+
+// revoke closes every open tunnel whose host is not in lists (D-32). It is
+// the proxy's AllowListSource subscriber.
+func (ts *tunnels) revoke(lists plugins.AllowLists) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for t := range ts.open {
+		if !lists.Allows(t.plugin, t.target) {
+			t.close(CloseRevoked)
+		}
+	}
+}
+
+// closeAll closes every open tunnel with reason and refuses to attach more.
+func (ts *tunnels) closeAll(reason string) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.shut = true
+	for t := range ts.open {
+		t.close(reason)
+	}
+}
+
+// count returns the tunnels open or being set up.
+func (ts *tunnels) count() int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.total
+}
+
+// wait returns once every reserved tunnel has been released.
+func (ts *tunnels) wait() { ts.done.Wait() }
+
+// tunnel is one plugin's open connection pair.
+type tunnel struct {
+	plugin, target   string
+	client, upstream net.Conn
+
+	lastActive atomic.Int64 // UnixNano of the last byte moved
+	closeOnce  sync.Once
+	reason     atomic.Pointer[string]
+}
+
+// close ends the tunnel; the first reason given is the one logged.
+func (t *tunnel) close(reason string) {
+	t.closeOnce.Do(func() {
+		t.reason.Store(&reason)
+		t.client.Close()
+		t.upstream.Close()
+	})
+}
+
+// copyChunk is how many bytes one copy step moves at most; between steps
+// the tunnel records activity. On Linux, TCP to TCP steps use splice.
+const copyChunk = 256 << 10
+
+// pipe carries bytes both ways until both directions end, an error occurs,
+// the tunnel is closed, or nothing moves for idle. It returns the bytes sent
+// upstream (buffered included) and downstream, and the close reason.
+func (t *tunnel) pipe(buffered []byte, idle time.Duration, m *Metrics) (up, down int64, reason string) {
+	// Read deadlines split copies into windows so that a slow but live
+	// stream still reports activity; the watchdog closes a silent tunnel
+	// between idle and idle+window after its last byte.
+	window := min(max(idle/4, 10*time.Millisecond), 10*time.Second)
+	stop := make(chan struct{})
+	defer close(stop)
+	go t.watch(idle, stop)
+
+	var upN, downN atomic.Int64
+	upBytes, downBytes := m.bytes.WithLabelValues("up"), m.bytes.WithLabelValues("down")
+	if len(buffered) > 0 {
+		n, err := t.upstream.Write(buffered)
+		upN.Add(int64(n))
+		upBytes.Add(float64(n))
+		if err != nil {
+			t.close(CloseError)
+		}
+	}
+	errc := make(chan error, 1)
+	go func() {
+		errc <- t.copy(t.upstream, t.client, window, &upN, upBytes.Add)
+	}()
+	errDown := t.copy(t.client, t.upstream, window, &downN, downBytes.Add)
+	errUp := <-errc
+	reason = CloseEOF
+	if errUp != nil || errDown != nil {
+		reason = CloseError
+	}
+	t.close(reason)
+	return upN.Load(), downN.Load(), *t.reason.Load()
+}
+
+// watch closes the tunnel once nothing has moved for idle, until stop.
+func (t *tunnel) watch(idle time.Duration, stop <-chan struct{}) {
+	timer := time.NewTimer(idle)
+	defer timer.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-timer.C:
+		}
+		since := time.Since(time.Unix(0, t.lastActive.Load()))
+		if since >= idle {
+			t.close(CloseIdle)
+			return
+		}
+		timer.Reset(idle - since)
+	}
+}
+
+// copy moves bytes from src to dst in chunks until src ends (then it
+// half-closes dst) or an error occurs (then it closes the tunnel). A read
+// deadline only ends a window; the watchdog decides what is idle.
+func (t *tunnel) copy(dst, src net.Conn, window time.Duration, n *atomic.Int64, count func(float64)) error {
+	for {
+		_ = src.SetReadDeadline(time.Now().Add(window))
+		k, err := io.CopyN(dst, src, copyChunk)
+		if k > 0 {
+			n.Add(k)
+			count(float64(k))
+			t.lastActive.Store(time.Now().UnixNano())
+		}
+		switch {
+		case err == nil, errors.Is(err, os.ErrDeadlineExceeded):
+			continue
+		case errors.Is(err, io.EOF):
+			if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+				if cw.CloseWrite() == nil {
+					return nil
+				}
+			}
+			t.close(CloseEOF)
+			return nil
+		case t.reason.Load() != nil:
+			return nil // closed by revoke, shutdown or the watchdog
+		default:
+			t.close(CloseError)
+			return err
+		}
+	}
+}

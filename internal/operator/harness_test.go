@@ -1,0 +1,354 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/apiconv"
+	"github.com/arkadiuss/openfief/internal/devcluster"
+	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/trust"
+)
+
+// The reconciler tests run against a real kube-apiserver and etcd (the
+// package's shared minimal control plane), with the CRDs from deploy/crds.
+// Minimal mode has no Deployment controller, so Ready stops at Progressing
+// there; the end-to-end suite covers Running on the full control plane.
+
+// crdDir is deploy/crds, found from this file's location.
+func crdDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "deploy", "crds")
+}
+
+// testCluster returns the package's control plane, with the openfief
+// namespace and the core's and proxy's Services in place.
+func testCluster(t testing.TB) (*devcluster.Cluster, client.Client) {
+	t.Helper()
+	c := devcluster.Shared(t, devcluster.Options{CRDDirectoryPaths: []string{crdDir()}})
+	s, err := apiconv.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The tests' own client is not rate-limited like client-go's default
+	// (5 QPS), so setting up many objects does not dominate a benchmark.
+	cfg := rest.CopyConfig(c.Config)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	cl, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plugins.Namespace}}
+	if err := cl.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	ensureService(t, cl, DefaultCoreService, DefaultCorePort, 9090, map[string]string{"app": "openfief-core"})
+	ensureService(t, cl, DefaultProxyService, DefaultProxyPort, 3128, map[string]string{"app": "openfief-egress-proxy"})
+	return c, cl
+}
+
+func ensureService(t testing.TB, cl client.Client, name, port string, podPort int32, sel map[string]string) {
+	t.Helper()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: plugins.Namespace},
+		Spec: corev1.ServiceSpec{
+			Selector: sel,
+			Ports:    []corev1.ServicePort{{Name: port, Port: 80, TargetPort: intstr.FromInt32(podPort), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	if err := cl.Create(context.Background(), svc); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// fakeImages stands in for PolicyVerifier: the registry and signature path is
+// tested in internal/trust/cosign and verify_test.go; here each digest's
+// outcome is set by the test. Unknown digests are unsigned.
+type fakeImages struct {
+	mu       sync.Mutex
+	outcomes map[string]trust.Verification
+	down     bool // every check answers RegistryUnavailable
+}
+
+func newFakeImages() *fakeImages { return &fakeImages{outcomes: map[string]trust.Verification{}} }
+
+func (f *fakeImages) sign(image string) {
+	ref, err := plugins.ParseImageRef(image)
+	if err != nil {
+		panic(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.outcomes[ref.Digest()] = trust.Verification{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSignedByTrustedSigner, Message: "signed by test", Signer: "test-owner"}
+}
+
+func (f *fakeImages) setDown(down bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.down = down
+}
+
+func (f *fakeImages) Check(_ context.Context, ref plugins.ImageRef, _ *plugins.Manifest) trust.Verification {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down {
+		return trust.Verification{Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonRegistryUnavailable, Message: "registry down (test)"}
+	}
+	if v, ok := f.outcomes[ref.Digest()]; ok {
+		return v
+	}
+	return trust.Verification{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnsigned, Message: "no signature (test)"}
+}
+
+// writeCounter counts the write requests a manager sends.
+type writeCounter struct {
+	next   http.RoundTripper
+	writes atomic.Int64
+}
+
+func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	switch r.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		w.writes.Add(1)
+	}
+	return w.next.RoundTrip(r)
+}
+
+// operatorRun is one running operator manager.
+type operatorRun struct {
+	writes *writeCounter
+	stop   func()
+}
+
+// startOperator runs the operator's reconcilers in a manager of their own
+// against the test cluster until the returned run is stopped (or the test ends).
+func startOperator(t testing.TB, c *devcluster.Cluster, images trust.ImageChecker) *operatorRun {
+	t.Helper()
+	return startOperatorQPS(t, c, images, 0)
+}
+
+// startOperatorQPS is startOperator with the client's rate limit set to qps
+// (0 keeps controller-runtime's default).
+func startOperatorQPS(t testing.TB, c *devcluster.Cluster, images trust.ImageChecker, qps float32) *operatorRun {
+	t.Helper()
+	s, err := apiconv.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := &writeCounter{}
+	cfg := rest.CopyConfig(c.Config)
+	if qps > 0 {
+		cfg.QPS, cfg.Burst = qps, int(2*qps)
+	}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
+	opts := ManagerOptions(s)
+	opts.Metrics = metricsserver.Options{BindAddress: "0"}
+	opts.HealthProbeBindAddress = "0"
+	opts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := ClusterConfig{CoreService: DefaultCoreService, CorePort: DefaultCorePort, ProxyService: DefaultProxyService, ProxyPort: DefaultProxyPort}
+	if _, err := Setup(mgr, images, cc); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	var once sync.Once
+	run := &operatorRun{writes: counter, stop: func() { once.Do(func() { cancel(); <-done }) }}
+	t.Cleanup(run.stop)
+	return run
+}
+
+// pluginBuilder builds test Plugins fluently.
+type pluginBuilder struct{ p v1alpha1.Plugin }
+
+func newPlugin(name, image string) *pluginBuilder {
+	return &pluginBuilder{p: v1alpha1.Plugin{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: plugins.Namespace},
+		Spec: v1alpha1.PluginSpec{Image: image, Manifest: v1alpha1.Manifest{
+			Capabilities: []v1alpha1.Capability{"connector"},
+		}},
+	}}
+}
+
+func (b *pluginBuilder) egress(hosts ...string) *pluginBuilder {
+	for _, h := range hosts {
+		b.p.Spec.Manifest.Egress = append(b.p.Spec.Manifest.Egress, v1alpha1.EgressHost(h))
+	}
+	return b
+}
+
+func (b *pluginBuilder) secret(name, path string) *pluginBuilder {
+	b.p.Spec.Manifest.Secrets = append(b.p.Spec.Manifest.Secrets, v1alpha1.SecretMount{Name: name, MountPath: path})
+	return b
+}
+
+func (b *pluginBuilder) schema(s string) *pluginBuilder {
+	b.p.Spec.Manifest.ConfigSchema = &apiextensionsv1.JSON{Raw: []byte(s)}
+	return b
+}
+
+func (b *pluginBuilder) config(s string) *pluginBuilder {
+	b.p.Spec.Config = &apiextensionsv1.JSON{Raw: []byte(s)}
+	return b
+}
+
+func (b *pluginBuilder) build() *v1alpha1.Plugin { return b.p.DeepCopy() }
+
+// grantFor approves exactly what p's manifest requests.
+func grantFor(p *v1alpha1.Plugin) *v1alpha1.PluginGrant {
+	g := &v1alpha1.PluginGrant{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: plugins.Namespace}}
+	g.Spec.Capabilities = p.Spec.Manifest.Capabilities
+	g.Spec.Egress = p.Spec.Manifest.Egress
+	for _, s := range p.Spec.Manifest.Secrets {
+		g.Spec.Secrets = append(g.Spec.Secrets, v1alpha1.SecretGrant{Name: s.Name})
+	}
+	g.Spec.DataTiers = p.Spec.Manifest.DataTiers
+	return g
+}
+
+// eventually polls cond until it holds or 20 s pass.
+func eventually(t testing.TB, what string, cond func() (bool, string)) {
+	t.Helper()
+	eventuallyWithin(t, 20*time.Second, what, cond)
+}
+
+// eventuallyWithin polls cond until it holds or the time is up.
+func eventuallyWithin(t testing.TB, within time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
+}
+
+// readyReason waits until the Plugin's Ready condition has the reason.
+func waitReady(t *testing.T, cl client.Client, name, reason string) *v1alpha1.Plugin {
+	t.Helper()
+	var p v1alpha1.Plugin
+	eventually(t, name+" Ready="+reason, func() (bool, string) {
+		if err := cl.Get(context.Background(), types.NamespacedName{Namespace: plugins.Namespace, Name: name}, &p); err != nil {
+			return false, err.Error()
+		}
+		c := findCondition(p.Status.Conditions, v1alpha1.ConditionReady)
+		if c == nil {
+			return false, "no Ready condition"
+		}
+		return c.Reason == reason && p.Status.ObservedGeneration == p.Generation, c.Reason + ": " + c.Message
+	})
+	return &p
+}
+
+func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == typ {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// describeJSON renders v for a failure message.
+func describeJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// assertHardenedPod checks the pod meets the restricted Pod Security Standard
+// and runs the expected image with one replica and the Recreate strategy.
+func assertHardenedPod(t *testing.T, d *appsv1.Deployment, image string) {
+	t.Helper()
+	spec := d.Spec.Template.Spec
+	if *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		t.Errorf("replicas %d strategy %s", *d.Spec.Replicas, d.Spec.Strategy.Type)
+	}
+	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken || spec.EnableServiceLinks == nil || *spec.EnableServiceLinks {
+		t.Error("pod mounts an API token or has service links")
+	}
+	ctr := spec.Containers[0]
+	sc := ctr.SecurityContext
+	if ctr.Image != image || sc == nil || !*sc.RunAsNonRoot || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation ||
+		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("container %s not hardened: %s", ctr.Image, describeJSON(sc))
+	}
+	if d.Spec.Template.Annotations[AnnotationConfigHash] == "" {
+		t.Error("no config hash annotation")
+	}
+}
+
+// tokenAudiences lists the projected token audiences of a Deployment's pod.
+func tokenAudiences(d *appsv1.Deployment) []string {
+	var out []string
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Projected != nil {
+			for _, s := range v.Projected.Sources {
+				if s.ServiceAccountToken != nil {
+					out = append(out, s.ServiceAccountToken.Audience)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func assertTokens(t *testing.T, d *appsv1.Deployment, want []string) {
+	t.Helper()
+	if got := tokenAudiences(d); !slices.Equal(got, want) {
+		t.Errorf("token audiences %v, want %v", got, want)
+	}
+}
+
+func assertNoDNS(t *testing.T, np *networkingv1.NetworkPolicy) {
+	t.Helper()
+	for _, r := range np.Spec.Egress {
+		for _, p := range r.Ports {
+			if p.Port == nil || p.Port.IntValue() == 53 {
+				t.Errorf("egress rule allows DNS or any port: %s", describeJSON(r))
+			}
+		}
+		if len(r.Ports) == 0 || len(r.To) == 0 {
+			t.Errorf("egress rule without ports or peers: %s", describeJSON(r))
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package trust
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/trust/catalog"
+)
+
+// DefaultSignersFile is where the optional openfief-trusted-signers ConfigMap
+// is mounted in the operator's pod.
+const DefaultSignersFile = "/etc/openfief/trust/signers.json"
+
+// NewPolicy builds the trust policy (D-45): OpenFief's CI, every publisher in
+// the embedded catalog (D-43), and the owner's signers from ownerSigners, the
+// content of a signers.json file. Nil or empty ownerSigners adds no owner
+// signer. No option skips the signature check (D-57).
+func NewPolicy(ownerSigners []byte) (plugins.TrustPolicy, error) {
+	cat, err := catalog.Load()
+	if err != nil {
+		return plugins.TrustPolicy{}, fmt.Errorf("embedded catalog: %w", err)
+	}
+	var owner []plugins.Signer
+	if len(ownerSigners) > 0 {
+		if owner, err = plugins.ParseOwnerSigners(ownerSigners); err != nil {
+			return plugins.TrustPolicy{}, err
+		}
+	}
+	return plugins.NewTrustPolicy(cat, owner)
+}
+
+// LoadPolicy builds the trust policy with the owner's signers read from
+// signersFile, as the operator does once at start. A missing file adds no
+// signer; an unreadable or invalid one is an error, and the operator refuses
+// to start.
+func LoadPolicy(signersFile string) (plugins.TrustPolicy, error) {
+	var data []byte
+	if signersFile != "" {
+		var err error
+		data, err = os.ReadFile(signersFile)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			data = nil
+		case err != nil:
+			return plugins.TrustPolicy{}, fmt.Errorf("read trusted signers: %w", err)
+		}
+	}
+	p, err := NewPolicy(data)
+	if err != nil && len(data) > 0 {
+		return plugins.TrustPolicy{}, fmt.Errorf("trusted signers %s: %w", signersFile, err)
+	}
+	return p, err
+}

@@ -1,0 +1,131 @@
+package trust
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/trust/cosign"
+)
+
+// RegistryRetryInterval is how soon a reconcile whose registry could not be
+// reached is tried again.
+const RegistryRetryInterval = time.Minute
+
+// maxSignedImages caps the signed-image cache; when full it is emptied.
+const maxSignedImages = 256
+
+// Verification is the outcome of checking one image against the trust
+// policy, already in the shape of the SignatureVerified condition (D-56).
+type Verification struct {
+	// Status is True when the image may run, False when it must not, and
+	// Unknown when the registry could not be read.
+	Status metav1.ConditionStatus
+	// Reason is one of the SignatureVerified reasons in api/v1alpha1.
+	Reason string
+	// Message explains the outcome for a person.
+	Message string
+	// Signer names the trusted signer whose signature admitted the image.
+	Signer string
+}
+
+// Verified reports whether the image may run.
+func (v Verification) Verified() bool { return v.Status == metav1.ConditionTrue }
+
+// ImageChecker decides whether an image may run; PolicyVerifier is the one
+// the operator binary wires (D-57: there is no other).
+type ImageChecker interface {
+	Check(ctx context.Context, ref plugins.ImageRef, declared *plugins.Manifest) Verification
+}
+
+// PolicyVerifier checks images against the trust policy (D-42, D-45, D-56,
+// D-57). It reads signatures through a cosign.ImageVerifier, caches signed
+// images by digest (at most 256, emptied when full; an unsigned or unreadable
+// result is never cached), and coalesces concurrent checks of one image into
+// one registry round.
+type PolicyVerifier struct {
+	images cosign.ImageVerifier
+	policy plugins.TrustPolicy
+
+	flight singleflight.Group
+	mu     sync.Mutex
+	cache  map[string]plugins.SignedImage // by digest
+}
+
+// NewPolicyVerifier builds a PolicyVerifier over a registry reader and a trust policy.
+func NewPolicyVerifier(images cosign.ImageVerifier, policy plugins.TrustPolicy) *PolicyVerifier {
+	return &PolicyVerifier{images: images, policy: policy, cache: map[string]plugins.SignedImage{}}
+}
+
+// Check decides whether ref may run with the declared manifest.
+func (v *PolicyVerifier) Check(ctx context.Context, ref plugins.ImageRef, declared *plugins.Manifest) Verification {
+	signed, err := v.signedImage(ctx, ref)
+	if err != nil {
+		if errors.Is(err, cosign.ErrRegistryUnavailable) {
+			return Verification{Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonRegistryUnavailable,
+				Message: fmt.Sprintf("cannot read %s from its registry; retrying every %s: %v", ref, RegistryRetryInterval, err)}
+		}
+		return Verification{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalidImage, Message: err.Error()}
+	}
+	return decide(v.policy, signed, declared)
+}
+
+// decide maps the trust policy's answer onto the condition.
+func decide(policy plugins.TrustPolicy, signed plugins.SignedImage, declared *plugins.Manifest) Verification {
+	d, err := policy.Decide(signed, declared)
+	if err != nil {
+		reason := v1alpha1.ReasonInvalidImage
+		switch {
+		case errors.Is(err, plugins.ErrUnsigned):
+			reason = v1alpha1.ReasonUnsigned
+		case errors.Is(err, plugins.ErrUntrustedSigner):
+			reason = v1alpha1.ReasonUntrustedSigner
+		case errors.Is(err, plugins.ErrManifestMismatch), errors.Is(err, plugins.ErrInvalidLabel):
+			reason = v1alpha1.ReasonManifestMismatch
+		}
+		return Verification{Status: metav1.ConditionFalse, Reason: reason, Message: err.Error()}
+	}
+	if d.Level == plugins.Verified {
+		return Verification{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonVerified, Signer: d.Signer.Name,
+			Message: fmt.Sprintf("signed by %s, the catalog's publisher for this digest", d.Signer.Name)}
+	}
+	return Verification{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSignedByTrustedSigner, Signer: d.Signer.Name,
+		Message: fmt.Sprintf("signed by trusted signer %s; not a verified catalog plugin", d.Signer.Name)}
+}
+
+// signedImage returns the verified signatures and label of ref's digest,
+// from the cache when an earlier check found it signed.
+func (v *PolicyVerifier) signedImage(ctx context.Context, ref plugins.ImageRef) (plugins.SignedImage, error) {
+	v.mu.Lock()
+	img, ok := v.cache[ref.Digest()]
+	v.mu.Unlock()
+	if ok {
+		return img, nil
+	}
+	res, err, _ := v.flight.Do(ref.String(), func() (any, error) {
+		img, _, err := v.images.Verify(ctx, ref)
+		if err != nil {
+			return plugins.SignedImage{}, err
+		}
+		if len(img.Signatures) > 0 {
+			v.mu.Lock()
+			if len(v.cache) >= maxSignedImages {
+				clear(v.cache)
+			}
+			v.cache[ref.Digest()] = img
+			v.mu.Unlock()
+		}
+		return img, nil
+	})
+	if err != nil {
+		return plugins.SignedImage{}, err
+	}
+	return res.(plugins.SignedImage), nil
+}
