@@ -68,15 +68,10 @@ func NewEnv(s Streams) *Env {
 type CommandFactory func(env *Env) *cobra.Command
 
 // commandFactories are the top-level commands every root command gets.
-// Another file of this package adds its own with registerCommand from an
-// init function; `openfief dev` joins this way:
-//
-//	func init() { registerCommand(newDevCommand) }
+// Commands that live outside this package (`openfief dev`, in
+// internal/devstack, which links the operator) are passed as extra
+// factories by cmd/openfief.
 var commandFactories = []CommandFactory{newPluginCommand}
-
-// registerCommand adds a top-level command to every root command built
-// afterwards. Call it from an init function.
-func registerCommand(f CommandFactory) { commandFactories = append(commandFactories, f) }
 
 // NewRootCommand builds `openfief` with its global flags, the registered
 // top-level commands and any extra ones, all on env.
@@ -150,6 +145,14 @@ func runE(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, 
 
 // usageError marks err as a usage error.
 func usageError(err error) error { return &ExitError{Code: ExitUsage, Err: err} }
+
+// UsageError marks err as a usage error (exit code ExitUsage), for commands
+// defined outside this package.
+func UsageError(err error) error { return usageError(err) }
+
+// NoArgs refuses any argument, naming the unknown command; for commands
+// defined outside this package.
+func NoArgs(cmd *cobra.Command, args []string) error { return noArgs(cmd, args) }
 
 // noArgs refuses arguments to a command group, naming the unknown command.
 func noArgs(cmd *cobra.Command, args []string) error {

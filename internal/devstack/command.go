@@ -1,4 +1,4 @@
-package cli
+package devstack
 
 import (
 	"fmt"
@@ -8,16 +8,17 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/arkadiuss/openfief/internal/devstack"
+	"github.com/arkadiuss/openfief/internal/cli"
 )
-
-func init() { registerCommand(newDevCommand) }
 
 // ReadyFile is written into the state directory once `openfief dev` serves,
 // so scripts can wait for it.
 const ReadyFile = "ready"
 
-func newDevCommand(env *Env) *cobra.Command {
+// NewCommand builds `openfief dev` on the CLI's shared Env. It lives here,
+// not in internal/cli, so the owner's CLI package never links the operator:
+// cmd/openfief adds it to the root command.
+func NewCommand(env *cli.Env) *cobra.Command {
 	var (
 		dir     string
 		nodes   int
@@ -43,11 +44,11 @@ The control-plane binaries come from .bin/ (make controlplane builds them).`,
   # in another terminal:
   source .openfief-dev/env
   openfief plugin install fx --image "$OPENFIEF_DEMO_IMAGE_V1" --signers "$OPENFIEF_SIGNERS"`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			abs, err := filepath.Abs(dir)
 			if err != nil {
-				return usageError(err)
+				return cli.UsageError(err)
 			}
 			_ = os.Remove(filepath.Join(abs, ReadyFile))
 			var logs io.Writer
@@ -56,7 +57,7 @@ The control-plane binaries come from .bin/ (make controlplane builds them).`,
 			}
 			ctx := cmd.Context()
 			fmt.Fprintf(env.Out, "Starting the OpenFief platform in %s\n", abs)
-			stack, err := devstack.Start(ctx, devstack.Options{Dir: abs, Nodes: nodes, Progress: env.Out, Logs: logs, BinDir: binDir})
+			stack, err := Start(ctx, Options{Dir: abs, Nodes: nodes, Progress: env.Out, Logs: logs, BinDir: binDir})
 			if err != nil {
 				return err
 			}
@@ -82,7 +83,7 @@ The control-plane binaries come from .bin/ (make controlplane builds them).`,
 	return cmd
 }
 
-func printDevSummary(w io.Writer, s *devstack.Stack) {
+func printDevSummary(w io.Writer, s *Stack) {
 	fmt.Fprintf(w, `
 The platform is running.
   kubeconfig:      %s
@@ -91,7 +92,7 @@ The platform is running.
   egress proxy:    %s
   demo images:
 `, s.KubeconfigPath, s.SignersFile, s.RegistryHost, s.ProxyAddress)
-	for _, d := range devstack.DemoImages() {
+	for _, d := range DemoImages() {
 		fmt.Fprintf(w, "    %-8s %s\n", d.Name, s.Images[d.Name])
 	}
 	fmt.Fprintf(w, `
