@@ -20,8 +20,12 @@ const maxEgressHostLen = 300
 // its canonical form "host:port": lower-case ASCII, labels in other scripts in
 // their xn-- form, port 443 when none is written. It refuses IP literals,
 // wildcards, single-label names, a trailing dot and bad ports, because the
-// proxy, not the plugin, resolves names (D-32). The proxy applies the same
-// function to CONNECT targets, so both sides compare one form.
+// proxy, not the plugin, resolves names (D-32). It also refuses names that
+// only a cluster's or a home network's resolver answers (see
+// clusterOnlySuffixes): an egress host names an institution on the public
+// internet, never something a Service or a local device can claim. The proxy
+// applies the same function to CONNECT targets, so both sides compare one
+// form.
 func CanonicalEgressHost(s string) (string, error) {
 	if s == "" {
 		return "", fmt.Errorf("%w: empty", ErrInvalidEgressHost)
@@ -102,6 +106,9 @@ func canonicalHostname(host string) (string, error) {
 	if len(ascii) > 253 {
 		return "", fmt.Errorf("longer than 253 bytes")
 	}
+	if suffix, ok := clusterOnlyName(labels); ok {
+		return "", fmt.Errorf("names under %q are answered only inside a cluster or a local network", suffix)
+	}
 	// The canonical form must canonicalise to itself: the proxy and the
 	// allow-list compare canonical forms byte for byte.
 	if again, err := idna.Lookup.ToASCII(ascii); err != nil || again != ascii {
@@ -117,4 +124,40 @@ func allDigits(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// clusterOnlySuffixes are the top-level labels no public name has and some
+// private resolver answers: "local" (Kubernetes' default cluster.local and
+// multicast DNS, RFC 6762), "svc" (the short form ns.svc that a pod's search
+// list completes), "internal" (reserved for private networks; a cloud's
+// metadata server lives there), "localhost" (RFC 6761), "localdomain", and
+// "arpa" (home.arpa, RFC 8375, and the reverse-lookup zones). A cluster whose
+// domain is not cluster.local has its own suffix, which the proxy refuses
+// with InClusterDomain.
+var clusterOnlySuffixes = []string{"arpa", "internal", "local", "localdomain", "localhost", "svc"}
+
+// clusterOnlyName reports the refused top-level label of a name given as
+// its labels, if it has one.
+func clusterOnlyName(labels []string) (string, bool) {
+	tld := labels[len(labels)-1]
+	for _, s := range clusterOnlySuffixes {
+		if tld == s {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// InClusterDomain reports whether host (canonical, without port) is the
+// cluster domain clusterDomain or a name under it, such as
+// "api.ns.svc.cluster.example" in a cluster whose domain is
+// "cluster.example". The egress proxy refuses such targets: only the
+// cluster's DNS answers them, and a Service's owner chooses the answer.
+// An empty clusterDomain matches nothing.
+func InClusterDomain(host, clusterDomain string) bool {
+	d := strings.TrimSuffix(strings.ToLower(clusterDomain), ".")
+	if d == "" {
+		return false
+	}
+	return host == d || strings.HasSuffix(host, "."+d)
 }

@@ -53,6 +53,17 @@ func TestCanonicalEgressHost(t *testing.T) {
 		"path":              "api.nbp.pl/x",
 		"userinfo":          "user@api.nbp.pl",
 		"empty host":        ":443",
+		// Names only a cluster's or a local resolver answers (review finding 3).
+		"cluster service":     "openfief-core.openfief.svc.cluster.local",
+		"cluster short form":  "openfief-core.openfief.svc",
+		"cluster local":       "api.bank.example.cluster.local",
+		"mdns":                "printer.local:631",
+		"cloud metadata name": "metadata.google.internal:80",
+		"localhost subdomain": "app.localhost",
+		"home network":        "router.home.arpa",
+		"reverse zone":        "1.0.0.127.in-addr.arpa",
+		"localdomain":         "nas.localdomain",
+		"upper case svc":      "X.NS.SVC",
 	}
 	for name, in := range invalid {
 		t.Run(name, func(t *testing.T) {
@@ -92,4 +103,24 @@ func FuzzCanonicalEgressHost(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestInClusterDomain(t *testing.T) {
+	for name, tc := range map[string]struct {
+		host, domain string
+		want         bool
+	}{
+		"service under custom domain": {"api.ns.svc.k8s.example.com", "k8s.example.com", true},
+		"the domain itself":           {"k8s.example.com", "k8s.example.com.", true},
+		"domain given in upper case":  {"a.k8s.example.com", "K8S.Example.COM", true},
+		"suffix is not a label":       {"apik8s.example.com", "k8s.example.com", false},
+		"other name":                  {"api.bank.example", "k8s.example.com", false},
+		"no cluster domain":           {"api.bank.example", "", false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := InClusterDomain(tc.host, tc.domain); got != tc.want {
+				t.Fatalf("InClusterDomain(%q, %q) = %v, want %v", tc.host, tc.domain, got, tc.want)
+			}
+		})
+	}
 }
