@@ -91,7 +91,7 @@ type PluginSpec struct {
 type GrantedSecret struct {
 	// Name of the manifest's Secret slot.
 	Name string `json:"name"`
-	// SecretName is the Secret mounted for the slot (DESIGN.md point 1).
+	// SecretName is the Secret mounted for the slot (OF-1).
 	SecretName string `json:"secretName"`
 	// MountPath where it is mounted.
 	MountPath string `json:"mountPath"`
@@ -128,7 +128,7 @@ type PendingApproval struct {
 
 // DeployedVersion records the version that runs and how its image was
 // verified. It keeps a verified version running through a registry outage and
-// an operator restart (DESIGN.md point 2).
+// an operator restart (OF-2).
 type DeployedVersion struct {
 	// Image is the digest-pinned reference that runs.
 	Image string `json:"image"`

@@ -4,7 +4,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 // SecretGrant approves one Secret slot of the manifest and may bind it to a
 // Secret of the owner's choosing, so two instances of one image read two
-// accounts (DESIGN.md point 1). Unbound, the slot's own name is used.
+// accounts (OF-1). Unbound, the slot's own name is used.
 type SecretGrant struct {
 	// Name of the manifest's Secret slot.
 	// +kubebuilder:validation:MinLength=1

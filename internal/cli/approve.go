@@ -18,7 +18,7 @@ import (
 
 // selection is what `approve` was asked to approve: everything pending, or
 // only the named parts; Secret slots may be bound to Secrets of the owner's
-// choosing (DESIGN.md point 1).
+// choosing (OF-1).
 type selection struct {
 	all          bool
 	capabilities []string

@@ -3,8 +3,7 @@
 // scheduler, kwok), the CRDs and the openfief namespace, the operator and
 // the egress proxy in this process, and a loopback OCI registry holding demo
 // plugin images signed with a local owner key that the operator trusts. It
-// backs `openfief dev`, `make demo` and the end-to-end suite (DESIGN.md
-// point 5).
+// backs `openfief dev`, `make demo` and the end-to-end suite (OF-5).
 //
 // Pods are played by kwok: they are scheduled, become Running and Ready,
 // but no container runs. The demo images carry a real manifest label and

@@ -22,7 +22,7 @@ type ownedObject interface {
 }
 
 // applyIfChanged server-side applies obj unless the cached copy already holds
-// everything obj sets (DESIGN.md point 4: a steady-state reconcile sends no
+// everything obj sets (OF-4: a steady-state reconcile sends no
 // write). A hand edit to a field the operator sets makes the copies differ,
 // so the next reconcile applies again and the API server restores the field;
 // fields that another manager added are left alone by server-side apply.

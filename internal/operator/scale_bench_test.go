@@ -24,7 +24,7 @@ import (
 //     generation with its workload applied;
 //   - writes/reconcile: writes the operator sent after a label touched every
 //     Plugin and grant once (each touch reconciles), divided by those
-//     reconciles; the target is 0 (DESIGN.md point 4);
+//     reconciles; the target is 0 (OF-4);
 //   - peak-RSS-MiB: the process's peak resident memory (VmHWM). The operator
 //     runs in the test process, so this bounds it from above.
 //

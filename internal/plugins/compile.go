@@ -134,7 +134,7 @@ func (t ProjectedToken) File() string { return path.Base(t.Path) }
 type WorkloadSecret struct {
 	// Slot is the manifest's slot the Secret fills.
 	Slot string
-	// SecretName is the Secret mounted (DESIGN.md point 1).
+	// SecretName is the Secret mounted (OF-1).
 	SecretName string
 	MountPath  string
 	ReadOnly   bool

@@ -157,8 +157,7 @@ func checkNoDNS(t *testing.T, w Workload) {
 }
 
 // Two instances of one manifest, whose grants bind the Secret slot to
-// different Secrets, mount different Secrets at the same path (DESIGN.md
-// point 1).
+// different Secrets, mount different Secrets at the same path (OF-1).
 func TestCompilePerInstanceSecrets(t *testing.T) {
 	compile := func(instance, secret string) Workload {
 		p, g := effPlugin(), effGrant()

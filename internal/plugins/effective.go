@@ -14,7 +14,7 @@ var ErrGrantMismatch = errors.New("grant is for another plugin")
 
 // SecretBinding is one granted Secret slot as the workload mounts it: the
 // manifest's slot name, the Secret the owner bound to it (the slot's own name
-// when the grant binds none, DESIGN.md point 1) and the manifest's mount path,
+// when the grant binds none, OF-1) and the manifest's mount path,
 // so a vendor can move a mount without new approval (D-16).
 type SecretBinding struct {
 	// Slot is the Secret name the manifest asks for.
@@ -41,7 +41,7 @@ type EffectivePermissions struct {
 // egress hosts (compared in canonical form, CanonicalEgressHost) and data tiers
 // present in both; Secret slots matched by slot name, keeping the manifest's
 // mount path and mounting the Secret the grant binds, or the slot's own name
-// (DESIGN.md point 1). A grant that approves more than requested adds nothing.
+// (OF-1). A grant that approves more than requested adds nothing.
 //
 // It returns ErrNoCapabilityGranted when no requested capability is granted,
 // since such a plugin has nothing it may do, and ErrGrantMismatch when the

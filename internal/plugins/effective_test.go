@@ -215,7 +215,7 @@ func TestEffective(t *testing.T) {
 }
 
 // Two instances of one manifest, whose grants bind the slot to different
-// Secrets, mount different Secrets (DESIGN.md point 1, the D-48 gap).
+// Secrets, mount different Secrets (OF-1, the D-48 gap).
 func TestEffectivePerInstanceSecrets(t *testing.T) {
 	mount := func(instance, secret string) SecretBinding {
 		p := effPlugin()

@@ -21,7 +21,7 @@ func knownCapability(c Capability) bool {
 
 // SecretMount is one Secret slot of a manifest: the Secret's name and the
 // absolute path its files are mounted at. A grant may bind the slot to
-// another Secret of the owner's choosing (DESIGN.md point 1).
+// another Secret of the owner's choosing (OF-1).
 type SecretMount struct {
 	Name      string `json:"name"`
 	MountPath string `json:"mountPath"`
@@ -59,7 +59,7 @@ type Plugin struct {
 
 // SecretGrant approves one Secret slot of the manifest. SecretName binds the
 // slot to a Secret of the owner's choosing, so two instances of one image can
-// read two accounts; empty keeps the slot's own name (DESIGN.md point 1).
+// read two accounts; empty keeps the slot's own name (OF-1).
 type SecretGrant struct {
 	Name       string `json:"name"`
 	SecretName string `json:"secretName,omitempty"`

@@ -38,8 +38,7 @@ type RolloutInput struct {
 	CurrentDeployable bool
 	// Previous is the version that ran last (status.deployed), or nil. The
 	// operator passes it only while its image still passes the signature check
-	// (or the check is Unknown and this operator verified it before, DESIGN.md
-	// point 2).
+	// (or the check is Unknown and this operator verified it before, OF-2).
 	Previous *Version
 	// Grant is the owner's PluginGrant, or nil when there is none. PlanRollout
 	// validates it itself.
