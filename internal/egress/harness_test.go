@@ -61,12 +61,19 @@ func (f *fakeReviewer) Review(_ context.Context, token string) (string, error) {
 }
 
 // fakeResolver maps names to addresses and counts lookups. A name with a
-// sequence of answers gets the next one on each lookup.
+// sequence of answers gets the next one on each lookup. Like a pod's stub
+// resolver with Kubernetes' ndots:5, it tries the search domain
+// podSearchDomain first for a name without a trailing dot, so a test can show
+// that the proxy asks only absolute names. Names are set and counted without
+// their trailing dot.
 type fakeResolver struct {
 	mu      sync.Mutex
 	answers map[string][][]netip.Addr
 	lookups map[string]int
 }
+
+// podSearchDomain is the first search domain of a pod in openfief.
+const podSearchDomain = "openfief.svc.cluster.local"
 
 func newFakeResolver() *fakeResolver {
 	return &fakeResolver{answers: map[string][][]netip.Addr{}, lookups: map[string]int{}}
@@ -88,13 +95,18 @@ func (r *fakeResolver) LookupNetIP(_ context.Context, network, host string) ([]n
 	if network != "ip" {
 		return nil, fmt.Errorf("unexpected network %q", network)
 	}
-	n := r.lookups[host]
-	r.lookups[host]++
-	seq := r.answers[host]
-	if len(seq) == 0 {
-		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	names := []string{strings.TrimSuffix(host, ".")}
+	if !strings.HasSuffix(host, ".") {
+		names = []string{host + "." + podSearchDomain, host}
 	}
-	return seq[min(n, len(seq)-1)], nil
+	for _, name := range names {
+		n := r.lookups[name]
+		r.lookups[name]++
+		if seq := r.answers[name]; len(seq) > 0 {
+			return seq[min(n, len(seq)-1)], nil
+		}
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
 
 func (r *fakeResolver) total() int {

@@ -35,6 +35,8 @@ const (
 	DefaultIdleTimeout         = 5 * time.Minute
 	DefaultReviewTimeout       = 10 * time.Second
 	DefaultMaxTunnelsPerPlugin = 32
+	// DefaultClusterDomain is the cluster's DNS domain unless told otherwise.
+	DefaultClusterDomain = "cluster.local"
 	DefaultMaxTunnels          = 1024
 )
 
@@ -71,6 +73,10 @@ type Options struct {
 	MaxTunnelsPerPlugin int
 	// MaxTunnels caps all open tunnels (503 beyond).
 	MaxTunnels int
+	// ClusterDomain is the cluster's DNS domain; targets under it are
+	// refused, since only the cluster's DNS answers them and a Service's
+	// owner picks the answer. Empty means DefaultClusterDomain.
+	ClusterDomain string
 	// UnsafeAllowPrefixes exempts address ranges from the refused ones. It
 	// exists for tests, which stand in for an institution on 127.0.0.1; the
 	// egress-proxy command has no flag for it.
@@ -102,6 +108,9 @@ func New(opts Options) (*Proxy, error) {
 	opts.ReviewTimeout = positiveOr(opts.ReviewTimeout, DefaultReviewTimeout)
 	opts.MaxTunnelsPerPlugin = positiveOr(opts.MaxTunnelsPerPlugin, DefaultMaxTunnelsPerPlugin)
 	opts.MaxTunnels = positiveOr(opts.MaxTunnels, DefaultMaxTunnels)
+	if opts.ClusterDomain == "" {
+		opts.ClusterDomain = DefaultClusterDomain
+	}
 	p := &Proxy{
 		opts:    opts,
 		log:     opts.Logger,
@@ -199,6 +208,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e.target = target
+	if plugins.InClusterDomain(host, p.opts.ClusterDomain) {
+		p.refuse(w, e, deny(http.StatusForbidden, ReasonInvalidTarget).withDetail("a name in the cluster's domain"))
+		return
+	}
 	if !p.opts.AllowLists.AllowLists().Allows(plugin, target) {
 		p.refuse(w, e, deny(http.StatusForbidden, ReasonNotAllowed))
 		return
@@ -259,10 +272,17 @@ func (p *Proxy) authenticate(ctx context.Context, header []string) (string, *den
 // resolve looks the host up once and refuses it if any of its addresses is
 // in a refused range: a name pointing partly inside the cluster is not an
 // institution's. The returned addresses are the only ones dialled.
+//
+// The name is looked up as an absolute name (with a trailing dot), so the
+// resolver never tries the pod's search domains first: with Kubernetes'
+// ndots:5, "api.bank.example" would otherwise be asked as
+// "api.bank.example.openfief.svc.cluster.local." before anything else, and
+// whoever may create a Service named like that suffix would choose where the
+// tunnel goes.
 func (p *Proxy) resolve(ctx context.Context, host string) ([]netip.Addr, *denial) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.DialTimeout)
 	defer cancel()
-	found, err := p.opts.Resolver.LookupNetIP(ctx, "ip", host)
+	found, err := p.opts.Resolver.LookupNetIP(ctx, "ip", absoluteName(host))
 	if err != nil || len(found) == 0 {
 		detail := "no addresses"
 		if err != nil {
@@ -407,4 +427,13 @@ func printable(s string, n int) string {
 		}
 		return r
 	}, s)
+}
+
+// absoluteName returns host with the trailing dot that makes a resolver take
+// it as fully qualified.
+func absoluteName(host string) string {
+	if strings.HasSuffix(host, ".") {
+		return host
+	}
+	return host + "."
 }

@@ -236,6 +236,36 @@ func TestNoRebinding(t *testing.T) {
 	}
 }
 
+// TestAbsoluteLookups is the regression test of review finding 3: the
+// proxy asked the resolver for "api.bank.example" without a trailing dot,
+// so a pod's resolver tried "api.bank.example.openfief.svc.cluster.local"
+// first, and a Service named like that took the tunnel. Now the proxy asks
+// only the absolute name, and a name in the cluster's own domain is refused
+// before any lookup.
+func TestAbsoluteLookups(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.UnsafeAllowPrefixes = nil; o.ClusterDomain = "k8s.example.com" })
+	e.resolver.set("abs.bank.example", "93.184.216.34")
+	e.resolver.set("abs.bank.example."+podSearchDomain, "93.184.216.35")
+	e.store.Set(plugins.AllowLists{"x": {"abs.bank.example:" + e.echoPort, "api.ns.svc.k8s.example.com:" + e.echoPort}})
+	public := "93.184.216.34:" + e.echoPort
+	e.dialer.redirect[public] = e.echoAddr
+
+	c := e.tunnel(tokenX, "abs.bank.example:"+e.echoPort)
+	echoOnce(t, c, "hello")
+	if got := e.dialer.addresses(); !slices.Equal(got, []string{public}) {
+		t.Errorf("dialled %v, want [%s] (the absolute name's address)", got, public)
+	}
+	if n := e.resolver.lookups["abs.bank.example."+podSearchDomain]; n != 0 {
+		t.Errorf("the search-domain name was asked %d times, want 0", n)
+	}
+
+	before := e.resolver.total()
+	resp, _ := e.connect(http.MethodConnect, "api.ns.svc.k8s.example.com:"+e.echoPort, basic(ProxyUser, tokenX))
+	if resp.StatusCode != http.StatusForbidden || e.resolver.total() != before {
+		t.Errorf("a name in the cluster domain: status %d, lookups %d; want 403 and none", resp.StatusCode, e.resolver.total()-before)
+	}
+}
+
 // TestNextAddressOnDialFailure: when the first address refuses the
 // connection, the next checked address is tried, and nothing else.
 func TestNextAddressOnDialFailure(t *testing.T) {

@@ -67,7 +67,7 @@ func run(m *testing.M) int {
 type fixedResolver map[string]netip.Addr
 
 func (r fixedResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if a, ok := r[strings.ToLower(host)]; ok {
+	if a, ok := r[strings.TrimSuffix(strings.ToLower(host), ".")]; ok {
 		return []netip.Addr{a}, nil
 	}
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
