@@ -30,7 +30,7 @@ const (
 	// config, so a config change replaces the pod.
 	AnnotationConfigHash = "openfief.io/config-hash"
 	// tmpDir is a writable scratch directory; the root filesystem is read-only.
-	tmpDir = "/tmp"
+	tmpDir = plugins.TmpDir
 )
 
 // Objects is everything the operator owns for one running plugin. Each is

@@ -22,7 +22,8 @@ var (
 	// ErrInvalidSecretName: not a valid Kubernetes Secret name.
 	ErrInvalidSecretName = errors.New("invalid secret name")
 	// ErrInvalidMountPath: not absolute and clean, "/", overlapping another
-	// mount or reaching into /var/run/secrets.
+	// mount, a reserved directory (/tmp, /var/run/secrets, /dev, /proc,
+	// /sys), or hiding a system directory of the image (/etc, /usr ...).
 	ErrInvalidMountPath = errors.New("invalid mount path")
 	// ErrInvalidDataTier: not 1 to 32 letters, digits, '-' or '_'.
 	ErrInvalidDataTier = errors.New("invalid data tier")

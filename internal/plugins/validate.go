@@ -151,8 +151,25 @@ func validateSecretMounts(field string, secrets []SecretMount) fieldErrors {
 	return errs
 }
 
+// TmpDir is where the operator mounts a plugin's writable scratch directory
+// (an emptyDir; the root filesystem is read-only). No Secret may mount there.
+const TmpDir = "/tmp"
+
+// exclusiveMountPaths are the directories a Secret may neither mount at, nor
+// above, nor inside: the operator's own mounts (TmpDir, and tokenDir with the
+// tokens and the signing keys) and the kernel's filesystems, which a
+// container runtime refuses to mount over. A Secret there would make the
+// apply fail for ever, or shadow what the operator mounted.
+var exclusiveMountPaths = []string{"/dev", "/proc", "/sys", TmpDir, tokenDir}
+
+// systemMountPaths are directories a Secret may not mount at or above,
+// because it would hide the image's programs, libraries, CA bundle or user
+// database; a directory of its own inside them (/etc/bank) is fine.
+var systemMountPaths = []string{"/bin", "/etc", "/home", "/lib", "/lib64", "/root", "/run", "/sbin", "/usr", "/var", "/var/run"}
+
 // checkMountPath requires an absolute, clean path other than "/" that stays
-// clear of the token directory.
+// clear of the directories the operator and the image need (see
+// exclusiveMountPaths and systemMountPaths).
 func checkMountPath(p string) error {
 	switch {
 	case p == "":
@@ -165,8 +182,16 @@ func checkMountPath(p string) error {
 		return fmt.Errorf("cannot mount over /")
 	case strings.ContainsAny(p, "\x00:"):
 		return fmt.Errorf("%q holds a NUL or ':'", p)
-	case pathsOverlap(p, tokenDir):
-		return fmt.Errorf("%q overlaps %s, where the tokens live", p, tokenDir)
+	}
+	for _, r := range exclusiveMountPaths {
+		if pathsOverlap(p, r) {
+			return fmt.Errorf("%q overlaps %s, which is reserved", p, r)
+		}
+	}
+	for _, r := range systemMountPaths {
+		if p == r || strings.HasPrefix(r, p+"/") {
+			return fmt.Errorf("%q would hide %s of the image; mount in a directory of its own, such as %s/plugin", p, r, r)
+		}
 	}
 	return nil
 }

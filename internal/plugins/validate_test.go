@@ -146,6 +146,18 @@ func TestManifestValidate(t *testing.T) {
 		"mount on token dir":     {mutate: func(m *Manifest) { m.Secrets[0].MountPath = "/var/run/secrets" }, want: []problem{{"manifest.secrets[0].mountPath", ErrInvalidMountPath}}},
 		"mount above token dir":  {mutate: func(m *Manifest) { m.Secrets[0].MountPath = "/var/run" }, want: []problem{{"manifest.secrets[0].mountPath", ErrInvalidMountPath}}},
 		"mount beside token dir": {mutate: func(m *Manifest) { m.Secrets[0].MountPath = "/var/run/secrets-not" }},
+		// The operator's scratch emptyDir is at /tmp: a Secret there made the
+		// apply fail for ever (review finding 12).
+		"mount on tmp":        {mutate: func(m *Manifest) { m.Secrets[0].MountPath = "/tmp" }, want: []problem{{"manifest.secrets[0].mountPath", ErrInvalidMountPath}}},
+		"mount in tmp":        {mutate: func(m *Manifest) { m.Secrets[0].MountPath = "/tmp/creds" }, want: []problem{{"manifest.secrets[0].mountPath", ErrInvalidMountPath}}},
+		"mount in proc":       {mutate: func(m *Manifest) { m.Secrets[0].MountPath = "/proc/self" }, want: []problem{{"manifest.secrets[0].mountPath", ErrInvalidMountPath}}},
+		"mount above dev":     {mutate: func(m *Manifest) { m.Secrets[0].MountPath = "/dev" }, want: []problem{{"manifest.secrets[0].mountPath", ErrInvalidMountPath}}},
+		"mount hides etc":     {mutate: func(m *Manifest) { m.Secrets[0].MountPath = "/etc" }, want: []problem{{"manifest.secrets[0].mountPath", ErrInvalidMountPath}}},
+		"mount hides usr":     {mutate: func(m *Manifest) { m.Secrets[0].MountPath = "/usr" }, want: []problem{{"manifest.secrets[0].mountPath", ErrInvalidMountPath}}},
+		"mount hides var":     {mutate: func(m *Manifest) { m.Secrets[0].MountPath = "/var" }, want: []problem{{"manifest.secrets[0].mountPath", ErrInvalidMountPath}}},
+		"mount under usr":     {mutate: func(m *Manifest) { m.Secrets[0].MountPath = "/usr/share/plugin" }},
+		"mount beside tmp":    {mutate: func(m *Manifest) { m.Secrets[0].MountPath = "/tmpx" }},
+		"mount top-level own": {mutate: func(m *Manifest) { m.Secrets[0].MountPath = "/creds" }},
 		"mounts overlap": {
 			mutate: func(m *Manifest) {
 				m.Secrets = append(m.Secrets, SecretMount{Name: "other", MountPath: "/etc/openfief/ibkr/sub"})
