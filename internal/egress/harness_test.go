@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // Tokens the fake reviewer knows. Real tokens are JWTs; these only need to be
@@ -362,16 +363,13 @@ func waitClosed(t *testing.T, c net.Conn, d time.Duration) {
 	}
 }
 
-// eventually polls cond until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+// waitOpenTunnels waits up to 5 s until the proxy holds want open tunnels.
+func (e *env) waitOpenTunnels(t *testing.T, want int, what string) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 5*time.Second, what, func() (bool, string) {
+		n := e.proxy.OpenTunnels()
+		return n == want, fmt.Sprintf("%d open tunnels", n)
+	})
 }
 
 func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {

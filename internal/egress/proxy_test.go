@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
@@ -54,20 +54,20 @@ func TestTLSThroughProxy(t *testing.T) {
 		t.Fatalf("body = %q", body)
 	}
 	client.CloseIdleConnections()
-	eventually(t, 5*time.Second, "the tunnel's access-log line", func() bool { return e.proxy.OpenTunnels() == 0 })
+	e.waitOpenTunnels(t, 0, "the tunnel's access-log line")
 
 	line := findLogLine(t, e.log.String(), "egress")
 	if line["plugin"] != "x" || line["target"] != "api.bank.example:"+port || line["decision"] != DecisionAllow ||
 		line["reason"] != CloseEOF || line["bytes_up"].(float64) == 0 || line["bytes_down"].(float64) == 0 {
 		t.Errorf("access log line = %v", line)
 	}
-	if got := testutil.ToFloat64(metrics.decisions.WithLabelValues(DecisionAllow, ReasonAllowed)); got != 1 {
+	if got := promtestutil.ToFloat64(metrics.decisions.WithLabelValues(DecisionAllow, ReasonAllowed)); got != 1 {
 		t.Errorf("allowed decisions = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(metrics.bytes.WithLabelValues("down")); got == 0 {
+	if got := promtestutil.ToFloat64(metrics.bytes.WithLabelValues("down")); got == 0 {
 		t.Error("no downstream bytes counted")
 	}
-	if got := testutil.ToFloat64(metrics.open); got != 0 {
+	if got := promtestutil.ToFloat64(metrics.open); got != 0 {
 		t.Errorf("open tunnels gauge = %v after close", got)
 	}
 	if e.resolver.total() != 1 {
@@ -307,7 +307,7 @@ func TestRevocationClosesTunnels(t *testing.T) {
 	e.store.Set(nil) // the ConfigMap went away: fail closed
 	waitClosed(t, other, 2*time.Second)
 
-	eventually(t, 5*time.Second, "tunnels released", func() bool { return e.proxy.OpenTunnels() == 0 })
+	e.waitOpenTunnels(t, 0, "tunnels released")
 	if n := strings.Count(e.log.String(), `"reason":"revoked"`); n != 3 {
 		t.Errorf("%d revoked lines, want 3:\n%s", n, e.log.String())
 	}
@@ -330,7 +330,7 @@ func TestTunnelCaps(t *testing.T) {
 		t.Fatalf("fourth tunnel: status %d, want 503", resp.StatusCode)
 	}
 	a.Close()
-	eventually(t, 5*time.Second, "a slot to free up", func() bool { return e.proxy.OpenTunnels() == 2 })
+	e.waitOpenTunnels(t, 2, "a slot to free up")
 	echoOnce(t, e.tunnel(tokenX, "api.bank.example:"+p), "slot reused")
 }
 
@@ -385,7 +385,7 @@ func TestAccessLogNeverHasToken(t *testing.T) {
 		e.connect(http.MethodConnect, "api.bank.example:"+p, basic(ProxyUser, tok))
 	}
 	e.store.Set(nil)
-	eventually(t, 5*time.Second, "tunnels closed", func() bool { return e.proxy.OpenTunnels() == 0 })
+	e.waitOpenTunnels(t, 0, "tunnels closed")
 	log := e.log.String()
 	for _, tok := range []string{tokenX, tokenBroken, tokenCore, tokenOtherNS, "SECRET", basic(ProxyUser, tokenX)[6:]} {
 		if strings.Contains(log, tok) {

@@ -40,7 +40,7 @@ func BenchmarkOperatorScale(b *testing.B) {
 	sem := make(chan struct{}, 16)
 	for i := range n {
 		names[i] = fmt.Sprintf("scale-%03d", i)
-		p := newPlugin(names[i], testutil.Image(names[i])).egress("api.nbp.pl").build()
+		p := testutil.MakePlugin(names[i], testutil.Image(names[i])).Egress("api.nbp.pl").Obj()
 		images.sign(p.Spec.Image)
 		wg.Add(1)
 		sem <- struct{}{}
@@ -49,7 +49,7 @@ func BenchmarkOperatorScale(b *testing.B) {
 			if err := cl.Create(ctx, p); err != nil {
 				b.Error(err)
 			}
-			if err := cl.Create(ctx, grantFor(p)); err != nil {
+			if err := cl.Create(ctx, testutil.GrantFor(p).Obj()); err != nil {
 				b.Error(err)
 			}
 		}()
@@ -62,7 +62,7 @@ func BenchmarkOperatorScale(b *testing.B) {
 	for b.Loop() {
 		start := time.Now()
 		run := startOperatorQPS(b, c, images, 100)
-		eventuallyWithin(b, 10*time.Minute, "all plugins converged", func() (bool, string) {
+		testutil.Eventually(b, 10*time.Minute, "all plugins converged", func() (bool, string) {
 			var list v1alpha1.PluginList
 			if err := cl.List(ctx, &list, client.InNamespace(plugins.Namespace)); err != nil {
 				return false, err.Error()
@@ -79,8 +79,9 @@ func BenchmarkOperatorScale(b *testing.B) {
 		time.Sleep(2 * time.Second)
 
 		before := run.writes.writes.Load()
+		touched := strconv.FormatInt(time.Now().UnixNano(), 10)
 		for _, name := range names {
-			touch(b, cl, &v1alpha1.Plugin{}, name)
+			label(b, cl, testutil.MakePlugin(name, "").Obj(), "touched", touched)
 		}
 		time.Sleep(5 * time.Second)
 		writes := run.writes.writes.Load() - before
@@ -89,23 +90,6 @@ func BenchmarkOperatorScale(b *testing.B) {
 		b.ReportMetric(converge.Seconds(), "converge-s")
 		b.ReportMetric(float64(writes)/float64(n), "writes/reconcile")
 		b.ReportMetric(peakRSSMiB(), "peak-RSS-MiB")
-	}
-}
-
-// touch adds a label to an object, which triggers a reconcile but changes
-// nothing the operator computes.
-func touch(b *testing.B, cl client.Client, obj client.Object, name string) {
-	if err := cl.Get(context.Background(), client.ObjectKey{Namespace: plugins.Namespace, Name: name}, obj); err != nil {
-		b.Fatal(err)
-	}
-	labels := obj.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels["touched"] = strconv.FormatInt(time.Now().UnixNano(), 10)
-	obj.SetLabels(labels)
-	if err := cl.Update(context.Background(), obj); err != nil {
-		b.Fatal(err)
 	}
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 func TestCheckIssuer(t *testing.T) {
@@ -167,7 +168,7 @@ func apiServerKeys(t *testing.T, cfg *rest.Config) (issuer, jwks string) {
 func publishedKeys(t *testing.T, cl client.Client, issuer, jwks string) *corev1.ConfigMap {
 	t.Helper()
 	var cm corev1.ConfigMap
-	eventually(t, "openfief-sa-jwks to hold the API server's keys", func() (bool, string) {
+	testutil.Eventually(t, waitTimeout, "openfief-sa-jwks to hold the API server's keys", func() (bool, string) {
 		if err := cl.Get(context.Background(), signingKeysKey, &cm); err != nil {
 			return false, err.Error()
 		}
@@ -212,7 +213,7 @@ func TestSigningKeysPublisher(t *testing.T) {
 		if err := cl.Update(ctx, cm); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "a publisher pass after the event", func() (bool, string) {
+		testutil.Eventually(t, waitTimeout, "a publisher pass after the event", func() (bool, string) {
 			return stub.calls.Load() > calls, fmt.Sprint(stub.calls.Load())
 		})
 		time.Sleep(500 * time.Millisecond)
@@ -274,7 +275,7 @@ func TestSigningKeysPublisher(t *testing.T) {
 			if err := cl.Update(ctx, cm); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "a publisher pass after the event", func() (bool, string) {
+			testutil.Eventually(t, waitTimeout, "a publisher pass after the event", func() (bool, string) {
 				return stub.calls.Load() > calls, fmt.Sprint(stub.calls.Load())
 			})
 			cm = publishedKeys(t, cl, issuer, jwks)

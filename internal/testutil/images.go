@@ -1,6 +1,8 @@
 // Package testutil holds helpers shared by the tests of several packages:
-// made-up image references and a polling Eventually. It is imported only
-// from _test.go files.
+// made-up image references, a polling Eventually, and fluent builders of
+// Plugins and PluginGrants (MakePlugin, MakeGrant, GrantFor) in the style of
+// kueue's wrappers. It is imported only from _test.go files. It imports
+// internal/plugins, so the domain's own tests cannot use it.
 package testutil
 
 import (

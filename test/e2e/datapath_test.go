@@ -26,6 +26,7 @@ import (
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/devstack"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
 	connectorv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1"
 	"github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1/connectorv1connect"
 )
@@ -69,7 +70,7 @@ func TestDataPath(t *testing.T) {
 		t.Fatal("no config ConfigMap")
 	}
 	var jwks corev1.ConfigMap
-	eventually(t, "openfief-sa-jwks published", func() (bool, string) {
+	testutil.Eventually(t, waitTimeout, "openfief-sa-jwks published", func() (bool, string) {
 		err := c.Get(ctx, clientKey(plugins.SigningKeysConfigMap), &jwks)
 		return err == nil && jwks.Data[plugins.SigningKeysJWKSKey] != "", fmt.Sprint(err)
 	})
@@ -205,18 +206,14 @@ func startPlugin(t *testing.T, env map[string]string, port int) {
 		_ = cmd.Wait()
 		t.Logf("nbp-fx output:\n%s", logs.String())
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testutil.Eventually(t, 30*time.Second, fmt.Sprintf("nbp-fx to listen on %d", port), func() (bool, string) {
 		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
-		if err == nil {
-			conn.Close()
-			return
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nbp-fx did not listen on %d: %v\n%s", port, err, logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		conn.Close()
+		return true, ""
+	})
 }
 
 func freePort(t *testing.T) int {

@@ -70,21 +70,8 @@ func allowList(t *testing.T, c client.Client, plugin string) (string, bool) {
 	return v, ok
 }
 
-// eventually polls cond until it holds or 60 s pass.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
-}
+// waitTimeout bounds every wait for the platform to act.
+const waitTimeout = 60 * time.Second
 
 // clientKey names an object in openfief.
 func clientKey(name string) client.ObjectKey {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // TestLifecycle walks one plugin through what `make demo` shows, asserting
@@ -57,7 +58,7 @@ func TestLifecycle(t *testing.T) {
 
 	// Uninstall: the garbage collector removes the rest.
 	openfief(t, 0, "plugin", "uninstall", name, "--yes", "--wait", "60s")
-	eventually(t, "nothing of the plugin left", func() (bool, string) {
+	testutil.Eventually(t, waitTimeout, "nothing of the plugin left", func() (bool, string) {
 		if get(t, c, name, &networkingv1.NetworkPolicy{}) {
 			return false, "NetworkPolicy remains"
 		}
@@ -74,7 +75,7 @@ func TestLifecycle(t *testing.T) {
 // NetworkPolicy with the core's ingress and the core's and proxy's egress.
 func assertRunning(t *testing.T, c client.Client, name, image, allow string) {
 	t.Helper()
-	eventually(t, name+" running "+image, func() (bool, string) {
+	testutil.Eventually(t, waitTimeout, name+" running "+image, func() (bool, string) {
 		var d appsv1.Deployment
 		if !get(t, c, name, &d) {
 			return false, "no Deployment"
@@ -113,7 +114,7 @@ func assertRunning(t *testing.T, c client.Client, name, image, allow string) {
 // objects, no allow-list key, and a NetworkPolicy that allows nothing.
 func assertOnlyDenyAll(t *testing.T, c client.Client, name string) {
 	t.Helper()
-	eventually(t, name+" torn down", func() (bool, string) {
+	testutil.Eventually(t, waitTimeout, name+" torn down", func() (bool, string) {
 		for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{}, &corev1.ConfigMap{}} {
 			if get(t, c, name, obj) {
 				return false, "workload object remains"
