@@ -71,6 +71,7 @@ verify: generate ## gofmt, go vet, go mod tidy, buf lint/breaking and generated 
 	@test -z "$$(git status --porcelain -- api deploy)" || { git status --short -- api deploy; echo "generated files are stale or uncommitted: run make generate and commit"; exit 1; }
 	hack/proto.sh check
 	hack/plugin-labels.sh check
+	hack/check-decisions.sh
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
 	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
