@@ -33,7 +33,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	"github.com/arkadiuss/openfief/deploy"
@@ -44,8 +43,6 @@ import (
 	"github.com/arkadiuss/openfief/internal/ocisign"
 	"github.com/arkadiuss/openfief/internal/operator"
 	"github.com/arkadiuss/openfief/internal/plugins"
-	"github.com/arkadiuss/openfief/internal/trust"
-	"github.com/arkadiuss/openfief/internal/trust/cosign"
 )
 
 // Options configures a Stack.
@@ -274,39 +271,27 @@ func (s *Stack) PublishImage(ctx context.Context, repo string, m plugins.Manifes
 	return ref, s.signer.Sign(ctx, ref)
 }
 
-// startOperator runs the operator's controllers in this process, trusting
-// the local owner key besides OpenFief's CI and the catalog.
+// startOperator runs the operator in this process as the binary builds it
+// (operator.Options, ManagerOptions, AddToManager), trusting the local owner
+// key besides OpenFief's CI and the catalog. It serves no metrics or probes
+// and elects no leader.
 func (s *Stack) startOperator(opts Options) error {
-	policy, err := trust.LoadPolicy(s.SignersFile)
-	if err != nil {
-		return err
-	}
-	images, err := cosign.NewVerifier(cosign.WithPublicKeys(policy.PublicKeys()))
-	if err != nil {
-		return err
-	}
 	scheme, err := apiconv.NewScheme()
 	if err != nil {
 		return err
 	}
-	mopts := operator.ManagerOptions(scheme)
-	mopts.Metrics = metricsserver.Options{BindAddress: "0"}
-	mopts.HealthProbeBindAddress = "0"
+	o := operator.DefaultOptions()
+	o.TrustedSignersFile = s.SignersFile
+	o.Cluster.CoreSubject = CoreSubject
+	o.MetricsBindAddress, o.HealthProbeBindAddress, o.LeaderElection = "0", "", false
+	mopts := o.ManagerOptions(scheme)
 	mopts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
 	mopts.Logger = logrLogger(opts.Logs)
 	mgr, err := ctrl.NewManager(s.Cluster.Config, mopts)
 	if err != nil {
 		return err
 	}
-	cc := operator.ClusterConfig{
-		CoreService: operator.DefaultCoreService, CorePort: operator.DefaultCorePort,
-		ProxyService: operator.DefaultProxyService, ProxyPort: operator.DefaultProxyPort,
-		CoreSubject: CoreSubject,
-	}
-	if _, err := operator.Setup(mgr, trust.NewPolicyVerifier(images, policy), cc); err != nil {
-		return err
-	}
-	if err := operator.SetupSigningKeys(mgr, 10*time.Minute); err != nil {
+	if _, err := operator.AddToManager(mgr, o); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -4,16 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -64,6 +61,8 @@ func removeAllowList(ctx context.Context, c client.Client, plugin string) error 
 	return removeAllowListKeys(ctx, c, &cm, []string{plugin})
 }
 
+// removeAllowListKeys drops keys from the allow-list ConfigMap cm with one
+// JSON merge patch; a ConfigMap gone meanwhile is no error.
 func removeAllowListKeys(ctx context.Context, c client.Client, cm *corev1.ConfigMap, keys []string) error {
 	data := make(map[string]any, len(keys))
 	for _, k := range keys {
@@ -77,45 +76,4 @@ func removeAllowListKeys(ctx context.Context, c client.Client, cm *corev1.Config
 		return fmt.Errorf("remove allow-list entries %v: %w", keys, err)
 	}
 	return nil
-}
-
-// AllowListPruner removes allow-list keys whose Plugin no longer exists
-// (DESIGN.md point 3). It reconciles the allow-list ConfigMap, so it runs
-// when the operator starts (the cache's first list) and on every change to
-// the ConfigMap, closing the gap of a Plugin deleted while the operator was
-// down.
-type AllowListPruner struct {
-	Client client.Client
-}
-
-// Reconcile prunes orphaned keys of the allow-list ConfigMap.
-func (r *AllowListPruner) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if req.NamespacedName != allowListKey {
-		return ctrl.Result{}, nil
-	}
-	var cm corev1.ConfigMap
-	if err := r.Client.Get(ctx, allowListKey, &cm); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	var list v1alpha1.PluginList
-	if err := r.Client.List(ctx, &list, client.InNamespace(plugins.Namespace)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("list plugins: %w", err)
-	}
-	live := make(map[string]bool, len(list.Items))
-	for _, p := range list.Items {
-		if p.DeletionTimestamp.IsZero() {
-			live[p.Name] = true
-		}
-	}
-	var orphans []string
-	for k := range cm.Data {
-		if !live[k] {
-			orphans = append(orphans, k)
-		}
-	}
-	slices.Sort(orphans)
-	if len(orphans) == 0 {
-		return ctrl.Result{}, nil
-	}
-	return ctrl.Result{}, removeAllowListKeys(ctx, r.Client, &cm, orphans)
 }

@@ -6,35 +6,78 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/trust"
+	"github.com/arkadiuss/openfief/internal/trust/cosign"
 )
 
-// ManagerOptions returns manager options confined to the openfief namespace
-// (D-15): the cache watches nothing elsewhere.
-func ManagerOptions(s *runtime.Scheme) ctrl.Options {
+// ManagerOptions returns the options of the operator's manager over scheme s
+// (build it with apiconv.NewScheme): the cache confined to the openfief
+// namespace, so it watches nothing elsewhere (D-15); metrics and probes
+// served at o's addresses; and, when o.LeaderElection, a leader elected
+// through the Lease LeaderElectionID in openfief.
+func (o Options) ManagerOptions(s *runtime.Scheme) ctrl.Options {
+	metrics := o.MetricsBindAddress
+	if metrics == "" {
+		metrics = "0" // controller-runtime would read empty as :8080
+	}
 	return ctrl.Options{
-		Scheme: s,
-		Cache:  cache.Options{DefaultNamespaces: map[string]cache.Config{plugins.Namespace: {}}},
+		Scheme:                  s,
+		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{plugins.Namespace: {}}},
+		Metrics:                 metricsserver.Options{BindAddress: metrics},
+		HealthProbeBindAddress:  o.HealthProbeBindAddress,
+		LeaderElection:          o.LeaderElection,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: plugins.Namespace,
 	}
 }
 
+// ManagerOptions returns the options of an operator manager over scheme s
+// that serves no metrics or probes and elects no leader, as the tests run
+// one: Options{}.ManagerOptions(s). The cache is confined to openfief (D-15).
+func ManagerOptions(s *runtime.Scheme) ctrl.Options { return Options{}.ManagerOptions(s) }
+
 // Reconcilers is everything the operator runs in one manager.
 type Reconcilers struct {
+	// Plugins runs each Plugin (D-13, D-16).
 	Plugins *PluginReconciler
-	Grants  *GrantReconciler
-	Pruner  *AllowListPruner
+	// Grants sets each PluginGrant's Valid condition.
+	Grants *GrantReconciler
+	// Pruner removes allow-list keys of Plugins that are gone (OF-3).
+	Pruner *AllowListPruner
+	// SigningKeys publishes the token signing keys to plugins (D-59).
+	SigningKeys *SigningKeysPublisher
 }
 
-// Setup registers the Plugin and PluginGrant reconcilers and the allow-list
-// pruner with mgr, all sharing mgr's client.
-func Setup(mgr ctrl.Manager, images trust.ImageChecker, cluster ClusterConfig) (*Reconcilers, error) {
+// AddToManager builds the operator o describes into mgr, all sharing mgr's
+// client: the image checker (a trust.PolicyVerifier over the owner's signers
+// and the embedded catalog, D-45 and D-57, unless o.Images is set), the
+// Plugin and PluginGrant reconcilers, the allow-list pruner, the signing-key
+// publisher reading the API server mgr connects to, and a /healthz and
+// /readyz check. A signers file that can't be read or parsed is an error, so
+// the operator refuses to start rather than trust less or more than the
+// owner said.
+func AddToManager(mgr ctrl.Manager, o Options) (*Reconcilers, error) {
+	images := o.Images
+	if images == nil {
+		var err error
+		if images, err = NewImageChecker(o); err != nil {
+			return nil, err
+		}
+	}
+	discovery, err := NewAPIServerDiscovery(mgr.GetConfig())
+	if err != nil {
+		return nil, err
+	}
 	c := mgr.GetClient()
 	r := &Reconcilers{
-		Plugins: &PluginReconciler{Client: c, Images: images, Cluster: cluster},
-		Grants:  &GrantReconciler{Client: c},
-		Pruner:  &AllowListPruner{Client: c},
+		Plugins:     &PluginReconciler{Client: c, Images: images, Cluster: o.Cluster},
+		Grants:      &GrantReconciler{Client: c},
+		Pruner:      &AllowListPruner{Client: c},
+		SigningKeys: &SigningKeysPublisher{Client: c, Discovery: discovery, Refresh: o.SigningKeysRefresh},
 	}
 	if err := r.Plugins.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up plugin reconciler: %w", err)
@@ -45,5 +88,36 @@ func Setup(mgr ctrl.Manager, images trust.ImageChecker, cluster ClusterConfig) (
 	if err := r.Pruner.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up allow-list pruner: %w", err)
 	}
+	if err := r.SigningKeys.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up signing-key publisher: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("add healthz check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("add readyz check: %w", err)
+	}
 	return r, nil
+}
+
+// NewImageChecker builds the image checker of the binary from o (D-57): the
+// trust policy of OpenFief's CI, the embedded catalog and the owner's
+// signers from o.TrustedSignersFile (D-45), over a registry verifier that
+// reads o.InsecureRegistries over plain HTTP and gives up after
+// o.RegistryTimeout. It ignores o.Images.
+func NewImageChecker(o Options) (*trust.PolicyVerifier, error) {
+	policy, err := trust.LoadPolicy(o.TrustedSignersFile)
+	if err != nil {
+		return nil, err
+	}
+	timeout := o.RegistryTimeout
+	if timeout <= 0 {
+		timeout = DefaultRegistryTimeout
+	}
+	images, err := cosign.NewVerifier(cosign.WithPublicKeys(policy.PublicKeys()),
+		cosign.WithInsecureRegistries(o.InsecureRegistries...), cosign.WithTimeout(timeout))
+	if err != nil {
+		return nil, fmt.Errorf("image verifier: %w", err)
+	}
+	return trust.NewPolicyVerifier(images, policy), nil
 }

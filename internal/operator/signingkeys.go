@@ -113,18 +113,6 @@ type SigningKeysPublisher struct {
 // signingKeysKey is the publisher's one reconcile request.
 var signingKeysKey = types.NamespacedName{Namespace: plugins.Namespace, Name: plugins.SigningKeysConfigMap}
 
-// SetupSigningKeys registers a SigningKeysPublisher reading the API server
-// mgr connects to, refreshing every refresh (DefaultSigningKeysRefresh if
-// zero).
-func SetupSigningKeys(mgr ctrl.Manager, refresh time.Duration) error {
-	d, err := NewAPIServerDiscovery(mgr.GetConfig())
-	if err != nil {
-		return err
-	}
-	p := &SigningKeysPublisher{Client: mgr.GetClient(), Discovery: d, Refresh: refresh}
-	return p.SetupWithManager(mgr)
-}
-
 // SetupWithManager runs the publisher in mgr's leader: once at start, on
 // every event of openfief-sa-jwks, and every Refresh.
 func (p *SigningKeysPublisher) SetupWithManager(mgr ctrl.Manager) error {

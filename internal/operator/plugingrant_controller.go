@@ -18,7 +18,16 @@ import (
 // mistake in a grant on the grant itself. The Plugin's Ready condition says
 // InvalidGrant too.
 type GrantReconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
+}
+
+// SetupWithManager registers the GrantReconciler on every PluginGrant.
+func (r *GrantReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("plugingrant").
+		For(&v1alpha1.PluginGrant{}).
+		Complete(r)
 }
 
 // Reconcile validates one grant and writes its status when it changed.

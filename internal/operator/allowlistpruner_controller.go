@@ -1,0 +1,69 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/plugins"
+)
+
+// AllowListPruner removes allow-list keys whose Plugin no longer exists
+// (OF-3). It reconciles the allow-list ConfigMap, so it runs
+// when the operator starts (the cache's first list) and on every change to
+// the ConfigMap, closing the gap of a Plugin deleted while the operator was
+// down.
+type AllowListPruner struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+}
+
+// SetupWithManager registers the AllowListPruner on the allow-list ConfigMap.
+func (r *AllowListPruner) SetupWithManager(mgr ctrl.Manager) error {
+	isAllowList := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetNamespace() == plugins.Namespace && o.GetName() == plugins.AllowListConfigMap
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("allowlist-pruner").
+		For(&corev1.ConfigMap{}, builder.WithPredicates(isAllowList)).
+		Complete(r)
+}
+
+// Reconcile prunes orphaned keys of the allow-list ConfigMap.
+func (r *AllowListPruner) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if req.NamespacedName != allowListKey {
+		return ctrl.Result{}, nil
+	}
+	var cm corev1.ConfigMap
+	if err := r.Client.Get(ctx, allowListKey, &cm); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	var list v1alpha1.PluginList
+	if err := r.Client.List(ctx, &list, client.InNamespace(plugins.Namespace)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list plugins: %w", err)
+	}
+	live := make(map[string]bool, len(list.Items))
+	for _, p := range list.Items {
+		if p.DeletionTimestamp.IsZero() {
+			live[p.Name] = true
+		}
+	}
+	var orphans []string
+	for k := range cm.Data {
+		if !live[k] {
+			orphans = append(orphans, k)
+		}
+	}
+	slices.Sort(orphans)
+	if len(orphans) == 0 {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, removeAllowListKeys(ctx, r.Client, &cm, orphans)
+}

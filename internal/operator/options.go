@@ -1,0 +1,89 @@
+package operator
+
+import (
+	"time"
+
+	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/trust"
+)
+
+// Defaults of Options that have no constant of their own elsewhere; they are
+// the defaults of cmd/operator's flags of the same meaning.
+const (
+	// DefaultRegistryTimeout bounds one image verification's registry reads
+	// (--registry-timeout).
+	DefaultRegistryTimeout = 30 * time.Second
+	// DefaultMetricsBindAddress is where the manager serves /metrics
+	// (--metrics-bind-address).
+	DefaultMetricsBindAddress = ":8080"
+	// DefaultHealthProbeBindAddress is where the manager serves /healthz and
+	// /readyz (--health-probe-bind-address).
+	DefaultHealthProbeBindAddress = ":8081"
+	// LeaderElectionID names the Lease in openfief that the replicas elect a
+	// leader with.
+	LeaderElectionID = "openfief-operator"
+)
+
+// Options configures one operator: what AddToManager registers and, through
+// Options.ManagerOptions, how its manager serves. cmd/operator fills it from
+// its flags, devstack and the tests from DefaultOptions, so every operator is
+// built the same way. Each field names the flag that sets it.
+type Options struct {
+	// Cluster names the core's and the egress proxy's Services and what
+	// every plugin pod is told about the core (--core-service, --core-port,
+	// --proxy-service, --proxy-port, --core-service-account, --plugin-port).
+	Cluster ClusterConfig
+	// TrustedSignersFile is the owner's signers.json (--trusted-signers,
+	// D-45): a missing file adds no signer, an unreadable or invalid one
+	// makes AddToManager fail, so the operator refuses to start. Unused when
+	// Images is set.
+	TrustedSignersFile string
+	// InsecureRegistries are the registry host[:port]s read over plain HTTP
+	// (--insecure-registry); loopback registries always are. Unused when
+	// Images is set.
+	InsecureRegistries []string
+	// RegistryTimeout bounds one image verification's registry reads
+	// (--registry-timeout); DefaultRegistryTimeout when not positive. Unused
+	// when Images is set.
+	RegistryTimeout time.Duration
+	// SigningKeysRefresh is how often the API server's token signing keys
+	// are re-published to openfief-sa-jwks (--signing-keys-refresh, D-59);
+	// DefaultSigningKeysRefresh when not positive.
+	SigningKeysRefresh time.Duration
+	// Images, when set, replaces the image checker AddToManager builds (a
+	// trust.PolicyVerifier over the registry, D-57). Only tests set it; the
+	// binary has no way to.
+	Images trust.ImageChecker
+
+	// MetricsBindAddress is where the manager serves Prometheus metrics
+	// (--metrics-bind-address); empty or "0" serves none.
+	MetricsBindAddress string
+	// HealthProbeBindAddress is where the manager serves /healthz and
+	// /readyz (--health-probe-bind-address); empty serves none.
+	HealthProbeBindAddress string
+	// LeaderElection makes replicas elect a leader through the Lease
+	// LeaderElectionID in openfief, so only one acts (--leader-elect).
+	LeaderElection bool
+}
+
+// DefaultOptions returns the Options of cmd/operator's flag defaults: the
+// default Service names, the signers file where the deployment mounts it,
+// metrics on :8080, probes on :8081 and leader election on.
+func DefaultOptions() Options {
+	return Options{
+		Cluster: ClusterConfig{
+			CoreService:  DefaultCoreService,
+			CorePort:     DefaultCorePort,
+			ProxyService: DefaultProxyService,
+			ProxyPort:    DefaultProxyPort,
+			CoreSubject:  plugins.DefaultCoreSubject,
+			PluginPort:   plugins.DefaultPluginPort,
+		},
+		TrustedSignersFile:     trust.DefaultSignersFile,
+		RegistryTimeout:        DefaultRegistryTimeout,
+		SigningKeysRefresh:     DefaultSigningKeysRefresh,
+		MetricsBindAddress:     DefaultMetricsBindAddress,
+		HealthProbeBindAddress: DefaultHealthProbeBindAddress,
+		LeaderElection:         true,
+	}
+}
