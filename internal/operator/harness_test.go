@@ -10,15 +10,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -191,102 +188,6 @@ func startOperatorQPS(t testing.TB, c *devcluster.Cluster, images trust.ImageChe
 	run := &operatorRun{writes: counter, stop: func() { once.Do(func() { cancel(); <-done }) }}
 	t.Cleanup(run.stop)
 	return run
-}
-
-// pluginBuilder builds test Plugins fluently.
-type pluginBuilder struct{ p v1alpha1.Plugin }
-
-func newPlugin(name, image string) *pluginBuilder {
-	return &pluginBuilder{p: v1alpha1.Plugin{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: plugins.Namespace},
-		Spec: v1alpha1.PluginSpec{Image: image, Manifest: v1alpha1.Manifest{
-			Capabilities: []v1alpha1.Capability{"connector"},
-		}},
-	}}
-}
-
-func (b *pluginBuilder) egress(hosts ...string) *pluginBuilder {
-	for _, h := range hosts {
-		b.p.Spec.Manifest.Egress = append(b.p.Spec.Manifest.Egress, v1alpha1.EgressHost(h))
-	}
-	return b
-}
-
-func (b *pluginBuilder) secret(name, path string) *pluginBuilder {
-	b.p.Spec.Manifest.Secrets = append(b.p.Spec.Manifest.Secrets, v1alpha1.SecretMount{Name: name, MountPath: path})
-	return b
-}
-
-func (b *pluginBuilder) schema(s string) *pluginBuilder {
-	b.p.Spec.Manifest.ConfigSchema = &apiextensionsv1.JSON{Raw: []byte(s)}
-	return b
-}
-
-func (b *pluginBuilder) config(s string) *pluginBuilder {
-	b.p.Spec.Config = &apiextensionsv1.JSON{Raw: []byte(s)}
-	return b
-}
-
-func (b *pluginBuilder) build() *v1alpha1.Plugin { return b.p.DeepCopy() }
-
-// grantFor approves exactly what p's manifest requests.
-func grantFor(p *v1alpha1.Plugin) *v1alpha1.PluginGrant {
-	g := &v1alpha1.PluginGrant{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: plugins.Namespace}}
-	g.Spec.Capabilities = p.Spec.Manifest.Capabilities
-	g.Spec.Egress = p.Spec.Manifest.Egress
-	for _, s := range p.Spec.Manifest.Secrets {
-		g.Spec.Secrets = append(g.Spec.Secrets, v1alpha1.SecretGrant{Name: s.Name})
-	}
-	g.Spec.DataTiers = p.Spec.Manifest.DataTiers
-	return g
-}
-
-// eventually polls cond until it holds or 20 s pass.
-func eventually(t testing.TB, what string, cond func() (bool, string)) {
-	t.Helper()
-	eventuallyWithin(t, 20*time.Second, what, cond)
-}
-
-// eventuallyWithin polls cond until it holds or the time is up.
-func eventuallyWithin(t testing.TB, within time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
-}
-
-// readyReason waits until the Plugin's Ready condition has the reason.
-func waitReady(t *testing.T, cl client.Client, name, reason string) *v1alpha1.Plugin {
-	t.Helper()
-	var p v1alpha1.Plugin
-	eventually(t, name+" Ready="+reason, func() (bool, string) {
-		if err := cl.Get(context.Background(), types.NamespacedName{Namespace: plugins.Namespace, Name: name}, &p); err != nil {
-			return false, err.Error()
-		}
-		c := findCondition(p.Status.Conditions, v1alpha1.ConditionReady)
-		if c == nil {
-			return false, "no Ready condition"
-		}
-		return c.Reason == reason && p.Status.ObservedGeneration == p.Generation, c.Reason + ": " + c.Message
-	})
-	return &p
-}
-
-func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == typ {
-			return &conds[i]
-		}
-	}
-	return nil
 }
 
 // describeJSON renders v for a failure message.
