@@ -66,9 +66,10 @@ var configPrinter = message.NewPrinter(language.English)
 // compiler resolves references only inside the schema itself and to the
 // standard meta-schemas embedded in the library, and refuses every other
 // document with ErrSchemaRefRefused. A schema longer than 256 KiB, nested
-// deeper than 100 levels, or unfolding through its references to more than
-// 65536 subschemas is refused as ErrInvalidSchema, so a Plugin's schema
-// can't stall the operator.
+// deeper than 100 levels, unfolding through its references to more than
+// 65536 subschemas, or whose check of this config would cost more than
+// maxEvaluationCost steps (counted before the library runs), is refused as
+// ErrInvalidSchema, so a Plugin's schema can't stall the operator.
 //
 // Errors are short and deterministic: up to eight problems, each naming the
 // config's JSON pointer and the rule, never the offending value.
@@ -90,6 +91,10 @@ func validateConfig(schema, config []byte, observe func(url string)) error {
 	compiled, err := compileConfigSchema(schema, observe)
 	if err != nil {
 		return err
+	}
+	if evaluationCost(compiled, cfg) > maxEvaluationCost {
+		return fmt.Errorf("%w: checking the config against it would take more than %d steps; "+
+			"its references branch back into themselves at every level of the config", ErrInvalidSchema, maxEvaluationCost)
 	}
 	if err := compiled.Validate(cfg); err != nil {
 		var verr *jsonschema.ValidationError

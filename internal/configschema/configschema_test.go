@@ -289,3 +289,122 @@ func checkConfigError(t *testing.T, err, want error, wantMsg string) {
 		t.Fatalf("error %q does not contain %q", err, wantMsg)
 	}
 }
+
+// recursiveFan is a schema whose property "a" refers back to the whole
+// schema through branches alternatives, so each level of a config nested
+// under "a" multiplies the library's work by branches.
+func recursiveFan(branches int) string {
+	refs := make([]string, branches)
+	for i := range refs {
+		refs[i] = `{"$ref":"#"}`
+	}
+	return `{"type":"object","properties":{"a":{"anyOf":[` + strings.Join(refs, ",") + `]}}}`
+}
+
+// failingFan is recursiveFan where every object needs "a", so the innermost
+// {} fails and the library tries every branch at every level.
+func failingFan(branches int) string {
+	return strings.Replace(recursiveFan(branches), `{"type":"object",`, `{"type":"object","required":["a"],`, 1)
+}
+
+// nestedA is a config nested levels deep under "a".
+func nestedA(levels int) string {
+	return strings.Repeat(`{"a":`, levels) + `{}` + strings.Repeat(`}`, levels)
+}
+
+// TestValidateEvaluationBudget is the regression test of the adversarial
+// review's second finding: a 2.4 KB schema whose 64 branches recurse took
+// 12.9 s on a three-level config, because the schema-only bound counts a
+// reference back into the schema once. Validate now counts the work for the
+// actual config first and refuses what exceeds the budget, while the same
+// schema with a shallow config, and ordinary recursive schemas, still pass.
+func TestValidateEvaluationBudget(t *testing.T) {
+	tests := map[string]struct {
+		schema, config string
+		want           error
+		wantMsg        string
+	}{
+		"64 branches, 4 levels": {schema: recursiveFan(64), config: nestedA(4), want: ErrInvalidSchema, wantMsg: "would take more than"},
+		"64 branches, 2 levels": {schema: recursiveFan(64), config: nestedA(2)},
+		"2 branches, 8 levels":  {schema: recursiveFan(2), config: nestedA(8)},
+		"2 branches, 40 levels": {schema: recursiveFan(2), config: nestedA(40), want: ErrInvalidSchema, wantMsg: "would take more than"},
+		"linked list 1000 deep": {
+			schema: `{"$defs":{"node":{"type":"object","properties":{"next":{"$ref":"#/$defs/node"},"v":{"type":"integer"}}}},"$ref":"#/$defs/node"}`,
+			config: strings.Repeat(`{"v":1,"next":`, 1000) + `{}` + strings.Repeat(`}`, 1000),
+		},
+		"unique items, huge array": {
+			schema: `{"properties":{"xs":{"type":"array","uniqueItems":true}}}`,
+			config: `{"xs":[` + strings.TrimSuffix(strings.Repeat(`0,`, 2000), ",") + `]}`,
+			want:   ErrInvalidSchema, wantMsg: "would take more than",
+		},
+		"dynamic reference to every anchor": {
+			schema: `{"$dynamicAnchor":"n","properties":{"a":{"anyOf":[` + strings.TrimSuffix(strings.Repeat(`{"$dynamicRef":"#n"},`, 32), ",") + `]}}}`,
+			config: nestedA(5), want: ErrInvalidSchema, wantMsg: "would take more than",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			checkConfigError(t, Validate([]byte(tc.schema), []byte(tc.config)), tc.want, tc.wantMsg)
+		})
+	}
+}
+
+// BenchmarkValidateWorstAccepted measures the most expensive checks the
+// budget lets through, beside a plain one; compare the ns/op in one run.
+func BenchmarkValidateWorstAccepted(b *testing.B) {
+	cases := map[string][2]string{
+		"plain":                    {`{"type":"object","properties":{"account":{"type":"string"}}}`, `{"account":"main"}`},
+		"fan 64 x 2 levels":        {recursiveFan(64), nestedA(2)},
+		"fan 2 x 16 levels":        {recursiveFan(2), nestedA(16)},
+		"enum 60k, 4 values":       {`{"additionalProperties":{"enum":[` + strings.TrimSuffix(strings.Repeat(`"v",`, 60000), ",") + `,"x"]}}`, `{"a":"x","b":"x","c":"x","d":"x"}`},
+		"failing fan 8 x 5":        {failingFan(8), nestedA(5)},
+		"failing fan 2 x 16":       {failingFan(2), nestedA(16)},
+		"failing fan 2 x 17":       {failingFan(2), nestedA(17)},
+		"hostile 64 x 4 (refused)": {recursiveFan(64), nestedA(4)},
+	}
+	for name, c := range cases {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = Validate([]byte(c[0]), []byte(c[1]))
+			}
+		})
+	}
+}
+
+// FuzzEvaluationBudget checks the budget on recursive schemas of any fan-out
+// and configs of any depth: the counted cost never falls as the config gets
+// deeper, a refused pair stays refused one level deeper, and Validate
+// refuses exactly the pairs whose count exceeds the budget.
+func FuzzEvaluationBudget(f *testing.F) {
+	f.Add(uint8(64), uint8(4), false)
+	f.Add(uint8(2), uint8(16), true)
+	f.Add(uint8(8), uint8(5), true)
+	f.Fuzz(func(t *testing.T, branches, levels uint8, failing bool) {
+		b, l := int(branches%80)+1, int(levels%40)
+		schema := recursiveFan(b)
+		if failing {
+			schema = failingFan(b)
+		}
+		compiled, err := compileConfigSchema([]byte(schema), nil)
+		if err != nil {
+			return // the schema-only bound refused it
+		}
+		costAt := func(levels int) int {
+			cfg, err := decodeConfig([]byte(nestedA(levels)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return evaluationCost(compiled, cfg)
+		}
+		here, deeper := costAt(l), costAt(l+1)
+		if deeper < here {
+			t.Fatalf("%d branches: cost %d at %d levels but %d at %d", b, here, l, deeper, l+1)
+		}
+		err = Validate([]byte(schema), []byte(nestedA(l)))
+		refused := errors.Is(err, ErrInvalidSchema) && strings.Contains(err.Error(), "would take more than")
+		if refused != (here > maxEvaluationCost) {
+			t.Fatalf("%d branches, %d levels: cost %d, budget %d, but Validate said %v", b, l, here, maxEvaluationCost, err)
+		}
+	})
+}
