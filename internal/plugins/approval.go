@@ -1,0 +1,254 @@
+package plugins
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Sentinels of Approve. Each comes inside a *FieldError whose field is
+// "selection.<list>[i]" for the selector at fault ("selection.egress[1]"),
+// or "selection" for the selection as a whole.
+var (
+	// ErrNothingPending: the approval would change nothing; the grant
+	// already holds everything the manifest requests (D-16).
+	ErrNothingPending = errors.New("nothing pending")
+	// ErrAlreadyGranted: a selector names what the grant already holds (for
+	// a Secret slot: bound to the same Secret), so there is nothing to approve.
+	ErrAlreadyGranted = errors.New("already granted, not pending")
+	// ErrNotRequested: a selector names what the manifest does not request;
+	// a grant beyond the request adds nothing (D-16).
+	ErrNotRequested = errors.New("not requested by the plugin's manifest")
+	// ErrSelectionConflict: a selection both approves everything (All) and
+	// names capabilities, hosts or data tiers.
+	ErrSelectionConflict = errors.New("conflicting selection")
+)
+
+// Selection is what an owner asks to approve (D-16): everything pending, or
+// only the named parts. Secrets also bind slots to Secrets of the owner's
+// choosing (OF-1), so it may name a slot the grant already holds to rebind it.
+type Selection struct {
+	// All approves everything pending even when Secrets are named, which then
+	// only bind. It may not be combined with Capabilities, Egress or DataTiers.
+	All bool
+	// Capabilities to approve.
+	Capabilities []Capability
+	// Egress hosts to approve, host or host:port, compared in canonical form.
+	Egress []string
+	// Secrets are slots to approve or rebind, each "SLOT" (mount the Secret
+	// named like the slot) or "SLOT=SECRET" (mount SECRET).
+	Secrets []string
+	// DataTiers to approve.
+	DataTiers []string
+}
+
+// named reports whether any part is named, so only those are approved.
+func (s Selection) named() bool {
+	return len(s.Capabilities) > 0 || len(s.Egress) > 0 || len(s.DataTiers) > 0 || (len(s.Secrets) > 0 && !s.All)
+}
+
+// Approval is the plan of one approval: what was pending, what it adds and
+// the grant that results. Approve computes it without writing anything, so a
+// person can confirm it first. Every list is sorted.
+type Approval struct {
+	// Pending is everything the manifest requests that the grant did not hold.
+	Pending Pending
+	// Approved is the part of Pending this approval adds.
+	Approved Pending
+	// Secrets are the approved slots, each with the Secret it mounts and where.
+	Secrets []SecretBinding
+	// Rebound are slots the grant already held that now mount another Secret.
+	Rebound []SecretBinding
+	// Grant is the grant after the approval, validated.
+	Grant Grant
+}
+
+// Remaining is what stays pending once the approval is granted.
+func (a Approval) Remaining() Pending {
+	return Pending{
+		Capabilities: subtract(a.Pending.Capabilities, a.Approved.Capabilities),
+		Egress:       subtract(a.Pending.Egress, a.Approved.Egress),
+		Secrets:      subtract(a.Pending.Secrets, a.Approved.Secrets),
+		DataTiers:    subtract(a.Pending.DataTiers, a.Approved.DataTiers),
+	}
+}
+
+// Approve plans the grant of the plugin name that approves sel of what m
+// requests beyond current, a nil current meaning no grant yet (D-16). With
+// nothing named, everything pending is approved; otherwise only the named
+// parts, and naming anything not pending is refused with ErrAlreadyGranted or
+// ErrNotRequested, since a grant beyond the request adds nothing. A slot bound
+// with SLOT=SECRET mounts SECRET (OF-1); naming a granted slot with another
+// Secret rebinds it. Nothing to approve and nothing rebound is
+// ErrNothingPending.
+//
+// Selection problems are *FieldErrors (see the sentinels above, and
+// ErrUnknownSecret, ErrDuplicate, ErrRequired, ErrInvalidSecretName and
+// ErrInvalidEgressHost for a selector that cannot be read); a resulting grant
+// that is invalid returns Grant.Validate's errors, with "grant." fields.
+func Approve(name string, m Manifest, current *Grant, sel Selection) (Approval, error) {
+	a := Approval{Pending: NeedsApproval(m, current)}
+	if sel.All && (len(sel.Capabilities) > 0 || len(sel.Egress) > 0 || len(sel.DataTiers) > 0) {
+		return a, &FieldError{Field: "selection.all", Err: ErrSelectionConflict, Detail: "all approves everything pending; combine it only with secrets"}
+	}
+	mounts := make(map[string]string, len(m.Secrets))
+	for _, s := range m.Secrets {
+		mounts[s.Name] = s.MountPath
+	}
+	named, err := readSecretSelectors(sel.Secrets, mounts)
+	if err != nil {
+		return a, err
+	}
+	a.Approved = a.Pending
+	if sel.named() {
+		if a.Approved, err = pick(a.Pending, m, sel, named); err != nil {
+			return a, err
+		}
+	}
+
+	next := cloneGrant(name, current)
+	bound := make(map[string]string, len(named))
+	for _, b := range named {
+		bound[b.grant.Name] = b.grant.Secret()
+		if slices.Contains(a.Approved.Secrets, b.grant.Name) {
+			continue
+		}
+		// Known and not pending, so the grant holds it: rebind it.
+		i := slices.IndexFunc(next.Secrets, func(s SecretGrant) bool { return s.Name == b.grant.Name })
+		if i < 0 || next.Secrets[i].Secret() == b.grant.Secret() {
+			return a, &FieldError{Field: b.field, Err: ErrAlreadyGranted, Detail: fmt.Sprintf("slot %q mounts Secret %q already", b.grant.Name, b.grant.Secret())}
+		}
+		next.Secrets[i].SecretName = b.grant.SecretName
+		a.Rebound = append(a.Rebound, SecretBinding{Slot: b.grant.Name, SecretName: b.grant.Secret(), MountPath: mounts[b.grant.Name]})
+	}
+	if a.Approved.IsEmpty() && len(a.Rebound) == 0 {
+		return a, &FieldError{Field: "selection", Err: ErrNothingPending, Detail: "the grant holds everything the manifest requests"}
+	}
+
+	next.Capabilities = append(next.Capabilities, a.Approved.Capabilities...)
+	next.Egress = append(next.Egress, a.Approved.Egress...)
+	next.DataTiers = append(next.DataTiers, a.Approved.DataTiers...)
+	for _, slot := range a.Approved.Secrets {
+		secret, ok := bound[slot]
+		if !ok {
+			secret = slot
+		}
+		next.Secrets = append(next.Secrets, SecretGrant{Name: slot, SecretName: secretNameFor(slot, secret)})
+		a.Secrets = append(a.Secrets, SecretBinding{Slot: slot, SecretName: secret, MountPath: mounts[slot]})
+	}
+	slices.Sort(next.Capabilities)
+	slices.Sort(next.Egress)
+	slices.SortFunc(next.Secrets, func(x, y SecretGrant) int { return strings.Compare(x.Name, y.Name) })
+	slices.Sort(next.DataTiers)
+	slices.SortFunc(a.Rebound, func(x, y SecretBinding) int { return strings.Compare(x.Slot, y.Slot) })
+	if err := next.Validate(); err != nil {
+		return a, err
+	}
+	a.Grant = next
+	return a, nil
+}
+
+// secretSelector is one read Secret selector and the field it came from.
+type secretSelector struct {
+	field string
+	grant SecretGrant
+}
+
+// readSecretSelectors reads each SLOT[=SECRET] of a selection, in order,
+// refusing a slot the manifest (mounts) does not have and one named twice.
+func readSecretSelectors(raw []string, mounts map[string]string) ([]secretSelector, error) {
+	out := make([]secretSelector, 0, len(raw))
+	seen := map[string]bool{}
+	for i, s := range raw {
+		field := fmt.Sprintf("selection.secrets[%d]", i)
+		g, err := parseSecretBinding(field, s)
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := mounts[g.Name]; !ok {
+			slots := sortedKeys(mounts)
+			if len(slots) == 0 {
+				slots = []string{"none"}
+			}
+			return nil, &FieldError{Field: field, Err: ErrUnknownSecret, Detail: fmt.Sprintf("the manifest has no Secret slot %q (slots: %s)", g.Name, strings.Join(slots, ", "))}
+		}
+		if seen[g.Name] {
+			return nil, &FieldError{Field: field, Err: ErrDuplicate, Detail: fmt.Sprintf("slot %q named twice", g.Name)}
+		}
+		seen[g.Name] = true
+		out = append(out, secretSelector{field: field, grant: g})
+	}
+	return out, nil
+}
+
+// pick keeps the named parts of pending. Naming a capability, host or data
+// tier that is not pending is ErrAlreadyGranted when m requests it and
+// ErrNotRequested when it does not; a named Secret slot that is not pending
+// is left to Approve, which rebinds it. Approve never calls it with sel.All.
+func pick(pending Pending, m Manifest, sel Selection, secrets []secretSelector) (Pending, error) {
+	var out Pending
+	notPending := func(field string, requested bool) error {
+		if requested {
+			return &FieldError{Field: field, Err: ErrAlreadyGranted}
+		}
+		return &FieldError{Field: field, Err: ErrNotRequested, Detail: "a grant beyond the request adds nothing (D-16)"}
+	}
+	for i, c := range sel.Capabilities {
+		if !slices.Contains(pending.Capabilities, c) {
+			return out, notPending(fmt.Sprintf("selection.capabilities[%d]", i), slices.Contains(m.Capabilities, c))
+		}
+		out.Capabilities = appendOnce(out.Capabilities, c)
+	}
+	requestedHosts := canonicalHosts(m.Egress)
+	for i, h := range sel.Egress {
+		field := fmt.Sprintf("selection.egress[%d]", i)
+		canon, err := CanonicalEgressHost(h)
+		if err != nil {
+			return out, &FieldError{Field: field, Err: ErrInvalidEgressHost, Detail: strings.TrimPrefix(err.Error(), ErrInvalidEgressHost.Error()+": ")}
+		}
+		if !slices.Contains(pending.Egress, canon) {
+			return out, notPending(field, slices.Contains(requestedHosts, canon))
+		}
+		out.Egress = appendOnce(out.Egress, canon)
+	}
+	for i, t := range sel.DataTiers {
+		if !slices.Contains(pending.DataTiers, t) {
+			return out, notPending(fmt.Sprintf("selection.dataTiers[%d]", i), slices.Contains(m.DataTiers, t))
+		}
+		out.DataTiers = appendOnce(out.DataTiers, t)
+	}
+	for _, s := range secrets {
+		if slices.Contains(pending.Secrets, s.grant.Name) {
+			out.Secrets = append(out.Secrets, s.grant.Name)
+		}
+	}
+	slices.Sort(out.Capabilities)
+	slices.Sort(out.Egress)
+	slices.Sort(out.Secrets)
+	slices.Sort(out.DataTiers)
+	return out, nil
+}
+
+// appendOnce appends v unless s holds it already.
+func appendOnce[T comparable](s []T, v T) []T {
+	if slices.Contains(s, v) {
+		return s
+	}
+	return append(s, v)
+}
+
+// cloneGrant is a copy of current named name, sharing no slice with it; a
+// nil current gives an empty grant.
+func cloneGrant(name string, current *Grant) Grant {
+	if current == nil {
+		return Grant{Name: name}
+	}
+	return Grant{
+		Name:         name,
+		Capabilities: slices.Clone(current.Capabilities),
+		Egress:       slices.Clone(current.Egress),
+		Secrets:      slices.Clone(current.Secrets),
+		DataTiers:    slices.Clone(current.DataTiers),
+	}
+}
