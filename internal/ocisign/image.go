@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -54,7 +56,7 @@ func PluginImage(m plugins.Manifest, files map[string][]byte) (v1.Image, error) 
 func filesLayer(files map[string][]byte) (v1.Layer, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	for _, p := range sortedKeys(files) {
+	for _, p := range slices.Sorted(maps.Keys(files)) {
 		hdr := &tar.Header{Name: p, Mode: 0o555, Size: int64(len(files[p])), ModTime: time.Unix(0, 0).UTC(), Uid: 0, Gid: 0}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return nil, err

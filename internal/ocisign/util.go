@@ -2,10 +2,8 @@ package ocisign
 
 import (
 	"bytes"
-	"cmp"
 	"io"
 	"net"
-	"slices"
 	"strings"
 )
 
@@ -14,15 +12,6 @@ type ioReadCloser = io.ReadCloser
 type nopCloser struct{ io.Reader }
 
 func (nopCloser) Close() error { return nil }
-
-func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
 
 // isLoopback reports whether a registry host[:port] is on this machine.
 func isLoopback(registry string) bool {

@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -52,7 +53,7 @@ func EncodeAllowList(hosts []string) string {
 func DecodeAllowLists(data map[string]string) (AllowLists, error) {
 	var errs fieldErrors
 	out := make(AllowLists, len(data))
-	for _, name := range sortedKeys(data) {
+	for _, name := range slices.Sorted(maps.Keys(data)) {
 		field := fmt.Sprintf("data[%s]", name)
 		if err := ValidateName(name); err != nil {
 			errs.add(field, ErrInvalidAllowList, "key is not a plugin name")

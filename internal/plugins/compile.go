@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"path"
 	"slices"
@@ -255,7 +256,7 @@ func Compile(e EffectivePermissions, t Topology) (Workload, error) {
 		env[EnvHTTPSProxy] = "http://" + top.proxy.String()
 		env[EnvNoProxy] = top.core.Addr().String()
 	}
-	for _, name := range sortedKeys(env) {
+	for _, name := range slices.Sorted(maps.Keys(env)) {
 		w.Env = append(w.Env, EnvVar{Name: name, Value: env[name]})
 	}
 	for _, s := range e.secrets {

@@ -3,6 +3,7 @@ package plugins
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -78,7 +79,7 @@ func intersect[T ~string](a, b []T) []T {
 			both[v] = struct{}{}
 		}
 	}
-	return nilIfEmpty(sortedKeys(both))
+	return slices.Sorted(maps.Keys(both))
 }
 
 // filter keeps the values ok accepts, so an entry validation would refuse
@@ -99,7 +100,7 @@ func subtract[T ~string](a, b []T) []T {
 			rest[v] = struct{}{}
 		}
 	}
-	return nilIfEmpty(sortedKeys(rest))
+	return slices.Sorted(maps.Keys(rest))
 }
 
 func nilIfEmpty[T any](s []T) []T {

@@ -2,16 +2,13 @@ package plugins
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 )
 
 // sortedKeys returns the keys of a set in ascending order, so every list the
-// package produces is deterministic.
+// package produces is deterministic: slices.Sorted(maps.Keys(m)), kept by
+// name for approval.go, purge.go and validate.go.
 func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+	return slices.Sorted(maps.Keys(m))
 }

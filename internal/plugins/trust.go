@@ -3,6 +3,7 @@ package plugins
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -108,7 +109,7 @@ func (p TrustPolicy) PublicKeys() []string {
 			set[s.signer.Identity.PublicKeyPEM] = struct{}{}
 		}
 	}
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 // Catalog returns the catalog the policy was built with.

@@ -4,6 +4,7 @@ import (
 	"crypto/elliptic"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -71,7 +72,7 @@ func TestNewTrustPolicy(t *testing.T) {
 	if got := f.policy.Signers(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Signers\n got %+v\nwant %+v", got, want)
 	}
-	if got, want := f.policy.PublicKeys(), sortedKeys(map[string]bool{f.keyed.Identity.PublicKeyPEM: true, f.laptop.Identity.PublicKeyPEM: true}); !reflect.DeepEqual(got, want) {
+	if got, want := f.policy.PublicKeys(), slices.Sorted(maps.Keys(map[string]bool{f.keyed.Identity.PublicKeyPEM: true, f.laptop.Identity.PublicKeyPEM: true})); !reflect.DeepEqual(got, want) {
 		t.Errorf("PublicKeys = %q, want %q", got, want)
 	}
 	if f.policy.Catalog().Len() != 2 {

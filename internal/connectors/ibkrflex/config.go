@@ -3,6 +3,7 @@ package ibkrflex
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -77,7 +78,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: an account ID of 1 to %d bytes is required", field, maxAccountIDLen))
 		}
 	}
-	for _, ib := range sortedKeys(c.Accounts) {
+	for _, ib := range slices.Sorted(maps.Keys(c.Accounts)) {
 		a := c.Accounts[ib]
 		f := "accounts." + ib
 		if !ibkrAccountID.MatchString(ib) {
@@ -87,7 +88,7 @@ func (c Config) Validate() error {
 		if len(a.Cash) == 0 {
 			errs = append(errs, fmt.Errorf("%s.cash: at least one currency is required", f))
 		}
-		for _, cur := range sortedKeys(a.Cash) {
+		for _, cur := range slices.Sorted(maps.Keys(a.Cash)) {
 			if !delivery.IsCurrency(cur) {
 				errs = append(errs, fmt.Errorf("%s.cash: %q is not an ISO 4217 code", f, cur))
 				continue
@@ -99,7 +100,7 @@ func (c Config) Validate() error {
 		}
 	}
 	cats := c.Categories.fields()
-	for _, name := range sortedKeys(cats) {
+	for _, name := range slices.Sorted(maps.Keys(cats)) {
 		if id := cats[name]; id != "" {
 			check("categories."+name, id)
 		}
@@ -132,14 +133,4 @@ func parseBaseURL(s string) (*url.URL, error) {
 		return nil, errors.New("must not have a path, query or fragment")
 	}
 	return &url.URL{Scheme: "https", Host: u.Host}, nil
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

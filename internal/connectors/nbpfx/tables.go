@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -170,7 +171,7 @@ func (c *collector) finish() {
 	if c.latest == "" {
 		return
 	}
-	for _, code := range sortedKeys(c.want) {
+	for _, code := range slices.Sorted(maps.Keys(c.want)) {
 		if !c.seen[code] {
 			c.b.Warn(ProblemCurrencyNotPublished, "", "NBP's table A has no usable rate for %s on any day this sync read", code)
 		}
@@ -186,14 +187,4 @@ func truncate(s string) string {
 		s = string([]rune(s)[:n]) + "..."
 	}
 	return s
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
