@@ -20,7 +20,8 @@ func mustPrefixes(pairs ...string) []namedPrefix {
 }
 
 // blockedV4 holds every IPv4 range that is not ordinary public unicast: the
-// cluster's own networks, the node and cloud metadata (169.254.169.254), and
+// cluster's own networks, the node and cloud metadata (169.254.169.254 and
+// Azure's 168.63.129.16), and
 // ranges with no business being an institution's address (IANA special-purpose
 // registry, RFC 6890 and successors).
 var blockedV4 = mustPrefixes(
@@ -39,6 +40,10 @@ var blockedV4 = mustPrefixes(
 	"203.0.113.0/24", "documentation",
 	"224.0.0.0/4", "multicast",
 	"240.0.0.0/4", "reserved (incl. broadcast)",
+	// Public addresses that are a cloud platform's host endpoints, reachable
+	// from every virtual machine there: Azure's wire server (DHCP, health,
+	// VM agent, and through it the VM's extensions and their settings).
+	"168.63.129.16/32", "cloud host endpoint (Azure wire server)",
 )
 
 // blockedV6 holds IPv6 ranges refused by name; everything outside global
