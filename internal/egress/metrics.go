@@ -51,7 +51,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"result"}),
 		reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "openfief_egress_token_reviews_total",
-			Help: "Token reviews sent to the API server, by result (accepted, refused, error).",
+			Help: "Token reviews, by result: sent to the API server (accepted, refused, error), or not sent (malformed: no JWT with a future exp; capacity: too many in flight).",
 		}, []string{"result"}),
 	}
 	if reg == nil {

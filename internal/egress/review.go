@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -39,17 +40,33 @@ const MaxReviewCacheTTL = 5 * time.Minute
 const (
 	defaultReviewCacheEntries = 4096
 	defaultReviewTimeout      = 10 * time.Second
+	// DefaultMaxReviewsInFlight bounds the inner reviews running at once.
+	DefaultMaxReviewsInFlight = 32
+	// refusalTTL is how long a refused token is answered from the cache: a
+	// token the API server refused (bad signature, audience, expiry, a
+	// deleted pod) does not become valid again.
+	refusalTTL = 30 * time.Second
 )
+
+// ErrReviewCapacity is returned when DefaultMaxReviewsInFlight (or the
+// WithMaxReviewsInFlight bound) reviews are already running; the proxy
+// answers 503, and the client may retry.
+var ErrReviewCapacity = errors.New("too many token reviews in flight")
 
 // CachingTokenReviewer caches the accepted reviews of another TokenReviewer
 // so that a plugin's tunnels do not each cost a TokenReview (D-63). An entry
 // lasts at most the TTL (five minutes or less) and never past the token's own
 // exp claim, which is read without verifying the token: it can only shorten
-// the entry, and the inner reviewer already checked the token in full. A
-// token without a readable exp is never cached (fail closed): every use is
-// reviewed. Refusals and errors are never cached. Concurrent reviews of one
-// token share one inner call. Entries are keyed by the token's SHA-256, so
-// the cache holds no token.
+// the entry, and the inner reviewer already checked the token in full.
+//
+// Made-up tokens cost the API server nothing (review finding 5): a token
+// that is not a JWT with a readable exp in the future is refused before any
+// review (projected ServiceAccount tokens always carry exp); a refusal is
+// remembered for 30 seconds; and at most DefaultMaxReviewsInFlight inner
+// reviews run at once, beyond which Review fails fast with
+// ErrReviewCapacity. Errors other than refusals are never cached.
+// Concurrent reviews of one token share one inner call. Entries are keyed by
+// the token's SHA-256, so the cache holds no token.
 type CachingTokenReviewer struct {
 	inner   TokenReviewer
 	ttl     time.Duration
@@ -57,6 +74,8 @@ type CachingTokenReviewer struct {
 	timeout time.Duration
 	now     func() time.Time
 	metrics *Metrics
+	// inFlight holds one token per inner review running.
+	inFlight chan struct{}
 
 	group singleflight.Group
 
@@ -64,8 +83,11 @@ type CachingTokenReviewer struct {
 	entries map[[sha256.Size]byte]reviewEntry
 }
 
+// reviewEntry is a cached answer: the username of an accepted token, or
+// refused set for a refused one.
 type reviewEntry struct {
 	username string
+	refused  bool
 	expires  time.Time
 }
 
@@ -96,6 +118,12 @@ func WithReviewTimeout(d time.Duration) CachingOption {
 	return func(c *CachingTokenReviewer) { c.timeout = d }
 }
 
+// WithMaxReviewsInFlight bounds the inner reviews running at once (default
+// DefaultMaxReviewsInFlight); at least 1.
+func WithMaxReviewsInFlight(n int) CachingOption {
+	return func(c *CachingTokenReviewer) { c.inFlight = make(chan struct{}, max(n, 1)) }
+}
+
 // WithReviewMetrics counts cache hits and misses and the inner reviews'
 // results in m.
 func WithReviewMetrics(m *Metrics) CachingOption {
@@ -116,6 +144,9 @@ func NewCachingTokenReviewer(inner TokenReviewer, opts ...CachingOption) *Cachin
 	for _, o := range opts {
 		o(c)
 	}
+	if c.inFlight == nil {
+		c.inFlight = make(chan struct{}, DefaultMaxReviewsInFlight)
+	}
 	if c.metrics == nil {
 		c.metrics, _ = NewMetrics(nil)
 	}
@@ -124,19 +155,34 @@ func NewCachingTokenReviewer(inner TokenReviewer, opts ...CachingOption) *Cachin
 
 // Review implements TokenReviewer.
 func (c *CachingTokenReviewer) Review(ctx context.Context, token string) (string, error) {
+	if exp, ok := jwtExpiry(token); !ok || !exp.After(c.now()) {
+		c.metrics.reviews.WithLabelValues("malformed").Inc()
+		return "", fmt.Errorf("token review: not a JWT with a future exp: %w", ErrUnauthenticated)
+	}
 	key := sha256.Sum256([]byte(token))
-	if u, ok := c.lookup(key); ok {
+	if e, ok := c.lookup(key); ok {
 		c.metrics.reviewCache.WithLabelValues("hit").Inc()
-		return u, nil
+		if e.refused {
+			return "", fmt.Errorf("token review: refused earlier: %w", ErrUnauthenticated)
+		}
+		return e.username, nil
 	}
 	c.metrics.reviewCache.WithLabelValues("miss").Inc()
 	ch := c.group.DoChan(string(key[:]), func() (any, error) {
+		select {
+		case c.inFlight <- struct{}{}:
+			defer func() { <-c.inFlight }()
+		default:
+			c.metrics.reviews.WithLabelValues("capacity").Inc()
+			return "", ErrReviewCapacity
+		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
 		defer cancel()
 		u, err := c.inner.Review(rctx, token)
 		switch {
 		case errors.Is(err, ErrUnauthenticated):
 			c.metrics.reviews.WithLabelValues("refused").Inc()
+			c.storeRefusal(key)
 			return "", err
 		case err != nil:
 			c.metrics.reviews.WithLabelValues("error").Inc()
@@ -157,18 +203,25 @@ func (c *CachingTokenReviewer) Review(ctx context.Context, token string) (string
 	}
 }
 
-func (c *CachingTokenReviewer) lookup(key [sha256.Size]byte) (string, bool) {
+func (c *CachingTokenReviewer) lookup(key [sha256.Size]byte) (reviewEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[key]
 	if !ok {
-		return "", false
+		return reviewEntry{}, false
 	}
 	if !c.now().Before(e.expires) {
 		delete(c.entries, key)
-		return "", false
+		return reviewEntry{}, false
 	}
-	return e.username, true
+	return e, true
+}
+
+// storeRefusal remembers a refused token for refusalTTL.
+func (c *CachingTokenReviewer) storeRefusal(key [sha256.Size]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.put(key, reviewEntry{refused: true, expires: c.now().Add(refusalTTL)})
 }
 
 // store caches an accepted review until the earlier of now+TTL and the
@@ -189,9 +242,16 @@ func (c *CachingTokenReviewer) store(key [sha256.Size]byte, username, token stri
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.put(key, reviewEntry{username: username, expires: expires})
+}
+
+// put adds an entry, making room first when the cache is full: expired
+// entries go first, then arbitrary ones. Callers hold mu.
+func (c *CachingTokenReviewer) put(key [sha256.Size]byte, e reviewEntry) {
 	if len(c.entries) >= c.max {
-		for k, e := range c.entries {
-			if !now.Before(e.expires) {
+		now := c.now()
+		for k, old := range c.entries {
+			if !now.Before(old.expires) {
 				delete(c.entries, k)
 			}
 		}
@@ -202,7 +262,7 @@ func (c *CachingTokenReviewer) store(key [sha256.Size]byte, username, token stri
 			delete(c.entries, k)
 		}
 	}
-	c.entries[key] = reviewEntry{username: username, expires: expires}
+	c.entries[key] = e
 }
 
 // maxJWTLen bounds the token jwtExpiry looks at.

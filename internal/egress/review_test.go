@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // jwt builds an unsigned JWT-shaped token with the given payload JSON.
@@ -64,17 +66,22 @@ var epoch = time.Unix(1_800_000_000, 0)
 
 func TestCachingReviewerLifetime(t *testing.T) {
 	cases := map[string]struct {
-		exp        string        // the exp claim, "" for none
-		cachedFor  time.Duration // how long the entry must last
-		neverCache bool
+		exp       string        // the exp claim, "" for none
+		cachedFor time.Duration // how long the entry must last
+		// endsAtExp: the entry ends because the token expires, so the
+		// token is then refused without a review.
+		endsAtExp bool
+		// refusedUnreviewed: the pre-check refuses the token, and the
+		// API server is never asked.
+		refusedUnreviewed bool
 	}{
 		"an hour left: five minutes": {exp: "1800003600", cachedFor: MaxReviewCacheTTL},
-		"a minute left: until exp":   {exp: "1800000060", cachedFor: time.Minute},
-		"fractional exp":             {exp: "1800000030.5", cachedFor: 30*time.Second + 500*time.Millisecond},
-		"no exp: never cached":       {neverCache: true},
-		"expired by our clock":       {exp: "1799999999", neverCache: true},
-		"exp as a string":            {exp: `"1800003600"`, neverCache: true},
-		"negative exp":               {exp: "-1", neverCache: true},
+		"a minute left: until exp":   {exp: "1800000060", cachedFor: time.Minute, endsAtExp: true},
+		"fractional exp":             {exp: "1800000030.5", cachedFor: 30*time.Second + 500*time.Millisecond, endsAtExp: true},
+		"no exp: refused unreviewed": {refusedUnreviewed: true},
+		"expired by our clock":       {exp: "1799999999", refusedUnreviewed: true},
+		"exp as a string":            {exp: `"1800003600"`, refusedUnreviewed: true},
+		"negative exp":               {exp: "-1", refusedUnreviewed: true},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -86,6 +93,17 @@ func TestCachingReviewerLifetime(t *testing.T) {
 				payload = `{"exp":` + c.exp + `,"sub":"x"}`
 			}
 			token := jwt(payload)
+			if c.refusedUnreviewed {
+				for range 2 {
+					if _, err := r.Review(context.Background(), token); !errors.Is(err, ErrUnauthenticated) {
+						t.Fatalf("Review: %v, want ErrUnauthenticated", err)
+					}
+				}
+				if n := inner.calls.Load(); n != 0 {
+					t.Fatalf("inner calls = %d, want 0", n)
+				}
+				return
+			}
 			review := func() {
 				t.Helper()
 				u, err := r.Review(context.Background(), token)
@@ -95,12 +113,6 @@ func TestCachingReviewerLifetime(t *testing.T) {
 			}
 			review()
 			review()
-			if c.neverCache {
-				if n := inner.calls.Load(); n != 2 {
-					t.Fatalf("inner calls = %d, want 2 (not cached)", n)
-				}
-				return
-			}
 			if n := inner.calls.Load(); n != 1 {
 				t.Fatalf("inner calls = %d, want 1 (cached)", n)
 			}
@@ -110,6 +122,12 @@ func TestCachingReviewerLifetime(t *testing.T) {
 				t.Fatalf("just before the end: inner calls = %d, want 1", n)
 			}
 			clock.Advance(time.Millisecond)
+			if c.endsAtExp {
+				if _, err := r.Review(context.Background(), token); !errors.Is(err, ErrUnauthenticated) || inner.calls.Load() != 1 {
+					t.Fatalf("at exp: %v after %d inner calls, want ErrUnauthenticated after 1", err, inner.calls.Load())
+				}
+				return
+			}
 			review()
 			if n := inner.calls.Load(); n != 2 {
 				t.Fatalf("at the end: inner calls = %d, want 2", n)
@@ -131,17 +149,90 @@ func TestCachingReviewerTTLCappedAtFiveMinutes(t *testing.T) {
 	}
 }
 
-func TestCachingReviewerRefusalsNotCached(t *testing.T) {
+// TestCachingReviewerRefusalsCachedBriefly: a refused token is answered
+// from the cache for refusalTTL, then reviewed again; errors that are not
+// refusals are never cached.
+func TestCachingReviewerRefusalsCachedBriefly(t *testing.T) {
+	clock := &fakeClock{now: epoch}
 	inner := &countingReviewer{refuse: true}
-	r := NewCachingTokenReviewer(inner)
+	r := NewCachingTokenReviewer(inner, WithClock(clock.Now))
 	token := jwt(`{"exp":9999999999}`)
 	for range 3 {
 		if _, err := r.Review(context.Background(), token); !errors.Is(err, ErrUnauthenticated) {
 			t.Fatalf("err = %v, want ErrUnauthenticated", err)
 		}
 	}
-	if n := inner.calls.Load(); n != 3 {
-		t.Fatalf("inner calls = %d, want 3", n)
+	if n := inner.calls.Load(); n != 1 {
+		t.Fatalf("inner calls = %d, want 1", n)
+	}
+	clock.Advance(refusalTTL)
+	r.Review(context.Background(), token)
+	if n := inner.calls.Load(); n != 2 {
+		t.Fatalf("after %v: inner calls = %d, want 2", refusalTTL, n)
+	}
+
+	failing := &erroringReviewer{}
+	r = NewCachingTokenReviewer(failing, WithClock(clock.Now))
+	for range 3 {
+		if _, err := r.Review(context.Background(), token); err == nil || errors.Is(err, ErrUnauthenticated) {
+			t.Fatalf("err = %v, want the reviewer's error", err)
+		}
+	}
+	if n := failing.calls.Load(); n != 3 {
+		t.Fatalf("failed reviews: inner calls = %d, want 3 (never cached)", n)
+	}
+}
+
+// erroringReviewer fails every review without refusing the token.
+type erroringReviewer struct{ calls atomic.Int64 }
+
+func (e *erroringReviewer) Review(context.Context, string) (string, error) {
+	e.calls.Add(1)
+	return "", errors.New("API server unavailable")
+}
+
+// TestMadeUpTokensCostNoReviews is the regression test of review finding 5:
+// 300 clients with made-up tokens that hung up at once left 300 reviews in
+// flight at the API server. Now a token that is not a JWT with a future exp
+// is refused unreviewed, and distinct well-formed tokens run at most
+// WithMaxReviewsInFlight reviews at once; the rest fail fast.
+func TestMadeUpTokensCostNoReviews(t *testing.T) {
+	inner := &countingReviewer{release: make(chan struct{})}
+	metrics, _ := NewMetrics(nil)
+	r := NewCachingTokenReviewer(inner, WithMaxReviewsInFlight(4), WithReviewMetrics(metrics))
+	for i := range 300 {
+		if _, err := r.Review(context.Background(), fmt.Sprintf("made-up-%d", i)); !errors.Is(err, ErrUnauthenticated) {
+			t.Fatalf("made-up token: %v, want ErrUnauthenticated", err)
+		}
+	}
+	if n := inner.calls.Load(); n != 0 {
+		t.Fatalf("made-up tokens: %d reviews, want 0", n)
+	}
+
+	const clients = 50
+	var wg sync.WaitGroup
+	var capacity atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	for i := range clients {
+		wg.Go(func() {
+			_, err := r.Review(ctx, jwt(fmt.Sprintf(`{"exp":9999999999,"jti":"%d"}`, i)))
+			if errors.Is(err, ErrReviewCapacity) {
+				capacity.Add(1)
+			}
+		})
+	}
+	testutil.Eventually(t, 5*time.Second, "4 reviews in flight, the rest refused", func() (bool, string) {
+		return inner.calls.Load() == 4 && capacity.Load() == clients-4,
+			fmt.Sprintf("%d reviews, %d refused for capacity", inner.calls.Load(), capacity.Load())
+	})
+	cancel() // the clients hang up; the 4 reviews still finish, nothing else starts
+	wg.Wait()
+	close(inner.release)
+	if n := inner.calls.Load(); n != 4 {
+		t.Fatalf("%d reviews started, want 4", n)
+	}
+	if got := promtestutil.ToFloat64(metrics.reviews.WithLabelValues("malformed")); got != 300 {
+		t.Errorf("malformed = %v, want 300", got)
 	}
 }
 
@@ -177,10 +268,10 @@ func TestCachingReviewerCoalesces(t *testing.T) {
 	if c := inner.calls.Load(); c != 1 {
 		t.Fatalf("a cached review called the reviewer: %d calls", c)
 	}
-	if hits := testutil.ToFloat64(metrics.reviewCache.WithLabelValues("hit")); hits < 1 {
+	if hits := promtestutil.ToFloat64(metrics.reviewCache.WithLabelValues("hit")); hits < 1 {
 		t.Errorf("cache hits = %v", hits)
 	}
-	if got := testutil.ToFloat64(metrics.reviews.WithLabelValues("accepted")); got != 1 {
+	if got := promtestutil.ToFloat64(metrics.reviews.WithLabelValues("accepted")); got != 1 {
 		t.Errorf("accepted reviews = %v, want 1", got)
 	}
 }
