@@ -73,8 +73,7 @@ func (im *images) signed(t *testing.T, repo string, m plugins.Manifest) plugins.
 
 func (im *images) sign(t *testing.T, ref plugins.ImageRef) {
 	t.Helper()
-	st := cosigntest.Statement(t, ref.Digest(), cosigntest.SignPredicateType)
-	im.reg.Attach(t, ref, im.key.Bundle(t, st), cosigntest.SignPredicateType)
+	im.reg.Sign(t, ref, im.key)
 }
 
 // unsigned pushes an image labelled with m and signs nothing.

@@ -20,7 +20,7 @@ func TestVerify(t *testing.T) {
 	im.sign(t, badLabel)
 	stranger := cosigntest.NewKeyless(t, "https://accounts.example.com", "mallory@example.com")
 	foreign := im.reg.PushImage(t, "plugins/foreign", cosigntest.ManifestLabel(t, fxV1))
-	im.reg.Attach(t, foreign, stranger.Bundle(t, cosigntest.Statement(t, foreign.Digest(), cosigntest.SignPredicateType)), cosigntest.SignPredicateType)
+	im.reg.Sign(t, foreign, stranger)
 	trustStranger := runOpts{verifier: []cosign.Option{cosign.WithTrustedMaterial(stranger.VS), cosign.WithSCTRequired(false)}}
 
 	t.Run("signed by a trusted signer", func(t *testing.T) {

@@ -18,10 +18,9 @@ import (
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
-// What cosign v3 writes for `cosign sign` (see shared/notes/sigstore.md).
+// What cosign v3 writes for `cosign sign` (see shared/notes/sigstore.md);
+// the statement's predicate type is plugins.SignPredicateType.
 const (
-	// SignPredicateType is the in-toto predicate type of a cosign signature.
-	SignPredicateType = "https://sigstore.dev/cosign/sign/v1"
 	// BundleMediaType is a Sigstore bundle v0.3.
 	BundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json"
 	inTotoType      = "application/vnd.in-toto+json"
@@ -60,24 +59,33 @@ func (s *KeySigner) SignersJSON(name string) ([]byte, error) {
 // Sign signs ref's digest and stores the bundle in the registry as a
 // referrer of that digest, exactly as cosign v3 does.
 func (s *KeySigner) Sign(ctx context.Context, ref plugins.ImageRef) error {
-	stmt, err := statement(ref.Digest())
+	stmt, err := Statement(ref.Digest(), plugins.SignPredicateType)
 	if err != nil {
 		return err
 	}
-	pb, err := sign.Bundle(&sign.DSSEData{Data: stmt, PayloadType: inTotoType}, s.kp, sign.BundleOptions{Context: ctx})
+	bundle, err := s.Bundle(ctx, stmt)
 	if err != nil {
 		return fmt.Errorf("sign %s: %w", ref, err)
 	}
-	bundle, err := protojson.Marshal(pb)
-	if err != nil {
-		return err
-	}
-	_, err = Attach(ctx, ref, bundle, SignPredicateType)
+	_, err = Attach(ctx, ref, bundle, plugins.SignPredicateType)
 	return err
 }
 
-// statement is the in-toto statement cosign v3 signs for an image digest.
-func statement(digest string) ([]byte, error) {
+// Bundle signs statement in a DSSE envelope with the key and returns the
+// Sigstore bundle (JSON) whose verification material is the key's hint, as
+// `cosign sign --key` does without a transparency log.
+func (s *KeySigner) Bundle(ctx context.Context, statement []byte) ([]byte, error) {
+	pb, err := sign.Bundle(&sign.DSSEData{Data: statement, PayloadType: inTotoType}, s.kp, sign.BundleOptions{Context: ctx})
+	if err != nil {
+		return nil, err
+	}
+	return protojson.Marshal(pb)
+}
+
+// Statement is the in-toto statement cosign v3 signs for an image digest
+// ("sha256:<hex>"): one subject and the given predicate type
+// (plugins.SignPredicateType for a signature).
+func Statement(digest, predicateType string) ([]byte, error) {
 	h, ok := strings.CutPrefix(digest, "sha256:")
 	if _, err := hex.DecodeString(h); !ok || err != nil {
 		return nil, fmt.Errorf("digest %q is not sha256", digest)
@@ -85,7 +93,7 @@ func statement(digest string) ([]byte, error) {
 	return json.Marshal(map[string]any{
 		"_type":         "https://in-toto.io/Statement/v1",
 		"subject":       []any{map[string]any{"digest": map[string]string{"sha256": h}}},
-		"predicateType": SignPredicateType,
+		"predicateType": predicateType,
 		"predicate":     map[string]any{},
 	})
 }

@@ -1,5 +1,12 @@
 package plugins
 
+// SignPredicateType is the in-toto predicate type of the statement cosign v3
+// signs for `cosign sign`. Only statements of this type over an image's
+// digest count as its signatures; other attestations by the same signer (an
+// SBOM, provenance) over the same digest do not (D-17). The cosign adapter
+// requires it and ocisign writes it.
+const SignPredicateType = "https://sigstore.dev/cosign/sign/v1"
+
 // SignatureIdentity is who made one signature over an image digest that an
 // adapter verified cryptographically. Exactly one form is set: a keyless
 // signature's OIDC issuer and certificate subject (from the Fulcio

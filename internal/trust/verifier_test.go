@@ -29,9 +29,9 @@ func TestPolicyVerifierWithRealSignatures(t *testing.T) {
 	manifest := plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityConnector}, Egress: []string{"api.nbp.pl"}}
 
 	signed := reg.PushImage(t, "plugins/nbp-fx", cosigntest.ManifestLabel(t, manifest))
-	reg.Attach(t, signed, owner.Bundle(t, cosigntest.Statement(t, signed.Digest(), cosigntest.SignPredicateType)), cosigntest.SignPredicateType)
+	reg.Sign(t, signed, owner)
 	foreign := reg.PushImage(t, "plugins/other", cosigntest.ManifestLabel(t, manifest))
-	reg.Attach(t, foreign, stranger.Bundle(t, cosigntest.Statement(t, foreign.Digest(), cosigntest.SignPredicateType)), cosigntest.SignPredicateType)
+	reg.Sign(t, foreign, stranger)
 	unsigned := reg.PushImage(t, "plugins/unsigned", cosigntest.ManifestLabel(t, manifest))
 
 	signers, err := plugins.ParseOwnerSigners([]byte(fmt.Sprintf(`{"signers":[{"name":"owner","publicKey":%q}]}`, owner.PublicKeyPEM(t))))
@@ -158,7 +158,7 @@ func TestPolicyVerifierKeylessPattern(t *testing.T) {
 		"https://github.com/example/fx/.github/workflows/release.yml@refs/tags/v1.2.0")
 	manifest := plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityView}}
 	sign := func(ref plugins.ImageRef) {
-		reg.Attach(t, ref, ci.Bundle(t, cosigntest.Statement(t, ref.Digest(), cosigntest.SignPredicateType)), cosigntest.SignPredicateType)
+		reg.Sign(t, ref, ci)
 	}
 	labelled := reg.PushImage(t, "fx", cosigntest.ManifestLabel(t, manifest))
 	sign(labelled)
@@ -196,7 +196,7 @@ func BenchmarkPolicyVerifier(b *testing.B) {
 	key := cosigntest.NewKey(b)
 	manifest := plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityConnector}, Egress: []string{"api.nbp.pl"}}
 	ref := reg.PushImage(b, "fx", cosigntest.ManifestLabel(b, manifest))
-	reg.Attach(b, ref, key.Bundle(b, cosigntest.Statement(b, ref.Digest(), cosigntest.SignPredicateType)), cosigntest.SignPredicateType)
+	reg.Sign(b, ref, key)
 	signers, err := plugins.ParseOwnerSigners([]byte(fmt.Sprintf(`{"signers":[{"name":"owner","publicKey":%q}]}`, key.PublicKeyPEM(b))))
 	if err != nil {
 		b.Fatal(err)

@@ -17,12 +17,6 @@ import (
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
-// SignPredicateType is the in-toto predicate type of the statement cosign v3
-// signs for `cosign sign`. Only statements of this type count as signatures
-// of an image; other attestations by the same signer (an SBOM, provenance)
-// over the same digest do not (D-17).
-const SignPredicateType = "https://sigstore.dev/cosign/sign/v1"
-
 // bundleVerifier checks one Sigstore bundle, offline, as a signature over
 // one image digest, and says who made it. It holds one sigstore-go verifier
 // for keyless bundles and one per trusted public key.

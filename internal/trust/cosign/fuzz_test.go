@@ -17,11 +17,11 @@ func FuzzBundleVerify(f *testing.F) {
 	digest := "sha256:" + strings.Repeat("5e", 32)
 	k := cosigntest.NewKeyless(f, testIssuer, testSubject)
 	key := cosigntest.NewKey(f)
-	bv, err := newBundleVerifier(k.VS, false, []string{key.PublicKeyPEM(f)}, SignPredicateType)
+	bv, err := newBundleVerifier(k.VS, false, []string{key.PublicKeyPEM(f)}, plugins.SignPredicateType)
 	if err != nil {
 		f.Fatal(err)
 	}
-	stmt := cosigntest.Statement(f, digest, SignPredicateType)
+	stmt := cosigntest.Statement(f, digest, plugins.SignPredicateType)
 	for _, seed := range [][]byte{
 		k.Bundle(f, stmt),
 		k.BundleRekorV1At(f, stmt, nowPlus5m()),

@@ -95,7 +95,7 @@ func TestPublicGoodBundle(t *testing.T) {
 	})
 
 	t.Run("an attestation is not an image signature", func(t *testing.T) {
-		if _, err := productionBundleVerifier(t, SignPredicateType).verify(publicGoodBundle, digest); !errors.Is(err, ErrPredicateType) {
+		if _, err := productionBundleVerifier(t, plugins.SignPredicateType).verify(publicGoodBundle, digest); !errors.Is(err, ErrPredicateType) {
 			t.Errorf("err = %v, want ErrPredicateType", err)
 		}
 	})

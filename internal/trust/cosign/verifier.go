@@ -49,7 +49,7 @@ func NewVerifier(opts ...Option) (*Verifier, error) {
 		}
 		o.trusted = tr
 	}
-	bv, err := newBundleVerifier(o.trusted, o.requireSCT, o.publicKeys, SignPredicateType)
+	bv, err := newBundleVerifier(o.trusted, o.requireSCT, o.publicKeys, plugins.SignPredicateType)
 	if err != nil {
 		return nil, err
 	}

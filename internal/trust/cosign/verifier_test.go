@@ -84,7 +84,7 @@ func TestVerifyKeyless(t *testing.T) {
 			reg := cosigntest.NewRegistry(t, referrersAPI)
 			k := cosigntest.NewKeyless(t, testIssuer, testSubject)
 			ref := reg.PushImage(t, "plugins/fx", cosigntest.ManifestLabel(t, testManifest))
-			reg.Attach(t, ref, k.Bundle(t, cosigntest.Statement(t, ref.Digest(), SignPredicateType)), SignPredicateType)
+			reg.Sign(t, ref, k)
 
 			got, rep := mustVerify(t, newVerifier(t, k), ref)
 			if diff := cmp.Diff([]plugins.SignatureIdentity{keylessID()}, got.Signatures); diff != "" {
@@ -119,8 +119,8 @@ func TestVerifyRekorV1AndExpiredCertificate(t *testing.T) {
 			reg := cosigntest.NewRegistry(t, true)
 			k := cosigntest.NewKeyless(t, testIssuer, testSubject)
 			ref := reg.PushImage(t, "plugins/fx", nil)
-			stmt := cosigntest.Statement(t, ref.Digest(), SignPredicateType)
-			referrer := reg.Attach(t, ref, k.BundleRekorV1At(t, stmt, time.Now().Add(tc.logTime)), SignPredicateType)
+			stmt := cosigntest.Statement(t, ref.Digest(), plugins.SignPredicateType)
+			referrer := reg.Attach(t, ref, k.BundleRekorV1At(t, stmt, time.Now().Add(tc.logTime)), plugins.SignPredicateType)
 
 			got, rep := mustVerify(t, newVerifier(t, k), ref)
 			if signed := len(got.Signatures) > 0; signed != tc.signed {
@@ -155,7 +155,7 @@ func TestVerifyKeySigned(t *testing.T) {
 			reg := cosigntest.NewRegistry(t, true)
 			k := cosigntest.NewKeyless(t, testIssuer, testSubject)
 			ref := reg.PushImage(t, "plugins/fx", cosigntest.ManifestLabel(t, testManifest))
-			referrer := reg.Attach(t, ref, signer.Bundle(t, cosigntest.Statement(t, ref.Digest(), SignPredicateType)), SignPredicateType)
+			referrer := reg.Sign(t, ref, signer)
 
 			got, rep := mustVerify(t, newVerifier(t, k, WithPublicKeys(tc.keys)), ref)
 			if diff := cmp.Diff(tc.want, got.Signatures); diff != "" {
@@ -180,19 +180,19 @@ func TestVerifySkipsBundlesThatDoNotCount(t *testing.T) {
 	k := cosigntest.NewKeyless(t, testIssuer, testSubject)
 	ref := reg.PushImage(t, "plugins/fx", cosigntest.ManifestLabel(t, testManifest))
 	otherRef := reg.PushImage(t, "plugins/fx", nil)
-	good := k.Bundle(t, cosigntest.Statement(t, ref.Digest(), SignPredicateType))
+	good := k.Bundle(t, cosigntest.Statement(t, ref.Digest(), plugins.SignPredicateType))
 
 	// A signature whose payload was changed after signing.
-	tampered := strings.Replace(string(k.Bundle(t, cosigntest.Statement(t, ref.Digest(), SignPredicateType))),
+	tampered := strings.Replace(string(k.Bundle(t, cosigntest.Statement(t, ref.Digest(), plugins.SignPredicateType))),
 		`"payload":"`, `"payload":"eyJ`, 1)
 	want := map[string]error{
-		reg.Attach(t, ref, bytes.Repeat([]byte(" "), MaxBundleBytes+1), SignPredicateType).String():                                                         ErrMalformedBundle,
-		reg.Attach(t, ref, []byte("not a bundle"), SignPredicateType).String():                                                                              ErrMalformedBundle,
-		reg.Attach(t, ref, []byte(tampered), SignPredicateType).String():                                                                                    ErrUnverifiedBundle,
-		reg.Attach(t, ref, k.Bundle(t, cosigntest.Statement(t, otherRef.Digest(), SignPredicateType)), SignPredicateType).String():                          ErrUnverifiedBundle,
+		reg.Attach(t, ref, bytes.Repeat([]byte(" "), MaxBundleBytes+1), plugins.SignPredicateType).String():                                                 ErrMalformedBundle,
+		reg.Attach(t, ref, []byte("not a bundle"), plugins.SignPredicateType).String():                                                                      ErrMalformedBundle,
+		reg.Attach(t, ref, []byte(tampered), plugins.SignPredicateType).String():                                                                            ErrUnverifiedBundle,
+		reg.Attach(t, ref, k.Bundle(t, cosigntest.Statement(t, otherRef.Digest(), plugins.SignPredicateType)), plugins.SignPredicateType).String():          ErrUnverifiedBundle,
 		reg.Attach(t, ref, k.Bundle(t, cosigntest.Statement(t, ref.Digest(), "https://slsa.dev/provenance/v1")), "https://slsa.dev/provenance/v1").String(): ErrPredicateType,
 	}
-	goodReferrer := reg.Attach(t, ref, good, SignPredicateType)
+	goodReferrer := reg.Attach(t, ref, good, plugins.SignPredicateType)
 
 	got, rep := mustVerify(t, newVerifier(t, k), ref)
 	if diff := cmp.Diff([]plugins.SignatureIdentity{keylessID()}, got.Signatures); diff != "" {
@@ -211,7 +211,7 @@ func TestVerifyCapsReferrers(t *testing.T) {
 	k := cosigntest.NewKeyless(t, testIssuer, testSubject)
 	ref := reg.PushImage(t, "plugins/fx", nil)
 	for i := range MaxReferrers + 2 {
-		reg.Attach(t, ref, []byte(fmt.Sprintf("junk %d", i)), SignPredicateType)
+		reg.Attach(t, ref, []byte(fmt.Sprintf("junk %d", i)), plugins.SignPredicateType)
 	}
 	before := len(reg.Paths())
 	got, rep := mustVerify(t, newVerifier(t, k), ref)
@@ -238,7 +238,7 @@ func TestVerifyUnsigned(t *testing.T) {
 	for name, attach := range map[string]func(ref plugins.ImageRef){
 		"no referrers": func(plugins.ImageRef) {},
 		"signature over another digest only": func(ref plugins.ImageRef) {
-			reg.Attach(t, ref, k.Bundle(t, cosigntest.Statement(t, otherRef.Digest(), SignPredicateType)), SignPredicateType)
+			reg.Attach(t, ref, k.Bundle(t, cosigntest.Statement(t, otherRef.Digest(), plugins.SignPredicateType)), plugins.SignPredicateType)
 		},
 		"only another predicate type": func(ref plugins.ImageRef) {
 			const sbom = "https://spdx.dev/Document"
@@ -274,7 +274,7 @@ func TestVerifyNonBundleReferrersIgnored(t *testing.T) {
 		`"layers":[{"mediaType":"application/spdx+json","digest":"sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","size":2}],` +
 		`"subject":{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"` + ref.Digest() + `","size":1}}`
 	// The empty config blob must exist before a manifest may refer to it.
-	reg.Attach(t, ref, k.Bundle(t, cosigntest.Statement(t, ref.Digest(), SignPredicateType)), SignPredicateType)
+	reg.Sign(t, ref, k)
 	repo := digestOf(t, ref).Context()
 	reg.PutManifest(t, repo, []byte(sbom))
 
@@ -303,7 +303,7 @@ func TestVerifyLabel(t *testing.T) {
 			reg := cosigntest.NewRegistry(t, true)
 			k := cosigntest.NewKeyless(t, testIssuer, testSubject)
 			ref := reg.PushImage(t, "plugins/fx", tc.labels)
-			reg.Attach(t, ref, k.Bundle(t, cosigntest.Statement(t, ref.Digest(), SignPredicateType)), SignPredicateType)
+			reg.Sign(t, ref, k)
 
 			got, _, err := newVerifier(t, k).Verify(context.Background(), ref)
 			if !errors.Is(err, tc.wantErr) || (err != nil) != (tc.wantErr != nil) {
@@ -348,7 +348,7 @@ func TestVerifyIndex(t *testing.T) {
 			reg := cosigntest.NewRegistry(t, true)
 			k := cosigntest.NewKeyless(t, testIssuer, testSubject)
 			ref := reg.PushIndex(t, "plugins/fx", tc.platforms)
-			reg.Attach(t, ref, k.Bundle(t, cosigntest.Statement(t, ref.Digest(), SignPredicateType)), SignPredicateType)
+			reg.Sign(t, ref, k)
 
 			got, _, err := newVerifier(t, k).Verify(context.Background(), ref)
 			if !errors.Is(err, tc.wantErr) || (err != nil) != (tc.wantErr != nil) {
@@ -370,7 +370,7 @@ func TestVerifyRegistryUnavailable(t *testing.T) {
 	t.Run("closed", func(t *testing.T) {
 		reg := cosigntest.NewRegistry(t, true)
 		ref := reg.PushImage(t, "plugins/fx", nil)
-		reg.Attach(t, ref, k.Bundle(t, cosigntest.Statement(t, ref.Digest(), SignPredicateType)), SignPredicateType)
+		reg.Sign(t, ref, k)
 		reg.Close()
 		checkUnavailable(t, newVerifier(t, k), ref, 0)
 	})
@@ -387,7 +387,7 @@ func TestVerifyRegistryUnavailable(t *testing.T) {
 	t.Run("bundle blob fails after listing", func(t *testing.T) {
 		reg := cosigntest.NewRegistry(t, true)
 		ref := reg.PushImage(t, "plugins/fx", nil)
-		reg.Attach(t, ref, k.Bundle(t, cosigntest.Statement(t, ref.Digest(), SignPredicateType)), SignPredicateType)
+		reg.Sign(t, ref, k)
 		// Blobs answer 500; the listing and manifests still work.
 		v := newVerifier(t, k, WithTransport(roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if strings.Contains(req.URL.Path, "/blobs/") {
@@ -418,7 +418,7 @@ func TestVerifyRoundTrips(t *testing.T) {
 	reg := cosigntest.NewRegistry(t, true)
 	k := cosigntest.NewKeyless(t, testIssuer, testSubject)
 	ref := reg.PushImage(t, "plugins/fx", cosigntest.ManifestLabel(t, testManifest))
-	reg.Attach(t, ref, k.Bundle(t, cosigntest.Statement(t, ref.Digest(), SignPredicateType)), SignPredicateType)
+	reg.Sign(t, ref, k)
 	v := newVerifier(t, k)
 
 	before := len(reg.Paths())
@@ -483,7 +483,7 @@ func BenchmarkVerify(b *testing.B) {
 			reg := cosigntest.NewRegistry(b, referrersAPI)
 			k := cosigntest.NewKeyless(b, testIssuer, testSubject)
 			ref := reg.PushImage(b, "plugins/fx", cosigntest.ManifestLabel(b, testManifest))
-			reg.Attach(b, ref, k.Bundle(b, cosigntest.Statement(b, ref.Digest(), SignPredicateType)), SignPredicateType)
+			reg.Sign(b, ref, k)
 			v, err := NewVerifier(WithTrustedMaterial(k.VS), WithSCTRequired(false))
 			if err != nil {
 				b.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 	protodsse "github.com/sigstore/protobuf-specs/gen/pb-go/dsse"
 	protorekor "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
-	"github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
 	"github.com/sigstore/sigstore-go/pkg/tlog"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -24,33 +22,29 @@ import (
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
-// What cosign v3 signs and writes.
-const (
-	// SignPredicateType is the predicate type of `cosign sign` statements.
-	SignPredicateType = "https://sigstore.dev/cosign/sign/v1"
-	// BundleMediaType is the media type of a Sigstore bundle v0.3.
-	BundleMediaType   = "application/vnd.dev.sigstore.bundle.v0.3+json"
-	inTotoPayloadType = "application/vnd.in-toto+json"
-)
-
 // Statement is the in-toto statement cosign v3 signs for an image: one
-// subject with the digest ("sha256:<hex>") and the given predicate type.
+// subject with the digest ("sha256:<hex>") and the given predicate type
+// (plugins.SignPredicateType for a signature).
 func Statement(t testing.TB, digest, predicateType string) []byte {
 	t.Helper()
-	hexDigest, ok := strings.CutPrefix(digest, "sha256:")
-	if !ok {
-		t.Fatalf("digest %q is not sha256", digest)
-	}
-	b, err := json.Marshal(map[string]any{
-		"_type":         "https://in-toto.io/Statement/v1",
-		"subject":       []any{map[string]any{"digest": map[string]string{"sha256": hexDigest}}},
-		"predicateType": predicateType,
-		"predicate":     map[string]any{},
-	})
+	b, err := ocisign.Statement(digest, predicateType)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// Signer makes Sigstore bundles of statements: a Keyless or a Key.
+type Signer interface {
+	Bundle(t testing.TB, statement []byte) []byte
+}
+
+// Sign signs ref's digest with s as `cosign sign` does (a statement of
+// plugins.SignPredicateType) and attaches the bundle as a referrer of ref,
+// returning the referrer manifest's digest.
+func (r *Registry) Sign(t testing.TB, ref plugins.ImageRef, s Signer) v1.Hash {
+	t.Helper()
+	return r.Attach(t, ref, s.Bundle(t, Statement(t, ref.Digest(), plugins.SignPredicateType)), plugins.SignPredicateType)
 }
 
 // Keyless signs like `cosign sign` with an OIDC identity, through a virtual
@@ -138,7 +132,7 @@ func entityBundle(t testing.TB, vs *ca.VirtualSigstore, ent *ca.TestEntity, reko
 		sigs = append(sigs, &protodsse.Signature{Sig: b64(t, s.Sig), Keyid: s.KeyID})
 	}
 	pb := &protobundle.Bundle{
-		MediaType: BundleMediaType,
+		MediaType: ocisign.BundleMediaType,
 		VerificationMaterial: &protobundle.VerificationMaterial{
 			Content: &protobundle.VerificationMaterial_Certificate{
 				Certificate: &protocommon.X509Certificate{RawBytes: vc.Certificate().Raw},
@@ -183,25 +177,26 @@ func rekorV1Entry(t testing.TB, vs *ca.VirtualSigstore, tle *protorekor.Transpar
 }
 
 // Key signs like `cosign sign --key` without a transparency log: a DSSE
-// bundle whose verification material is the public key's hint.
+// bundle whose verification material is the public key's hint (the
+// ocisign.KeySigner that `openfief dev` signs with).
 type Key struct {
-	kp *sign.EphemeralKeypair
+	s *ocisign.KeySigner
 }
 
 // NewKey makes a signer with a fresh ECDSA P-256 key.
 func NewKey(t testing.TB) *Key {
 	t.Helper()
-	kp, err := sign.NewEphemeralKeypair(nil)
+	s, err := ocisign.NewKeySigner()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Key{kp: kp}
+	return &Key{s: s}
 }
 
 // PublicKeyPEM is the signer's public key, PEM-encoded.
 func (k *Key) PublicKeyPEM(t testing.TB) string {
 	t.Helper()
-	p, err := k.kp.GetPublicKeyPem()
+	p, err := k.s.PublicKeyPEM()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,11 +206,7 @@ func (k *Key) PublicKeyPEM(t testing.TB) string {
 // Bundle returns a bundle (JSON) of statement signed with the key.
 func (k *Key) Bundle(t testing.TB, statement []byte) []byte {
 	t.Helper()
-	pb, err := sign.Bundle(&sign.DSSEData{Data: statement, PayloadType: inTotoPayloadType}, k.kp, sign.BundleOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := protojson.Marshal(pb)
+	raw, err := k.s.Bundle(context.Background(), statement)
 	if err != nil {
 		t.Fatal(err)
 	}
