@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,7 +36,6 @@ const (
 	// The API server's ServiceAccount issuer discovery endpoints.
 	openIDConfigurationPath = "/.well-known/openid-configuration"
 	jwksPath                = "/openid/v1/jwks"
-	maxIssuerLen            = 1024
 )
 
 // ErrInvalidIssuer: the API server named a token issuer that is not an https
@@ -190,15 +187,12 @@ func holdsAll(have, want map[string]string) bool {
 	return true
 }
 
-// checkIssuer requires an https URL with a host and no query, fragment or
-// user, as the issuer of OpenID discovery is.
+// checkIssuer applies the domain's rule for an OIDC issuer
+// (plugins.CheckIssuer, the rule a keyless signer's issuer follows too) to
+// the issuer the API server names, as ErrInvalidIssuer.
 func checkIssuer(issuer string) error {
-	if issuer == "" || len(issuer) > maxIssuerLen || strings.ContainsAny(issuer, " \t\r\n\x00") {
-		return fmt.Errorf("%w: empty, longer than %d bytes or holding whitespace", ErrInvalidIssuer, maxIssuerLen)
-	}
-	u, err := url.Parse(issuer)
-	if err != nil || u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil || u.Opaque != "" {
-		return fmt.Errorf("%w: %q is not an https URL without query or fragment", ErrInvalidIssuer, issuer)
+	if err := plugins.CheckIssuer(issuer); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidIssuer, err)
 	}
 	return nil
 }

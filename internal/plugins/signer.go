@@ -197,7 +197,7 @@ func compileIdentity(id SignerIdentity, prefix string) (compiledIdentity, fieldE
 		return compiledIdentity{keyDER: der}, nil
 	}
 
-	if err := checkIssuer(id.Issuer); err != nil {
+	if err := CheckIssuer(id.Issuer); err != nil {
 		errs.add(joinPath(prefix, "issuer"), ErrInvalidSigner, err.Error())
 	}
 	c := compiledIdentity{issuer: id.Issuer}
@@ -224,9 +224,13 @@ func compileIdentity(id SignerIdentity, prefix string) (compiledIdentity, fieldE
 	return c, nil
 }
 
-// checkIssuer requires an absolute https URL with a host and nothing an OIDC
-// issuer may not carry (user info, query, fragment).
-func checkIssuer(issuer string) error {
+// CheckIssuer is the rule for an OIDC issuer identifier, as OpenID Connect
+// Discovery defines it: an absolute https URL with a host, at most 1024
+// bytes of printable UTF-8 without white space, and nothing an issuer may
+// not carry (user info, query, fragment). A keyless signer's issuer follows
+// it (D-45), and so does the API server's ServiceAccount issuer the operator
+// publishes with the signing keys (D-59).
+func CheckIssuer(issuer string) error {
 	if len(issuer) > maxIssuerLen {
 		return fmt.Errorf("longer than %d bytes", maxIssuerLen)
 	}

@@ -97,6 +97,38 @@ const (
 	trSubject = "https://github.com/acme/plugin/.github/workflows/release.yml@refs/heads/main"
 )
 
+// TestCheckIssuer: the OIDC issuer rule of keyless signers and of the API
+// server's ServiceAccount issuer (the operator's checkIssuer).
+func TestCheckIssuer(t *testing.T) {
+	tests := map[string]bool{
+		trIssuer:                                       true,
+		"https://accounts.example.com/realms/x":        true,
+		"https://kubernetes.default.svc":               true,
+		"https://kubernetes.default.svc.cluster.local": true,
+		"https://oidc.example.com/id/ABC":              true,
+		"":                                             false,
+		"http://kubernetes.default.svc":                false,
+		"kubernetes.default.svc":                       false,
+		"https://":                                     false,
+		"https:///path":                                false,
+		"https:opaque":                                 false,
+		"https://k8s?x=1":                              false,
+		"https://k8s?":                                 false,
+		"https://k8s#f":                                false,
+		"https://user@k8s":                             false,
+		"https://k8s/ a":                               false,
+		"https://k8s/\ta":                              false,
+		"https://k8s/\x00":                             false,
+		"https://k8s/\xff":                             false,
+		"https://k8s/" + strings.Repeat("a", maxIssuerLen): false,
+	}
+	for issuer, ok := range tests {
+		if err := CheckIssuer(issuer); (err == nil) != ok {
+			t.Errorf("CheckIssuer(%q) = %v, want ok=%v", issuer, err, ok)
+		}
+	}
+}
+
 func TestSignerIdentityValidate(t *testing.T) {
 	ecPEM := trPEM(t, trECKey(t, elliptic.P256()).Public())
 	p384PEM := trPEM(t, trECKey(t, elliptic.P384()).Public())
