@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
@@ -69,7 +70,7 @@ func (e *RegistryError) Unwrap() []error { return []error{ErrRegistryUnavailable
 
 // registryError wraps err from a registry read as a *RegistryError.
 func registryError(op, ref string, err error) error {
-	re := &RegistryError{Op: op, Ref: ref, Err: err}
+	re := &RegistryError{Op: op, Ref: ref, Err: quiet(err)}
 	var te *transport.Error
 	if errors.As(err, &te) {
 		re.StatusCode = te.StatusCode
@@ -104,4 +105,50 @@ func transient(err error) bool {
 	var ue *url.Error
 	var ne net.Error
 	return errors.As(err, &ue) || errors.As(err, &ne)
+}
+
+// quiet returns err with a registry's HTTP error described by its status and
+// diagnostic codes only. go-containerregistry's transport.Error quotes the
+// response body, which the registry chose: it must not reach a Plugin's
+// condition message or the CLI's output (review finding 7). Errors without
+// an HTTP answer are returned as they are. The result still unwraps to err.
+func quiet(err error) error {
+	var te *transport.Error
+	if err == nil || !errors.As(err, &te) {
+		return err
+	}
+	return &quietError{err: err, status: te.StatusCode, codes: diagnosticCodes(te)}
+}
+
+// quietError is an error whose text names an HTTP status and the registry's
+// diagnostic codes, not the body.
+type quietError struct {
+	err    error
+	status int
+	codes  []string
+}
+
+func (q *quietError) Error() string {
+	msg := fmt.Sprintf("registry answered %d %s", q.status, http.StatusText(q.status))
+	if len(q.codes) > 0 {
+		msg += " (" + strings.Join(q.codes, ", ") + ")"
+	}
+	return msg
+}
+
+func (q *quietError) Unwrap() error { return q.err }
+
+// diagnosticCodes lists up to three of the registry's error codes, such as
+// MANIFEST_UNKNOWN, when they are short upper-case identifiers; anything
+// else a registry put there is left out.
+func diagnosticCodes(te *transport.Error) []string {
+	var codes []string
+	for _, d := range te.Errors {
+		c := string(d.Code)
+		if len(codes) == 3 || c == "" || len(c) > 40 || strings.Trim(c, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") != "" {
+			continue
+		}
+		codes = append(codes, c)
+	}
+	return codes
 }

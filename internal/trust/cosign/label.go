@@ -112,5 +112,5 @@ func imageReadError(op, ref string, err error) error {
 	if transient(err) {
 		return registryError(op, ref, err)
 	}
-	return fmt.Errorf("%w: %s %s: %w", plugins.ErrInvalidImage, op, ref, err)
+	return fmt.Errorf("%w: %s %s: %w", plugins.ErrInvalidImage, op, ref, quiet(err))
 }

@@ -65,7 +65,7 @@ func listBundles(ctx context.Context, p *remote.Puller, d name.Digest) ([]fetche
 		case err != nil && transient(err):
 			return nil, rep, registryError("read referrer", desc.Digest.String(), err)
 		case err != nil:
-			rep.Skipped = append(rep.Skipped, Skipped{Referrer: desc.Digest.String(), Reason: fmt.Errorf("%w: %w", ErrMalformedBundle, err)})
+			rep.Skipped = append(rep.Skipped, Skipped{Referrer: desc.Digest.String(), Reason: fmt.Errorf("%w: %w", ErrMalformedBundle, quiet(err))})
 		case !isBundle:
 			rep.Ignored++
 		default:

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"time"
@@ -55,7 +56,10 @@ func NewVerifier(opts ...Option) (*Verifier, error) {
 	}
 	base := o.transport
 	if base == nil {
-		base = remote.DefaultTransport.(*http.Transport).Clone()
+		def := remote.DefaultTransport.(*http.Transport).Clone()
+		dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+		def.DialContext = redirectSafeDialer(dialer.DialContext)
+		base = def
 	}
 	insecure := make(map[string]bool, len(o.insecure))
 	for _, h := range o.insecure {
