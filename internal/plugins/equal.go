@@ -34,7 +34,7 @@ func (m Manifest) Equal(o Manifest) bool {
 	if !ok || !sameKeys(mh, oh) {
 		return false
 	}
-	return sameSchema(m.ConfigSchema, o.ConfigSchema)
+	return sameDocument(m.ConfigSchema, o.ConfigSchema)
 }
 
 func sameSet[T comparable](a, b []T) bool {
@@ -74,8 +74,28 @@ func canonicalHostSet(hosts []string) (map[string]struct{}, bool) {
 	return s, true
 }
 
-// sameSchema compares two config schemas as JSON values with exact numbers.
-func sameSchema(a, b json.RawMessage) bool {
+// EqualConfig reports whether two instance configs are the same JSON value,
+// compared as Equal compares config schemas: object key order and white
+// space do not matter, array order does, and numbers compare by exact
+// decimal value. A missing or empty config equals {}, which is what a plugin
+// without one receives. It fails closed: a config that is not exactly one
+// valid JSON value equals nothing. The operator uses it to tell whether the
+// version status.deployed records is the one the spec asks for.
+func EqualConfig(a, b json.RawMessage) bool {
+	return sameDocument(emptyAsObject(a), emptyAsObject(b))
+}
+
+// emptyAsObject is doc, or {} when doc is missing or only white space.
+func emptyAsObject(doc json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(doc)) == 0 {
+		return json.RawMessage("{}")
+	}
+	return doc
+}
+
+// sameDocument compares two JSON documents as values with exact numbers; a
+// missing or empty document equals only another missing or empty one.
+func sameDocument(a, b json.RawMessage) bool {
 	aEmpty, bEmpty := len(bytes.TrimSpace(a)) == 0, len(bytes.TrimSpace(b)) == 0
 	if aEmpty || bEmpty {
 		return aEmpty && bEmpty

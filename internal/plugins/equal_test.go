@@ -94,6 +94,36 @@ func TestManifestEqual(t *testing.T) {
 	}
 }
 
+func TestEqualConfig(t *testing.T) {
+	tests := map[string]struct {
+		a, b string
+		want bool
+	}{
+		"same":                       {`{"currency":"PLN"}`, `{"currency":"PLN"}`, true},
+		"key order and white space":  {`{"a":1,"b":[1,2]}`, ` { "b": [1, 2], "a": 1 }`, true},
+		"numbers by exact value":     {`{"days":100}`, `{"days":1e2}`, true},
+		"missing equals empty":       {``, ` `, true},
+		"missing equals {}":          {``, `{}`, true},
+		"different value":            {`{"currency":"PLN"}`, `{"currency":"EUR"}`, false},
+		"array order":                {`{"a":[1,2]}`, `{"a":[2,1]}`, false},
+		"close numbers":              {`{"x":0.1}`, `{"x":0.10000000000000001}`, false},
+		"missing is not null":        {``, `null`, false},
+		"invalid equals nothing":     {`{"a":`, `{"a":`, false},
+		"trailing data is invalid":   {`{} {}`, `{} {}`, false},
+		"missing is not a non-empty": {``, `{"a":1}`, false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := EqualConfig(json.RawMessage(tc.a), json.RawMessage(tc.b)); got != tc.want {
+				t.Errorf("EqualConfig(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+			}
+			if got := EqualConfig(json.RawMessage(tc.b), json.RawMessage(tc.a)); got != tc.want {
+				t.Errorf("not symmetric: EqualConfig(%q, %q) = %v", tc.b, tc.a, got)
+			}
+		})
+	}
+}
+
 func TestCanonicalDecimal(t *testing.T) {
 	tests := map[string]struct {
 		in, want string
