@@ -118,8 +118,8 @@ func parseImage(flag, image string) (plugins.ImageRef, error) {
 // manifest, so it admits or refuses the image on its signatures, and
 // returns the signed label of an admitted one (D-42, D-56, D-57).
 func (e *Env) checkImage(ctx context.Context, ref plugins.ImageRef, t trust, insecure []string) (imageCheck, error) {
-	opts := append([]cosign.Option{cosign.WithPublicKeys(t.policy.PublicKeys()), cosign.WithInsecureRegistries(insecure...)}, e.verifierOptions...)
-	v, err := cosign.NewVerifier(opts...)
+	opts := append([]cosign.Option{cosign.WithInsecureRegistries(insecure...)}, e.verifierOptions...)
+	v, err := imagetrust.NewImageVerifier(t.policy, opts...)
 	if err != nil {
 		return imageCheck{}, exitf(ExitFailure, "image verifier: %w", err)
 	}

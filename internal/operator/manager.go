@@ -114,10 +114,9 @@ func NewImageChecker(o Options) (*trust.PolicyVerifier, error) {
 	if timeout <= 0 {
 		timeout = DefaultRegistryTimeout
 	}
-	images, err := cosign.NewVerifier(cosign.WithPublicKeys(policy.PublicKeys()),
-		cosign.WithInsecureRegistries(o.InsecureRegistries...), cosign.WithTimeout(timeout))
+	images, err := trust.NewImageVerifier(policy, cosign.WithInsecureRegistries(o.InsecureRegistries...), cosign.WithTimeout(timeout))
 	if err != nil {
-		return nil, fmt.Errorf("image verifier: %w", err)
+		return nil, err
 	}
 	return trust.NewPolicyVerifier(images, policy), nil
 }

@@ -178,6 +178,22 @@ func (p TrustPolicy) Decide(img SignedImage, declared *Manifest) (Decision, erro
 	return d, nil
 }
 
+// TrustsAnySignature reports whether a trusted signer made one of sigs. The
+// registry adapter asks it before reading an image's label, so an image that
+// no policy would admit costs no label parsing (review finding 1); Decide
+// still makes the decision.
+func (p TrustPolicy) TrustsAnySignature(sigs []SignatureIdentity) bool {
+	for _, sig := range sigs {
+		form := readSignature(sig)
+		for _, s := range p.signers {
+			if s.id.matches(form) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // describeSignatures names who signed, for the refusal's message. Issuers,
 // subjects and public keys are public, never credentials.
 func describeSignatures(sigs []SignatureIdentity) string {

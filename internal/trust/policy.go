@@ -8,6 +8,7 @@ import (
 
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/trust/catalog"
+	"github.com/arkadiuss/openfief/internal/trust/cosign"
 )
 
 // DefaultSignersFile is where the optional openfief-trusted-signers ConfigMap
@@ -53,4 +54,18 @@ func LoadPolicy(signersFile string) (plugins.TrustPolicy, error) {
 		return plugins.TrustPolicy{}, fmt.Errorf("trusted signers %s: %w", signersFile, err)
 	}
 	return p, err
+}
+
+// NewImageVerifier builds the registry adapter for policy: it verifies
+// bundles signed with the policy's public keys as well as keyless ones, and
+// reads an image's label only when a signer the policy trusts signed it
+// (review finding 1: the label of an image no one trusts is never parsed).
+// opts add to or override those options.
+func NewImageVerifier(policy plugins.TrustPolicy, opts ...cosign.Option) (*cosign.Verifier, error) {
+	base := []cosign.Option{cosign.WithPublicKeys(policy.PublicKeys()), cosign.WithLabelGate(policy.TrustsAnySignature)}
+	v, err := cosign.NewVerifier(append(base, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("image verifier: %w", err)
+	}
+	return v, nil
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/sigstore-go/pkg/root"
+
+	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
 // Defaults and caps. The caps bound what one verification reads, whatever
@@ -33,6 +35,9 @@ type options struct {
 	timeout    time.Duration
 	// retryBackoff replaces go-containerregistry's retry backoff; tests only.
 	retryBackoff *remote.Backoff
+	// labelGate, when set, must accept the verified signatures before the
+	// label is read.
+	labelGate func([]plugins.SignatureIdentity) bool
 }
 
 // Option configures a Verifier.
@@ -43,6 +48,15 @@ type Option func(*options)
 // tests with sigstore-go's virtual Sigstore (D-56).
 func WithTrustedMaterial(tm root.TrustedMaterial) Option {
 	return func(o *options) { o.trusted = tm }
+}
+
+// WithLabelGate makes Verify read an image's manifest label only when gate
+// accepts its verified signatures, such as TrustPolicy.TrustsAnySignature:
+// an image signed only by identities no policy trusts then costs no label
+// read or parse (review finding 1). Its SignedImage has the signatures and
+// no manifest, which the policy refuses as an untrusted signer anyway.
+func WithLabelGate(gate func([]plugins.SignatureIdentity) bool) Option {
+	return func(o *options) { o.labelGate = gate }
 }
 
 // WithPublicKeys adds PEM public keys (ECDSA, Ed25519 or RSA) whose

@@ -34,6 +34,7 @@ type Verifier struct {
 	insecure  map[string]bool
 	timeout   time.Duration
 	remote    []remote.Option
+	labelGate func([]plugins.SignatureIdentity) bool
 }
 
 // NewVerifier builds a Verifier. Without WithTrustedMaterial it trusts the
@@ -77,6 +78,7 @@ func NewVerifier(opts ...Option) (*Verifier, error) {
 		ropts = append(ropts, remote.WithRetryBackoff(*o.retryBackoff))
 	}
 	return &Verifier{
+		labelGate: o.labelGate,
 		remote:    ropts,
 		bundles:   bv,
 		transport: &guardedTransport{base: base, insecure: insecure, maxBody: MaxResponseBytes},
@@ -140,6 +142,9 @@ func (v *Verifier) Verify(ctx context.Context, ref plugins.ImageRef) (plugins.Si
 		return out, rep, nil
 	}
 	out.Signatures = sortedUnique(out.Signatures)
+	if v.labelGate != nil && !v.labelGate(out.Signatures) {
+		return out, rep, nil
+	}
 
 	m, err := readManifestLabel(ctx, p, d)
 	if err != nil {

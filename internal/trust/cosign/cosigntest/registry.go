@@ -178,3 +178,18 @@ func digestRef(t testing.TB, ref plugins.ImageRef) name.Digest {
 }
 
 func discardLogger() *log.Logger { return log.New(io.Discard, "", 0) }
+
+// ConfigDigest returns the digest of the config blob (where the labels are)
+// of ref's image, read from the registry.
+func (r *Registry) ConfigDigest(t testing.TB, ref plugins.ImageRef) string {
+	t.Helper()
+	img, err := remote.Image(digestRef(t, ref))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Config.Digest.String()
+}
