@@ -7,20 +7,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -30,6 +26,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
+// config is the command's flags.
 type config struct {
 	listen, metricsListen    string
 	namespace, configMap     string
@@ -51,7 +48,7 @@ func main() {
 	fs.DurationVar(&c.dialTimeout, "dial-timeout", egress.DefaultDialTimeout, "bound on resolving a host and on each connection attempt")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", egress.DefaultIdleTimeout, "close a tunnel after this long without traffic")
 	fs.DurationVar(&c.reviewCacheTTL, "review-cache-ttl", egress.MaxReviewCacheTTL, "how long an accepted token review is cached (at most 5m, never past the token's expiry; 0 disables)")
-	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 20*time.Second, "on SIGTERM, how long open tunnels may continue before they are closed")
+	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", egress.DefaultShutdownGrace, "on SIGTERM, how long open tunnels may continue before they are closed")
 	fs.IntVar(&c.maxPerPlugin, "max-tunnels-per-plugin", egress.DefaultMaxTunnelsPerPlugin, "open tunnels one plugin may have (429 beyond)")
 	fs.IntVar(&c.maxTunnels, "max-tunnels", egress.DefaultMaxTunnels, "open tunnels in total (503 beyond)")
 	_ = fs.Parse(os.Args[1:])
@@ -65,7 +62,8 @@ func main() {
 	}
 }
 
-// run wires the proxy and serves until ctx is done, then shuts down.
+// run builds the proxy's Kubernetes adapters from c and serves it with
+// egress.Serve until ctx is done, then shuts down.
 func run(ctx context.Context, c config, log *slog.Logger) error {
 	if c.reviewCacheTTL > egress.MaxReviewCacheTTL {
 		return fmt.Errorf("--review-cache-ttl %v is longer than %v", c.reviewCacheTTL, egress.MaxReviewCacheTTL)
@@ -91,76 +89,30 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	}
 	reviewer := egress.NewCachingTokenReviewer(inner, egress.WithCacheTTL(c.reviewCacheTTL), egress.WithReviewMetrics(metrics))
 
+	// The watch outlives ctx, so a host taken off a list during the
+	// shutdown grace still closes its tunnels.
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
 	lists := kube.WatchAllowLists(watchCtx, client, c.namespace, c.configMap, log)
+	log.Info("following the allow-list ConfigMap", "configmap", c.namespace+"/"+c.configMap)
 
-	proxy, err := egress.New(egress.Options{
-		Reviewer:            reviewer,
-		AllowLists:          lists,
-		Logger:              log,
-		Metrics:             metrics,
-		DialTimeout:         c.dialTimeout,
-		IdleTimeout:         c.idleTimeout,
-		MaxTunnelsPerPlugin: c.maxPerPlugin,
-		MaxTunnels:          c.maxTunnels,
+	return egress.Serve(ctx, egress.Config{
+		Proxy: egress.Options{
+			Reviewer:            reviewer,
+			AllowLists:          lists,
+			Logger:              log,
+			Metrics:             metrics,
+			DialTimeout:         c.dialTimeout,
+			IdleTimeout:         c.idleTimeout,
+			MaxTunnelsPerPlugin: c.maxPerPlugin,
+			MaxTunnels:          c.maxTunnels,
+		},
+		Addr:          c.listen,
+		OpsAddr:       c.metricsListen,
+		Ready:         lists.Ready,
+		Registry:      reg,
+		ShutdownGrace: c.shutdownGrace,
 	})
-	if err != nil {
-		return err
-	}
-
-	var stopping atomic.Bool
-	ops := http.NewServeMux()
-	ops.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	ops.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		ready, reason := lists.Ready()
-		if stopping.Load() {
-			ready, reason = false, "shutting down"
-		}
-		if !ready {
-			http.Error(w, "not ready: "+reason, http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	ops.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-
-	proxySrv := &http.Server{
-		Addr:              c.listen,
-		Handler:           proxy,
-		ReadHeaderTimeout: 10 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		IdleTimeout:       time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	opsSrv := &http.Server{Addr: c.metricsListen, Handler: ops, ReadHeaderTimeout: 10 * time.Second}
-
-	errc := make(chan error, 2)
-	for _, s := range []*http.Server{proxySrv, opsSrv} {
-		go func() {
-			if err := s.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				errc <- fmt.Errorf("serving %s: %w", s.Addr, err)
-			}
-		}()
-	}
-	log.Info("egress proxy serving", "listen", c.listen, "metrics", c.metricsListen,
-		"configmap", c.namespace+"/"+c.configMap)
-
-	var runErr error
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down", "grace", c.shutdownGrace)
-	case runErr = <-errc:
-	}
-	stopping.Store(true)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), c.shutdownGrace)
-	defer cancel()
-	_ = proxySrv.Shutdown(shutdownCtx) // stops accepting; tunnels are hijacked
-	if err := proxy.Shutdown(shutdownCtx); err != nil {
-		log.Info("closed the tunnels still open at the end of the grace period")
-	}
-	_ = opsSrv.Shutdown(shutdownCtx)
-	return runErr
 }
 
 // restConfig loads a kubeconfig file, or the in-cluster configuration when

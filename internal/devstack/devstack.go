@@ -305,44 +305,48 @@ func (s *Stack) startOperator(opts Options) error {
 }
 
 // startProxy runs the egress proxy on loopback with the real TokenReview and
-// allow-list adapters.
+// allow-list adapters, through egress.NewServer and Server.Serve as the
+// binary does, so it has the production server limits and shutdown. It
+// serves no ops endpoints.
 func (s *Stack) startProxy(client kubernetes.Interface, opts Options) error {
 	log := slog.New(slog.NewTextHandler(orDiscard(opts.Logs), nil))
 	inner, err := kube.NewTokenReviewer(client.AuthenticationV1(), plugins.AudienceEgress)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	lists := kube.WatchAllowLists(ctx, client, plugins.Namespace, plugins.AllowListConfigMap, log)
-	proxy, err := egress.New(egress.Options{
-		Reviewer:            egress.NewCachingTokenReviewer(inner),
-		AllowLists:          lists,
-		Resolver:            opts.ProxyResolver,
-		Dialer:              opts.ProxyDialer,
-		Logger:              log,
-		UnsafeAllowPrefixes: opts.UnsafeAllowPrefixes,
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	lists := kube.WatchAllowLists(watchCtx, client, plugins.Namespace, plugins.AllowListConfigMap, log)
+	srv, err := egress.NewServer(egress.Config{
+		Proxy: egress.Options{
+			Reviewer:            egress.NewCachingTokenReviewer(inner),
+			AllowLists:          lists,
+			Resolver:            opts.ProxyResolver,
+			Dialer:              opts.ProxyDialer,
+			Logger:              log,
+			UnsafeAllowPrefixes: opts.UnsafeAllowPrefixes,
+		},
+		Addr:          "127.0.0.1:0",
+		ShutdownGrace: proxyShutdownGrace,
 	})
 	if err != nil {
-		cancel()
+		stopWatch()
 		return err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		cancel()
-		return err
-	}
-	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	s.ProxyAddress = ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	s.ProxyAddress = srv.Addr().String()
 	s.stops = append(s.stops, func() {
-		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
-		defer c()
-		_ = srv.Shutdown(sctx)
-		_ = proxy.Shutdown(sctx)
 		cancel()
+		<-done
+		stopWatch()
 	})
 	return nil
 }
+
+// proxyShutdownGrace is how long the dev proxy's tunnels may continue when
+// the stack stops.
+const proxyShutdownGrace = 5 * time.Second
 
 // writeEnv writes shell exports naming everything a script or person needs.
 func (s *Stack) writeEnv(dir string) error {

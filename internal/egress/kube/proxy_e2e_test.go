@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"testing"
 	"time"
@@ -26,9 +25,10 @@ func (loopbackResolver) LookupNetIP(context.Context, string, string) ([]netip.Ad
 	return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 }
 
-// TestProxyOnRealAdapters wires the proxy as cmd/egress-proxy does, on the
-// real API server: TokenRequest tokens, TokenReview, and the ConfigMap
-// missing, created, garbled, mended and deleted, with a tunnel open.
+// TestProxyOnRealAdapters wires the proxy as cmd/egress-proxy does, through
+// egress.NewServer and Server.Serve, on the real API server: TokenRequest
+// tokens, TokenReview, and the ConfigMap missing, created, garbled, mended
+// and deleted, with a tunnel open.
 func TestProxyOnRealAdapters(t *testing.T) {
 	cs, _ := cluster(t)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -54,26 +54,35 @@ func TestProxyOnRealAdapters(t *testing.T) {
 	const cmName = "e2e-allowlist"
 	inner, _ := NewTokenReviewer(cs.AuthenticationV1(), plugins.AudienceEgress)
 	lists := WatchAllowLists(ctx, cs, plugins.Namespace, cmName, nil)
-	proxy, err := egress.New(egress.Options{
-		Reviewer:            egress.NewCachingTokenReviewer(inner),
-		AllowLists:          lists,
-		Resolver:            loopbackResolver{},
-		DialTimeout:         5 * time.Second,
-		UnsafeAllowPrefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+	srv, err := egress.NewServer(egress.Config{
+		Proxy: egress.Options{
+			Reviewer:            egress.NewCachingTokenReviewer(inner),
+			AllowLists:          lists,
+			Resolver:            loopbackResolver{},
+			DialTimeout:         5 * time.Second,
+			UnsafeAllowPrefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		},
+		Addr:          "127.0.0.1:0",
+		ShutdownGrace: time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(proxy)
-	defer srv.Close()
-	defer proxy.Shutdown(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
 
 	egressToken := requestToken(t, cs, plugins.Namespace, plugins.ServiceAccountName("e2e"), plugins.AudienceEgress)
 	core := requestToken(t, cs, plugins.Namespace, plugins.ServiceAccountName("e2e"), plugins.AudienceCore)
 
 	connect := func(token string) (int, net.Conn) {
 		t.Helper()
-		c, err := net.DialTimeout("tcp", srv.Listener.Addr().String(), 5*time.Second)
+		c, err := net.DialTimeout("tcp", srv.Addr().String(), 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
