@@ -161,7 +161,10 @@ func (p *Proxy) OpenTunnels() int { return p.tunnels.count() }
 // then closes the rest and waits for their access-log lines.
 func (p *Proxy) Shutdown(ctx context.Context) error {
 	p.closing.Store(true)
-	p.unsubscribe()
+	// The allow-list subscription ends only once the last tunnel is gone:
+	// a host revoked during the grace period closes its tunnels at once,
+	// as it would outside a shutdown (review finding 6).
+	defer p.unsubscribe()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for p.tunnels.count() > 0 {

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // TestTLSThroughProxy is the SDK's path (D-63): Go's HTTP client with the
@@ -411,6 +413,35 @@ func TestShutdownClosesTunnels(t *testing.T) {
 	resp, _ := e.connect(http.MethodConnect, "api.bank.example:"+e.echoPort, basic(ProxyUser, tokenX))
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("after shutdown: status %d, want 503", resp.StatusCode)
+	}
+}
+
+// TestRevocationDuringShutdown is the regression test of review finding 6:
+// Shutdown stopped listening to allow-list changes before waiting for the
+// tunnels, so a host revoked during the grace period (up to 20 s on every
+// rolling restart) stayed reachable. Now the tunnel closes as soon as its
+// host is revoked, grace period or not.
+func TestRevocationDuringShutdown(t *testing.T) {
+	e := newEnv(t, nil)
+	c := e.tunnel(tokenX, "api.bank.example:"+e.echoPort)
+	echoOnce(t, c, "before")
+	ctx, cancel := contextWithTimeout(time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.proxy.Shutdown(ctx) }()
+	testutil.Eventually(t, 5*time.Second, "the proxy refuses new tunnels", func() (bool, string) {
+		resp, _ := e.connect(http.MethodConnect, "api.bank.example:"+e.echoPort, basic(ProxyUser, tokenX))
+		return resp.StatusCode == http.StatusServiceUnavailable, fmt.Sprintf("status %d", resp.StatusCode)
+	})
+	e.store.Set(plugins.AllowLists{"y": {"other.example:" + e.echoPort}})
+	waitClosed(t, c, 2*time.Second)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Shutdown: %v, want nil once the revoked tunnel closed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("Shutdown still waiting after the last tunnel closed")
 	}
 }
 
