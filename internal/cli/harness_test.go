@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
 	"github.com/arkadiuss/openfief/internal/trust/cosign"
 	"github.com/arkadiuss/openfief/internal/trust/cosign/cosigntest"
 )
@@ -31,12 +31,6 @@ import (
 // key that a signers.json in the test's directory trusts. The operator does
 // not run: tests check the objects the CLI writes, and write a Plugin's
 // status by hand where a command reads it.
-
-// crdDir is deploy/crds, found from this file's location.
-func crdDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "deploy", "crds")
-}
 
 // images is a registry with an owner key and a signers.json trusting it.
 type images struct {
@@ -90,7 +84,7 @@ type kube struct {
 
 func newKube(t *testing.T) *kube {
 	t.Helper()
-	cl := devcluster.Shared(t, devcluster.Options{CRDDirectoryPaths: []string{crdDir()}})
+	cl := devcluster.Shared(t, devcluster.Options{CRDDirectoryPaths: []string{testutil.CRDDir()}})
 	s, err := apiconv.NewScheme()
 	if err != nil {
 		t.Fatal(err)

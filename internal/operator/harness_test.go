@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -27,6 +25,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
 	"github.com/arkadiuss/openfief/internal/trust"
 )
 
@@ -35,17 +34,11 @@ import (
 // Minimal mode has no Deployment controller, so Ready stops at Progressing
 // there; the end-to-end suite covers Running on the full control plane.
 
-// crdDir is deploy/crds, found from this file's location.
-func crdDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "deploy", "crds")
-}
-
 // testCluster returns the package's control plane, with the openfief
 // namespace and the core's and proxy's Services in place.
 func testCluster(t testing.TB) (*devcluster.Cluster, client.Client) {
 	t.Helper()
-	c := devcluster.Shared(t, devcluster.Options{CRDDirectoryPaths: []string{crdDir()}})
+	c := devcluster.Shared(t, devcluster.Options{CRDDirectoryPaths: []string{testutil.CRDDir()}})
 	s, err := apiconv.NewScheme()
 	if err != nil {
 		t.Fatal(err)
