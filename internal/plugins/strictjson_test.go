@@ -78,3 +78,25 @@ func BenchmarkParseHostileLabel(b *testing.B) {
 		}
 	}
 }
+
+// FuzzManifestLabelNesting feeds labels of any shape and nesting: parsing
+// never panics, a label nested deeper than MaxJSONDepth is always refused
+// for its nesting, and the work stays linear (the fuzzer's own time limit
+// per input catches a quadratic walk).
+func FuzzManifestLabelNesting(f *testing.F) {
+	f.Add(`[{"a":`, 70, `{"capabilities":["connector"]}`)
+	f.Add(`{"x":`, 63, ``)
+	f.Add(`[`, 5000, `[]`)
+	f.Fuzz(func(t *testing.T, open string, depth int, inner string) {
+		if open == "" || depth < 0 || depth > 20000 || len(open)*depth > maxManifestLabelLen {
+			return
+		}
+		label := `{"configSchema":` + strings.Repeat(open, depth) + inner
+		_, err := ParseManifestLabel(label)
+		opens := strings.Count(open, "[") + strings.Count(open, "{")
+		if opens > 0 && strings.Count(open, "]") == 0 && strings.Count(open, "}") == 0 &&
+			!strings.ContainsAny(open, `"\`) && opens*depth >= MaxJSONDepth && err == nil {
+			t.Fatalf("a label nested %d levels deep was accepted", opens*depth+1)
+		}
+	})
+}
