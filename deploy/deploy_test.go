@@ -25,6 +25,7 @@ func TestKustomizationsRender(t *testing.T) {
 		},
 		"egress-proxy": {
 			"Deployment/openfief-egress-proxy",
+			"NetworkPolicy/openfief-egress-proxy",
 			"Service/openfief-egress-proxy",
 			"ServiceAccount/openfief-egress-proxy",
 		},
