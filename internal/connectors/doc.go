@@ -3,7 +3,9 @@
 // generated connectorv1connect.ConnectorServiceHandler with the Go SDK
 // (github.com/arkadiuss/openfief/sdk/go) and its delivery helper; the thin
 // main in plugins/<name> only loads the config, builds the SDK's egress
-// client and serves the adapter with openfief.ServeConnector.
+// client and serves the adapter with openfief.ServeConnector. What the
+// adapters share sits in this package (ParseBaseURL), and connectortest
+// serves an adapter with the SDK's real server for its tests.
 //
 // The adapters live here, in the AGPL core module, rather than in the
 // Apache-2.0 SDK module: they are the project's own plugins, not something

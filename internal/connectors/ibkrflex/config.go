@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/url"
 	"regexp"
 	"slices"
 
+	"github.com/arkadiuss/openfief/internal/connectors"
 	"github.com/arkadiuss/openfief/sdk/go/delivery"
 )
 
@@ -66,7 +66,7 @@ const maxAccountIDLen = 128
 func (c Config) Validate() error {
 	var errs []error
 	if c.BaseURL != "" {
-		if _, err := parseBaseURL(c.BaseURL); err != nil {
+		if _, err := connectors.ParseBaseURL(c.BaseURL); err != nil {
 			errs = append(errs, fmt.Errorf("baseURL: %w", err))
 		}
 	}
@@ -114,23 +114,4 @@ func (c Categories) fields() map[string]string {
 		"dividends": c.Dividends, "withholdingTax": c.WithholdingTax, "interest": c.Interest,
 		"fees": c.Fees, "commissions": c.Commissions, "transfers": c.Transfers, "fxConversion": c.FXConversion,
 	}
-}
-
-// parseBaseURL accepts https://host[:port], optionally with a trailing "/",
-// and nothing else.
-func parseBaseURL(s string) (*url.URL, error) {
-	u, err := url.Parse(s)
-	switch {
-	case err != nil:
-		return nil, errors.New("not a URL")
-	case u.Scheme != "https":
-		return nil, errors.New("must be an https URL")
-	case u.Host == "" || u.Hostname() == "":
-		return nil, errors.New("has no host")
-	case u.User != nil:
-		return nil, errors.New("must not carry user info")
-	case (u.Path != "" && u.Path != "/") || u.RawPath != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return nil, errors.New("must not have a path, query or fragment")
-	}
-	return &url.URL{Scheme: "https", Host: u.Host}, nil
 }

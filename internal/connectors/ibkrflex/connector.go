@@ -1,6 +1,7 @@
 package ibkrflex
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/arkadiuss/openfief/internal/connectors"
 	openfief "github.com/arkadiuss/openfief/sdk/go"
 	"github.com/arkadiuss/openfief/sdk/go/delivery"
 	connectorv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1"
@@ -83,11 +85,7 @@ func New(cfg Config, opts ...Option) (*Connector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	raw := cfg.BaseURL
-	if raw == "" {
-		raw = DefaultBaseURL
-	}
-	base, err := parseBaseURL(raw)
+	base, err := connectors.ParseBaseURL(cmp.Or(cfg.BaseURL, DefaultBaseURL))
 	if err != nil {
 		return nil, fmt.Errorf("config: baseURL: %w", err)
 	}

@@ -3,10 +3,10 @@ package nbpfx
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"time"
 
+	"github.com/arkadiuss/openfief/internal/connectors"
 	"github.com/arkadiuss/openfief/sdk/go/delivery"
 )
 
@@ -40,7 +40,7 @@ type Config struct {
 func (c Config) Validate() error {
 	var errs []error
 	if c.BaseURL != "" {
-		if _, err := parseBaseURL(c.BaseURL); err != nil {
+		if _, err := connectors.ParseBaseURL(c.BaseURL); err != nil {
 			errs = append(errs, fmt.Errorf("baseURL: %w", err))
 		}
 	}
@@ -62,25 +62,6 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// parseBaseURL accepts https://host[:port], optionally with a trailing "/",
-// and nothing else: no user info, path, query or fragment.
-func parseBaseURL(s string) (*url.URL, error) {
-	u, err := url.Parse(s)
-	switch {
-	case err != nil:
-		return nil, errors.New("not a URL")
-	case u.Scheme != "https":
-		return nil, errors.New("must be an https URL")
-	case u.Host == "" || u.Hostname() == "":
-		return nil, errors.New("has no host")
-	case u.User != nil:
-		return nil, errors.New("must not carry user info")
-	case (u.Path != "" && u.Path != "/") || u.RawPath != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return nil, errors.New("must not have a path, query or fragment")
-	}
-	return &url.URL{Scheme: "https", Host: u.Host}, nil
 }
 
 // startDate is the first day a sync with an empty watermark asks for.

@@ -1,6 +1,7 @@
 package nbpfx
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/arkadiuss/openfief/internal/connectors"
 	"github.com/arkadiuss/openfief/sdk/go/delivery"
 	connectorv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1"
 	"github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1/connectorv1connect"
@@ -58,11 +60,7 @@ func New(cfg Config, opts ...Option) (*Connector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	raw := cfg.BaseURL
-	if raw == "" {
-		raw = DefaultBaseURL
-	}
-	base, err := parseBaseURL(raw)
+	base, err := connectors.ParseBaseURL(cmp.Or(cfg.BaseURL, DefaultBaseURL))
 	if err != nil {
 		return nil, fmt.Errorf("config: baseURL: %w", err)
 	}

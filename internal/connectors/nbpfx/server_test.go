@@ -2,28 +2,13 @@ package nbpfx
 
 import (
 	"context"
-	"errors"
-	"net"
-	"net/http"
 	"testing"
 
 	"connectrpc.com/connect"
 
-	openfief "github.com/arkadiuss/openfief/sdk/go"
+	"github.com/arkadiuss/openfief/internal/connectors/connectortest"
 	connectorv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1"
-	"github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1/connectorv1connect"
 )
-
-// tokenVerifier is a CoreVerifier that accepts one token, standing in for
-// the SDK's JWKSVerifier, which the SDK's own tests cover.
-type tokenVerifier string
-
-func (v tokenVerifier) Verify(token string) error {
-	if token != string(v) {
-		return errors.New("not the core's token")
-	}
-	return nil
-}
 
 // TestSyncThroughSDKServer serves the connector with the SDK's real
 // connector server (h2c, RequireCore) and calls Sync as the core does, over
@@ -31,29 +16,14 @@ func (v tokenVerifier) Verify(token string) error {
 func TestSyncThroughSDKServer(t *testing.T) {
 	fake := newFakeNBP(t)
 	c := newTestConnector(t, fake, Config{Currencies: []string{"EUR"}}, "2026-03-31T20:00:00Z")
-	srv := openfief.NewConnectorServer("127.0.0.1:0", c, tokenVerifier("core-token"))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	base := "http://" + ln.Addr().String()
-
-	var h2c http.Protocols
-	h2c.SetUnencryptedHTTP2(true)
-	grpcHTTP := &http.Client{Transport: &http.Transport{Protocols: &h2c}}
-	clients := map[string]connectorv1connect.ConnectorServiceClient{
-		"connect": connectorv1connect.NewConnectorServiceClient(http.DefaultClient, base),
-		"grpc":    connectorv1connect.NewConnectorServiceClient(grpcHTTP, base, connect.WithGRPC()),
-	}
+	clients := connectortest.Serve(t, c)
 	for name, client := range clients {
 		t.Run(name, func(t *testing.T) {
 			req := connect.NewRequest(&connectorv1.SyncRequest{BatchId: "batch-7", Watermark: "2026-03-27"})
 			if _, err := client.Sync(context.Background(), req); connect.CodeOf(err) != connect.CodeUnauthenticated {
 				t.Fatalf("without the core's token: %v, want Unauthenticated", err)
 			}
-			req.Header().Set("Authorization", "Bearer core-token")
+			req.Header().Set("Authorization", connectortest.Authorization)
 			resp, err := client.Sync(context.Background(), req)
 			if err != nil {
 				t.Fatalf("Sync: %v", err)
