@@ -8,6 +8,9 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // shared holds the control planes of a test package, one per mode.
@@ -24,11 +27,13 @@ type sharedCluster struct {
 
 // Main runs the tests of a package whose tests call Shared, then stops the
 // control planes they started, and returns the exit code for os.Exit. An
-// interrupt (SIGINT, SIGTERM) also stops them before the process exits. Call
-// it from TestMain:
+// interrupt (SIGINT, SIGTERM) also stops them before the process exits.
+// controller-runtime's log (envtest's, and that of any manager a test runs)
+// is dropped: tests report what they saw. Call it from TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(devcluster.Main(m)) }
 func Main(m *testing.M) int {
+	ctrllog.SetLogger(logr.Discard())
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
