@@ -35,6 +35,8 @@ type config struct {
 	reviewCacheTTL           time.Duration
 	shutdownGrace            time.Duration
 	maxPerPlugin, maxTunnels int
+	maxPending, maxPendingIP int
+	clusterDomain            string
 }
 
 func main() {
@@ -51,6 +53,9 @@ func main() {
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", egress.DefaultShutdownGrace, "on SIGTERM, how long open tunnels may continue before they are closed")
 	fs.IntVar(&c.maxPerPlugin, "max-tunnels-per-plugin", egress.DefaultMaxTunnelsPerPlugin, "open tunnels one plugin may have (429 beyond)")
 	fs.IntVar(&c.maxTunnels, "max-tunnels", egress.DefaultMaxTunnels, "open tunnels in total (503 beyond)")
+	fs.IntVar(&c.maxPending, "max-pending-conns", egress.DefaultMaxPendingConns, "connections held before they become tunnels, over all clients (closed unread beyond)")
+	fs.IntVar(&c.maxPendingIP, "max-pending-per-client", egress.DefaultMaxPendingPerClient, "connections held before they become tunnels, per client IP (closed unread beyond)")
+	fs.StringVar(&c.clusterDomain, "cluster-domain", egress.DefaultClusterDomain, "the cluster's DNS domain; CONNECT targets under it are refused")
 	_ = fs.Parse(os.Args[1:])
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -106,7 +111,10 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 			IdleTimeout:         c.idleTimeout,
 			MaxTunnelsPerPlugin: c.maxPerPlugin,
 			MaxTunnels:          c.maxTunnels,
+			ClusterDomain:       c.clusterDomain,
 		},
+		MaxPendingConns:     c.maxPending,
+		MaxPendingPerClient: c.maxPendingIP,
 		Addr:          c.listen,
 		OpsAddr:       c.metricsListen,
 		Ready:         lists.Ready,

@@ -37,7 +37,7 @@ const (
 	DefaultMaxTunnelsPerPlugin = 32
 	// DefaultClusterDomain is the cluster's DNS domain unless told otherwise.
 	DefaultClusterDomain = "cluster.local"
-	DefaultMaxTunnels          = 1024
+	DefaultMaxTunnels    = 1024
 )
 
 // maxDialAttempts bounds how many of a name's addresses one CONNECT tries.

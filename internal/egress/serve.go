@@ -16,12 +16,15 @@ import (
 
 // Limits of the proxy's HTTP servers. Plugins are not trusted, so a client
 // gets a bounded time and size for its request head, and an idle connection
-// is closed (DESIGN.md point 10).
+// is closed (OF-10).
 const (
 	// ReadHeaderTimeout bounds reading a request's head.
 	ReadHeaderTimeout = 10 * time.Second
-	// MaxHeaderBytes bounds a request's head.
-	MaxHeaderBytes = 64 << 10
+	// MaxHeaderBytes bounds a request's head. A CONNECT head holds a target
+	// and a Proxy-Authorization header with one ServiceAccount token (a
+	// few KiB); 16 KiB leaves room and keeps a connection that trickles a
+	// head cheap (review finding 4).
+	MaxHeaderBytes = 16 << 10
 	// ServerIdleTimeout closes a kept-alive connection that sends no next
 	// request (a tunnel's idleness is Options.IdleTimeout).
 	ServerIdleTimeout = time.Minute
@@ -53,6 +56,13 @@ type Config struct {
 	// ShutdownGrace is how long open tunnels may continue once serving ends
 	// (--shutdown-grace, DefaultShutdownGrace); zero closes them at once.
 	ShutdownGrace time.Duration
+	// MaxPendingConns caps the connections held before they become tunnels,
+	// over all clients (--max-pending-conns, DefaultMaxPendingConns when
+	// zero); a connection beyond it is closed unread.
+	MaxPendingConns int
+	// MaxPendingPerClient caps them per client IP address
+	// (--max-pending-per-client, DefaultMaxPendingPerClient when zero).
+	MaxPendingPerClient int
 }
 
 // Server is the egress proxy with its HTTP servers (D-32): NewServer builds
@@ -64,6 +74,7 @@ type Server struct {
 	grace    time.Duration
 	proxy    *Proxy
 	proxyLn  net.Listener
+	pending  *pendingLimiter
 	opsLn    net.Listener // nil without an ops server
 	servers  []*http.Server
 	stopping atomic.Bool
@@ -86,7 +97,10 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
-	s.servers = []*http.Server{newServer(proxy, errorLog)}
+	s.pending = newPendingLimiter(cfg.MaxPendingConns, cfg.MaxPendingPerClient)
+	proxySrv := newServer(proxy, errorLog)
+	proxySrv.ConnState = s.pending.connState
+	s.servers = []*http.Server{proxySrv}
 	if cfg.OpsAddr != "" {
 		if s.opsLn, err = net.Listen("tcp", cfg.OpsAddr); err != nil {
 			_ = s.proxyLn.Close()

@@ -118,7 +118,7 @@ func TestServerLimits(t *testing.T) {
 		t.Fatalf("%d servers, want the proxy and the ops server", len(s.srv.servers))
 	}
 	for i, h := range s.srv.servers {
-		if h.ReadHeaderTimeout != 10*time.Second || h.MaxHeaderBytes != 64<<10 || h.IdleTimeout != time.Minute || h.ErrorLog == nil {
+		if h.ReadHeaderTimeout != 10*time.Second || h.MaxHeaderBytes != 16<<10 || h.IdleTimeout != time.Minute || h.ErrorLog == nil {
 			t.Errorf("server %d: ReadHeaderTimeout %v MaxHeaderBytes %d IdleTimeout %v ErrorLog %v",
 				i, h.ReadHeaderTimeout, h.MaxHeaderBytes, h.IdleTimeout, h.ErrorLog)
 		}
