@@ -1,10 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -16,205 +15,52 @@ import (
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
-// selection is what `approve` was asked to approve: everything pending, or
-// only the named parts; Secret slots may be bound to Secrets of the owner's
-// choosing (OF-1).
-type selection struct {
-	all          bool
-	capabilities []string
-	hosts        []string
-	secrets      []string // SLOT or SLOT=SECRET
-	tiers        []string
+// approvalError maps an error of plugins.Approve to the CLI's exit codes and
+// words: nothing pending exits ExitNothingToDo; a refused selector exits
+// ExitInvalid naming the flag and the value as given (flags maps a selector's
+// field to them); anything else is a grant that would be invalid.
+func approvalError(name string, flags map[string]string, err error) error {
+	var fe *plugins.FieldError
+	switch {
+	case errors.Is(err, plugins.ErrNothingPending):
+		return exitf(ExitNothingToDo, "nothing pending for plugin %q: its grant holds everything spec.manifest asks for", name)
+	case errors.As(err, &fe) && flags[fe.Field] != "":
+		msg := fe.Err.Error()
+		if fe.Detail != "" {
+			msg += ": " + fe.Detail
+		}
+		return exitf(ExitInvalid, "%s: %s", flags[fe.Field], msg)
+	default:
+		return exitf(ExitInvalid, "the grant would be invalid: %w", err)
+	}
 }
 
-// named reports whether any part was named, so only those are approved.
-func (s selection) named() bool {
-	return len(s.capabilities) > 0 || len(s.hosts) > 0 || len(s.tiers) > 0 || (len(s.secrets) > 0 && !s.all)
-}
-
-// approval is what one approve adds to a grant.
-type approval struct {
-	// pending is everything requested and not granted before.
-	pending plugins.Pending
-	// approved is the part of pending this approval adds.
-	approved plugins.Pending
-	// bindings maps a Secret slot to the Secret it is bound to, for slots
-	// approved or rebound with SLOT=SECRET.
-	bindings map[string]string
-	// rebound lists already granted slots whose Secret changes.
-	rebound []string
-	// grant is the grant after the approval, validated.
-	grant plugins.Grant
-}
-
-// planApproval computes, without writing anything, the grant that approves
-// sel of what m requests beyond current (D-16). It refuses a selector that
-// names nothing pending and an approval that would change nothing.
-func planApproval(name string, m plugins.Manifest, current *plugins.Grant, sel selection) (approval, error) {
-	a := approval{pending: plugins.NeedsApproval(m, current), bindings: map[string]string{}}
-	next := plugins.Grant{Name: name}
-	if current != nil {
-		next = *current
-		next.Name = name
-		next.Capabilities = slices.Clone(current.Capabilities)
-		next.Egress = slices.Clone(current.Egress)
-		next.Secrets = slices.Clone(current.Secrets)
-		next.DataTiers = slices.Clone(current.DataTiers)
+// selectorFlags names each selector of sel by the flag and value it came
+// from, keyed by the field plugins.Approve reports ("selection.egress[1]").
+func selectorFlags(sel plugins.Selection) map[string]string {
+	flags := map[string]string{"selection.all": "--all"}
+	for i, c := range sel.Capabilities {
+		flags[fmt.Sprintf("selection.capabilities[%d]", i)] = "--capability " + string(c)
 	}
-	slots := map[string]bool{}
-	for _, s := range m.Secrets {
-		slots[s.Name] = true
+	for i, h := range sel.Egress {
+		flags[fmt.Sprintf("selection.egress[%d]", i)] = "--host " + h
 	}
-	for _, b := range sel.secrets {
-		slot, secret, hasSecret := strings.Cut(b, "=")
-		switch {
-		case !slots[slot]:
-			return a, exitf(ExitInvalid, "--secret %s: the manifest has no Secret slot %q (slots: %s)", b, slot, orNone(sortedKeys(slots)))
-		case hasSecret && secret == "":
-			return a, exitf(ExitInvalid, "--secret %s: empty Secret name; write SLOT or SLOT=SECRET", b)
-		case !hasSecret:
-			secret = slot
-		}
-		if _, dup := a.bindings[slot]; dup {
-			return a, exitf(ExitInvalid, "--secret %s: slot %q named twice", b, slot)
-		}
-		a.bindings[slot] = secret
+	for i, s := range sel.Secrets {
+		flags[fmt.Sprintf("selection.secrets[%d]", i)] = "--secret " + s
 	}
-
-	if !sel.named() {
-		a.approved = a.pending
-	} else {
-		var err error
-		if a.approved, err = pick(a.pending, m, current, sel); err != nil {
-			return a, err
-		}
+	for i, t := range sel.DataTiers {
+		flags[fmt.Sprintf("selection.dataTiers[%d]", i)] = "--data-tier " + t
 	}
-	// A binding for a slot the grant already holds rebinds it.
-	for slot, secret := range a.bindings {
-		if slices.Contains(a.approved.Secrets, slot) {
-			continue
-		}
-		if !slices.Contains(a.pending.Secrets, slot) {
-			i := slices.IndexFunc(next.Secrets, func(s plugins.SecretGrant) bool { return s.Name == slot })
-			if i >= 0 && boundSecret(next.Secrets[i]) != secret {
-				next.Secrets[i].SecretName = secretNameFor(slot, secret)
-				a.rebound = append(a.rebound, slot)
-				continue
-			}
-			return a, exitf(ExitInvalid, "--secret %s: slot %q is already granted with Secret %q", slot+"="+secret, slot, secret)
-		}
-	}
-	slices.Sort(a.rebound)
-	if a.approved.IsEmpty() && len(a.rebound) == 0 {
-		return a, exitf(ExitNothingToDo, "nothing pending for plugin %q: its grant holds everything spec.manifest asks for", name)
-	}
-
-	next.Capabilities = append(next.Capabilities, a.approved.Capabilities...)
-	next.Egress = append(next.Egress, a.approved.Egress...)
-	for _, slot := range a.approved.Secrets {
-		next.Secrets = append(next.Secrets, plugins.SecretGrant{Name: slot, SecretName: secretNameFor(slot, a.bindings[slot])})
-	}
-	next.DataTiers = append(next.DataTiers, a.approved.DataTiers...)
-	slices.Sort(next.Capabilities)
-	slices.Sort(next.Egress)
-	slices.SortFunc(next.Secrets, func(x, y plugins.SecretGrant) int { return strings.Compare(x.Name, y.Name) })
-	slices.Sort(next.DataTiers)
-	if err := next.Validate(); err != nil {
-		return a, exitf(ExitInvalid, "the grant would be invalid: %w", err)
-	}
-	a.grant = next
-	return a, nil
-}
-
-// pick keeps the named parts of pending; naming anything that is not
-// pending is an error that says whether it is granted or not requested.
-func pick(pending plugins.Pending, m plugins.Manifest, current *plugins.Grant, sel selection) (plugins.Pending, error) {
-	var out plugins.Pending
-	if current == nil {
-		current = &plugins.Grant{}
-	}
-	notPending := func(flag, value string, requested bool) error {
-		if requested {
-			return exitf(ExitInvalid, "%s %s: already granted, not pending", flag, value)
-		}
-		return exitf(ExitInvalid, "%s %s: not requested by the plugin's manifest; a grant beyond the request adds nothing (D-16)", flag, value)
-	}
-	for _, c := range sel.capabilities {
-		if !slices.Contains(pending.Capabilities, plugins.Capability(c)) {
-			return out, notPending("--capability", c, slices.Contains(m.Capabilities, plugins.Capability(c)))
-		}
-		out.Capabilities = appendOnce(out.Capabilities, plugins.Capability(c))
-	}
-	for _, h := range sel.hosts {
-		canon, err := plugins.CanonicalEgressHost(h)
-		if err != nil {
-			return out, exitf(ExitInvalid, "--host %s: %w", h, err)
-		}
-		if !slices.Contains(pending.Egress, canon) {
-			return out, notPending("--host", h, slices.Contains(canonical(m.Egress), canon))
-		}
-		out.Egress = appendOnce(out.Egress, canon)
-	}
-	for _, t := range sel.tiers {
-		if !slices.Contains(pending.DataTiers, t) {
-			return out, notPending("--data-tier", t, slices.Contains(m.DataTiers, t))
-		}
-		out.DataTiers = appendOnce(out.DataTiers, t)
-	}
-	if !sel.all {
-		for _, b := range sel.secrets {
-			slot, _, _ := strings.Cut(b, "=")
-			if slices.Contains(pending.Secrets, slot) {
-				out.Secrets = appendOnce(out.Secrets, slot)
-			}
-		}
-	}
-	slices.Sort(out.Capabilities)
-	slices.Sort(out.Egress)
-	slices.Sort(out.Secrets)
-	slices.Sort(out.DataTiers)
-	return out, nil
-}
-
-func appendOnce[T comparable](s []T, v T) []T {
-	if slices.Contains(s, v) {
-		return s
-	}
-	return append(s, v)
-}
-
-// secretNameFor is the SecretName a grant records: empty when the slot's
-// own name is used.
-func secretNameFor(slot, secret string) string {
-	if secret == "" || secret == slot {
-		return ""
-	}
-	return secret
-}
-
-// boundSecret is the Secret a granted slot mounts.
-func boundSecret(s plugins.SecretGrant) string {
-	if s.SecretName == "" {
-		return s.Name
-	}
-	return s.SecretName
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
+	return flags
 }
 
 // newApproveCommand builds `openfief plugin approve`: show what a plugin asks
 // for beyond its grant and, on confirmation, add it to the PluginGrant (D-16).
 func newApproveCommand(env *Env) *cobra.Command {
 	var (
-		sel selection
-		yes bool
+		sel  plugins.Selection
+		caps []string
+		yes  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "approve NAME [--yes] [--host H]... [--secret SLOT[=SECRET]]... [--capability C]... [--data-tier T]...",
@@ -245,8 +91,12 @@ with code 10.`,
 		Args: exactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			if sel.all && (len(sel.capabilities) > 0 || len(sel.hosts) > 0 || len(sel.tiers) > 0) {
+			if sel.All && (len(caps) > 0 || len(sel.Egress) > 0 || len(sel.DataTiers) > 0) {
 				return usageError(fmt.Errorf("--all approves everything pending; combine it only with --secret"))
+			}
+			sel.Capabilities = make([]plugins.Capability, len(caps))
+			for i, c := range caps {
+				sel.Capabilities[i] = plugins.Capability(c)
 			}
 			ctx := cmd.Context()
 			c, err := env.Client()
@@ -262,22 +112,23 @@ with code 10.`,
 				return err
 			}
 			m := apiconv.ManifestFromAPI(p.Spec.Manifest)
-			a, err := planApproval(name, m, grantFromAPI(g), sel)
+			a, err := plugins.Approve(name, m, grantFromAPI(g), sel)
 			if err != nil {
+				err = approvalError(name, selectorFlags(sel), err)
 				if ExitCode(err) == ExitNothingToDo {
 					fmt.Fprintf(env.Out, "Plugin %s: nothing pending approval.\n", name)
 				}
 				return err
 			}
 			fmt.Fprintf(env.Out, "Plugin %s (image %s) asks for what its grant does not hold:\n", name, shortImage(p.Spec.Image))
-			if a.pending.IsEmpty() {
+			if a.Pending.IsEmpty() {
 				fmt.Fprintln(env.Out, "  nothing")
 			}
-			describePending(env.Out, "  ", a.pending, m)
+			describePending(env.Out, "  ", a.Pending, m)
 			warnSignature(env.ErrOut, p)
 			fmt.Fprintln(env.Out, "This approves:")
 			describeApproval(env.Out, "  ", a, m)
-			if left := remaining(a.pending, a.approved); !left.IsEmpty() {
+			if left := a.Remaining(); !left.IsEmpty() {
 				fmt.Fprintln(env.Out, "Still pending afterwards:")
 				describePending(env.Out, "  ", left, m)
 			}
@@ -286,10 +137,10 @@ with code 10.`,
 			}
 			verb := "configured"
 			if g == nil {
-				g = &v1alpha1.PluginGrant{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace}, Spec: apiconv.GrantToAPI(a.grant)}
+				g = &v1alpha1.PluginGrant{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace}, Spec: apiconv.GrantToAPI(a.Grant)}
 				err, verb = c.Create(ctx, g, fieldOwner), "created"
 			} else {
-				g.Spec = apiconv.GrantToAPI(a.grant)
+				g.Spec = apiconv.GrantToAPI(a.Grant)
 				err = c.Update(ctx, g, fieldOwner)
 			}
 			if err != nil {
@@ -301,58 +152,25 @@ with code 10.`,
 	}
 	f := cmd.Flags()
 	f.BoolVarP(&yes, "yes", "y", false, "approve without asking")
-	f.BoolVar(&sel.all, "all", false, "approve everything pending, even with --secret bindings")
-	f.StringArrayVar(&sel.hosts, "host", nil, "approve only this egress host, host or host:port (repeatable)")
-	f.StringArrayVar(&sel.secrets, "secret", nil, "approve only this Secret slot, optionally bound to a Secret: SLOT or SLOT=SECRET (repeatable)")
-	f.StringArrayVar(&sel.capabilities, "capability", nil, "approve only this capability: connector or view (repeatable)")
-	f.StringArrayVar(&sel.tiers, "data-tier", nil, "approve only this data tier (repeatable)")
+	f.BoolVar(&sel.All, "all", false, "approve everything pending, even with --secret bindings")
+	f.StringArrayVar(&sel.Egress, "host", nil, "approve only this egress host, host or host:port (repeatable)")
+	f.StringArrayVar(&sel.Secrets, "secret", nil, "approve only this Secret slot, optionally bound to a Secret: SLOT or SLOT=SECRET (repeatable)")
+	f.StringArrayVar(&caps, "capability", nil, "approve only this capability: connector or view (repeatable)")
+	f.StringArrayVar(&sel.DataTiers, "data-tier", nil, "approve only this data tier (repeatable)")
 	return cmd
 }
 
 // describeApproval lists what an approval adds, with each Secret slot's
 // Secret, and the slots it rebinds.
-func describeApproval(w io.Writer, indent string, a approval, m plugins.Manifest) {
-	mounts := map[string]string{}
-	for _, s := range m.Secrets {
-		mounts[s.Name] = s.MountPath
-	}
-	shown := a.approved
+func describeApproval(w io.Writer, indent string, a plugins.Approval, m plugins.Manifest) {
+	shown := a.Approved
 	shown.Secrets = nil
 	describePending(w, indent, shown, m)
-	for _, slot := range a.approved.Secrets {
-		secret := a.bindings[slot]
-		if secret == "" {
-			secret = slot
-		}
-		fmt.Fprintf(w, "%sSecret slot:   %s at %s, mounting Secret %s\n", indent, slot, mounts[slot], secret)
+	for _, s := range a.Secrets {
+		fmt.Fprintf(w, "%sSecret slot:   %s at %s, mounting Secret %s\n", indent, s.Slot, s.MountPath, s.SecretName)
 	}
-	for _, slot := range a.rebound {
-		fmt.Fprintf(w, "%sRebind:        slot %s to Secret %s\n", indent, slot, a.bindings[slot])
-	}
-}
-
-// remaining is what stays pending after approved is granted.
-func remaining(pending, approved plugins.Pending) plugins.Pending {
-	minus := func(a, b []string) []string {
-		var out []string
-		for _, x := range a {
-			if !slices.Contains(b, x) {
-				out = append(out, x)
-			}
-		}
-		return out
-	}
-	var caps []plugins.Capability
-	for _, c := range pending.Capabilities {
-		if !slices.Contains(approved.Capabilities, c) {
-			caps = append(caps, c)
-		}
-	}
-	return plugins.Pending{
-		Capabilities: caps,
-		Egress:       minus(pending.Egress, approved.Egress),
-		Secrets:      minus(pending.Secrets, approved.Secrets),
-		DataTiers:    minus(pending.DataTiers, approved.DataTiers),
+	for _, s := range a.Rebound {
+		fmt.Fprintf(w, "%sRebind:        slot %s to Secret %s\n", indent, s.Slot, s.SecretName)
 	}
 }
 

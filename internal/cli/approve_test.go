@@ -50,6 +50,14 @@ func TestApprove(t *testing.T) {
 		r := openfief(t, k, runOpts{}, "plugin", "approve", "fx-approve", "--yes")
 		expect(t, r, ExitNothingToDo, `nothing pending for plugin "fx-approve"`)
 	})
+	t.Run("flags refused before anything is written", func(t *testing.T) {
+		r := openfief(t, k, runOpts{}, "plugin", "approve", "fx-approve", "--all", "--host", "api.nbp.pl", "--yes")
+		expect(t, r, ExitUsage, "--all approves everything pending; combine it only with --secret")
+		r = openfief(t, k, runOpts{}, "plugin", "approve", "fx-approve", "--secret", "nope=x", "--yes")
+		expect(t, r, ExitInvalid, `--secret nope=x: unknown secret slot: the manifest has no Secret slot "nope" (slots: fx-token)`)
+		r = openfief(t, k, runOpts{}, "plugin", "approve", "fx-approve", "--capability", "view", "--yes")
+		expect(t, r, ExitInvalid, "--capability view: not requested by the plugin's manifest")
+	})
 	t.Run("unknown plugin", func(t *testing.T) {
 		r := openfief(t, k, runOpts{}, "plugin", "approve", "fx-nobody", "--yes")
 		expect(t, r, ExitNotFound, `plugin "fx-nobody" not found in namespace "openfief"`)
