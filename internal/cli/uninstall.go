@@ -3,7 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
-	"slices"
+	"io"
 	"strings"
 	"time"
 
@@ -16,105 +16,54 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
-// secretsUsed returns the Secrets a plugin mounts or may mount: each Secret
-// slot of its spec and of its deployed version, bound through the grant or
-// named like the slot, every Secret the grant binds, and the effective ones.
-// Either argument may be nil.
-func secretsUsed(p *v1alpha1.Plugin, g *v1alpha1.PluginGrant) map[string]bool {
-	used := map[string]bool{}
-	bound := map[string]string{}
-	if g != nil {
-		for _, s := range g.Spec.Secrets {
-			name := s.SecretName
-			if name == "" {
-				name = s.Name
-			}
-			bound[s.Name] = name
-			used[name] = true
-		}
-	}
-	slot := func(s v1alpha1.SecretMount) {
-		if name, ok := bound[s.Name]; ok {
-			used[name] = true
-		} else {
-			used[s.Name] = true
-		}
-	}
-	if p != nil {
-		for _, s := range p.Spec.Manifest.Secrets {
-			slot(s)
-		}
-		if d := p.Status.Deployed; d != nil {
-			for _, s := range d.Manifest.Secrets {
-				slot(s)
-			}
-		}
-		if e := p.Status.Effective; e != nil {
-			for _, s := range e.Secrets {
-				used[s.SecretName] = true
-			}
-		}
-	}
-	delete(used, "")
-	return used
-}
-
 // purgePlan is what `uninstall --purge` deletes and keeps.
 type purgePlan struct {
-	grant   *v1alpha1.PluginGrant
+	grant *v1alpha1.PluginGrant
+	// secrets are the existing Secrets plugins.PurgeSecrets deletes.
 	secrets []*corev1.Secret
-	// kept maps a Secret the plugin uses to the other plugins using it.
-	kept map[string][]string
+	// kept are the Secrets the grant binds that other grants bind too.
+	kept []plugins.KeptSecret
+	// uninstalled names the other grants whose Plugin is gone.
+	uninstalled map[string]bool
 }
 
-// planPurge finds the grant of name and the existing Secrets that only it
-// uses: no other Plugin's manifest, deployed version or grant, and no other
-// grant, names them (D-58).
-func (e *Env) planPurge(ctx context.Context, c client.Client, name string, p *v1alpha1.Plugin) (purgePlan, error) {
+// planPurge finds the grant of name and asks the domain which Secrets
+// purging it deletes (plugins.PurgeSecrets, D-58): only those its grant binds
+// and no other grant in the namespace binds. Of those it keeps the ones that
+// exist; it never looks at what a manifest requests.
+func (e *Env) planPurge(ctx context.Context, c client.Client, name string) (purgePlan, error) {
 	var plan purgePlan
-	var pl v1alpha1.PluginList
-	if err := c.List(ctx, &pl, client.InNamespace(e.Namespace)); err != nil {
-		return plan, apiError("listing plugins", err)
-	}
 	var gl v1alpha1.PluginGrantList
 	if err := c.List(ctx, &gl, client.InNamespace(e.Namespace)); err != nil {
 		return plan, apiError("listing plugingrants", err)
 	}
-	grants := map[string]*v1alpha1.PluginGrant{}
+	var pl v1alpha1.PluginList
+	if err := c.List(ctx, &pl, client.InNamespace(e.Namespace)); err != nil {
+		return plan, apiError("listing plugins", err)
+	}
+	installed := map[string]bool{}
+	for _, p := range pl.Items {
+		installed[p.Name] = true
+	}
+	target := plugins.Grant{Name: name}
+	var others []plugins.Grant
+	plan.uninstalled = map[string]bool{}
 	for i := range gl.Items {
-		grants[gl.Items[i].Name] = &gl.Items[i]
-	}
-	plan.grant = grants[name]
-	users := map[string][]string{} // Secret -> other plugin names
-	seen := map[string]bool{name: true}
-	for i := range pl.Items {
-		q := &pl.Items[i]
-		if seen[q.Name] {
+		g := &gl.Items[i]
+		if g.Name == name {
+			plan.grant, target = g, apiconv.GrantFromAPI(g)
 			continue
 		}
-		seen[q.Name] = true
-		for s := range secretsUsed(q, grants[q.Name]) {
-			users[s] = append(users[s], q.Name)
-		}
+		others = append(others, apiconv.GrantFromAPI(g))
+		plan.uninstalled[g.Name] = !installed[g.Name]
 	}
-	for gname, g := range grants {
-		if seen[gname] {
-			continue
-		}
-		for s := range secretsUsed(nil, g) {
-			users[s] = append(users[s], gname+" (grant only)")
-		}
-	}
-	plan.kept = map[string][]string{}
-	for _, s := range sortedKeys(secretsUsed(p, plan.grant)) {
-		if others := users[s]; len(others) > 0 {
-			slices.Sort(others)
-			plan.kept[s] = others
-			continue
-		}
+	purge := plugins.PurgeSecrets(target, others)
+	plan.kept = purge.Keep
+	for _, s := range purge.Delete {
 		var secret corev1.Secret
 		err := c.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: s}, &secret)
 		switch {
@@ -134,18 +83,19 @@ func newUninstallCommand(env *Env) *cobra.Command {
 	var purge, yes bool
 	cmd := &cobra.Command{
 		Use:   "uninstall NAME [--purge] [--yes]",
-		Short: "Remove a plugin; with --purge also its grant and the Secrets only it used",
+		Short: "Remove a plugin; with --purge also its grant and the Secrets only its grant binds",
 		Long: `Delete the Plugin NAME. The operator's objects for it (Deployment, Service,
 NetworkPolicy, ServiceAccount, config) go with it by garbage collection, and its
 egress allow-list entry is removed. Its PluginGrant and Secrets stay, so a
 reinstall under the same name gets them back.
 
-With --purge it also deletes the PluginGrant NAME and the Secrets only this
-plugin used: the Secrets its manifest's slots, its deployed version and its
-grant name, except those another Plugin or grant in the namespace also names
-(those are listed as kept). The operator never reads Secrets; the CLI does, with
-your credentials. With --purge and no Plugin left, the grant and Secrets are
-still purged.
+With --purge it also deletes the PluginGrant NAME and the Secrets its grant
+binds (each granted slot's bound Secret, or the Secret named like the slot when
+unbound), except those another PluginGrant in the namespace binds too (those
+are listed as kept). A Secret the manifest asks for but the grant never bound
+is never deleted. The operator never reads Secrets; the CLI does, with your
+credentials. With --purge and no Plugin left, the grant and Secrets are still
+purged.
 
 Everything to be deleted is listed first, and confirmed unless --yes is given.`,
 		Example: `  openfief plugin uninstall nbp-fx
@@ -164,7 +114,7 @@ Everything to be deleted is listed first, and confirmed unless --yes is given.`,
 			}
 			var plan purgePlan
 			if purge {
-				if plan, err = env.planPurge(ctx, c, name, p); err != nil {
+				if plan, err = env.planPurge(ctx, c, name); err != nil {
 					return err
 				}
 				if p == nil && plan.grant == nil && len(plan.secrets) == 0 {
@@ -181,12 +131,7 @@ Everything to be deleted is listed first, and confirmed unless --yes is given.`,
 			for _, s := range plan.secrets {
 				fmt.Fprintf(env.Out, "  secret/%s\n", s.Name)
 			}
-			if len(plan.kept) > 0 {
-				fmt.Fprintln(env.Out, "Keeps, since other plugins use them:")
-				for _, s := range sortedKeys(keysOf(plan.kept)) {
-					fmt.Fprintf(env.Out, "  secret/%s (used by %s)\n", s, strings.Join(plan.kept[s], ", "))
-				}
-			}
+			describeKept(env.Out, plan)
 			if !purge {
 				fmt.Fprintf(env.Out, "Keeps plugingrant/%s and its Secrets, if any; --purge deletes them.\n", name)
 			}
@@ -218,7 +163,7 @@ Everything to be deleted is listed first, and confirmed unless --yes is given.`,
 		}),
 	}
 	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until the garbage collector has removed the plugin's workload objects")
-	cmd.Flags().BoolVar(&purge, "purge", false, "also delete the plugin's grant and the Secrets only it used (D-58)")
+	cmd.Flags().BoolVar(&purge, "purge", false, "also delete the plugin's grant and the Secrets only its grant binds (D-58)")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "delete without asking")
 	return cmd
 }
@@ -234,12 +179,23 @@ func deleteObject(ctx context.Context, c client.Client, obj client.Object) error
 	return err
 }
 
-func keysOf(m map[string][]string) map[string]bool {
-	out := make(map[string]bool, len(m))
-	for k := range m {
-		out[k] = true
+// describeKept lists the Secrets purge keeps because other grants bind
+// them, with those grants; a grant whose Plugin is gone says so.
+func describeKept(w io.Writer, plan purgePlan) {
+	if len(plan.kept) == 0 {
+		return
 	}
-	return out
+	fmt.Fprintln(w, "Keeps, since other plugins' grants bind them:")
+	for _, k := range plan.kept {
+		by := make([]string, len(k.BoundBy))
+		for i, g := range k.BoundBy {
+			by[i] = g
+			if plan.uninstalled[g] {
+				by[i] += " (grant only)"
+			}
+		}
+		fmt.Fprintf(w, "  secret/%s (bound by %s)\n", k.Secret, strings.Join(by, ", "))
+	}
 }
 
 // waitWorkloadGone polls until no object of the plugin's workload is left:

@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"strings"
 	"testing"
+
+	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
 // TestUninstall checks `plugin uninstall` removes the Plugin and keeps the
@@ -46,7 +49,7 @@ func TestUninstall(t *testing.T) {
 	})
 	t.Run("purge keeps a Secret another plugin uses", func(t *testing.T) {
 		r := openfief(t, k, runOpts{}, "plugin", "uninstall", "un-b", "--purge", "--yes")
-		expect(t, r, ExitOK, "Keeps, since other plugins use them:\n  secret/un-shared (used by un-c)", "plugingrant/un-b deleted")
+		expect(t, r, ExitOK, "Keeps, since other plugins' grants bind them:\n  secret/un-shared (bound by un-c)", "plugingrant/un-b deleted")
 		if !k.secretExists(t, "un-shared") {
 			t.Error("purge deleted a Secret un-c still uses")
 		}
@@ -67,5 +70,67 @@ func TestUninstall(t *testing.T) {
 		if k.grant(t, "un-c") != nil || k.secretExists(t, "un-shared") {
 			t.Error("the grant or the now unused Secret is still there")
 		}
+	})
+}
+
+// TestUninstallPurgeOnlyGrantedSecrets checks purge deletes only Secrets the
+// plugin's grant binds. Its first case is the regression test of issue 12
+// finding 9: a vendor's manifest asks for a Secret slot named like another
+// component's Secret, and the owner never grants it. Purge must delete the
+// Secret the grant bound and leave the other component's Secret alone, though
+// no plugin uses it.
+func TestUninstallPurgeOnlyGrantedSecrets(t *testing.T) {
+	k := newKube(t)
+	im := newImages(t)
+	greedy := fxV1
+	greedy.Secrets = []plugins.SecretMount{{Name: "fx-token", MountPath: "/etc/fx"}, {Name: "un-core-db", MountPath: "/etc/db"}}
+	ref := im.signed(t, "plugins/greedy", greedy)
+	config := tempFile(t, "config.yaml", fxConfig)
+	install := func(name string) {
+		t.Helper()
+		expect(t, openfief(t, k, runOpts{}, "plugin", "install", name, "--image", ref.String(), "--config", config, "--signers", im.signers), ExitOK)
+	}
+	k.createSecret(t, "un-core-db") // another component's, not a plugin's
+
+	t.Run("a slot the grant never bound", func(t *testing.T) {
+		install("un-greedy")
+		expect(t, openfief(t, k, runOpts{}, "plugin", "approve", "un-greedy", "--secret", "fx-token=un-greedy-token", "--yes"), ExitOK)
+		k.createSecret(t, "un-greedy-token")
+		r := openfief(t, k, runOpts{}, "plugin", "uninstall", "un-greedy", "--purge", "--yes")
+		expect(t, r, ExitOK, "secret/un-greedy-token deleted")
+		if strings.Contains(r.out, "secret/un-core-db") {
+			t.Errorf("purge lists a Secret the grant never bound\n%s", r)
+		}
+		if !k.secretExists(t, "un-core-db") {
+			t.Error("purge deleted another component's Secret that the manifest asked for and the grant never bound")
+		}
+		if k.secretExists(t, "un-greedy-token") {
+			t.Error("purge left the Secret the grant bound")
+		}
+	})
+	t.Run("no grant, no Secret", func(t *testing.T) {
+		install("un-ungranted")
+		r := openfief(t, k, runOpts{}, "plugin", "uninstall", "un-ungranted", "--purge", "--yes")
+		expect(t, r, ExitOK, "plugin/un-ungranted deleted")
+		if strings.Contains(r.out, "secret/") || !k.secretExists(t, "un-core-db") {
+			t.Errorf("purge of a plugin without a grant touched a Secret\n%s", r)
+		}
+	})
+	t.Run("a grant whose plugin is gone keeps its Secret", func(t *testing.T) {
+		for _, name := range []string{"un-orphan", "un-user"} {
+			install(name)
+			expect(t, openfief(t, k, runOpts{}, "plugin", "approve", name, "--secret", "fx-token=un-orphan-shared", "--yes"), ExitOK)
+		}
+		k.createSecret(t, "un-orphan-shared")
+		expect(t, openfief(t, k, runOpts{}, "plugin", "uninstall", "un-orphan", "--yes"), ExitOK)
+		r := openfief(t, k, runOpts{}, "plugin", "uninstall", "un-user", "--purge")
+		expect(t, r, ExitNotConfirmed, "Keeps, since other plugins' grants bind them:\n  secret/un-orphan-shared (bound by un-orphan (grant only))")
+		r = openfief(t, k, runOpts{}, "plugin", "uninstall", "un-user", "--purge", "--yes")
+		expect(t, r, ExitOK, "plugingrant/un-user deleted")
+		if !k.secretExists(t, "un-orphan-shared") {
+			t.Error("purge deleted a Secret the grant of un-orphan still binds")
+		}
+		r = openfief(t, k, runOpts{}, "plugin", "uninstall", "un-orphan", "--purge", "--yes")
+		expect(t, r, ExitOK, "plugingrant/un-orphan deleted", "secret/un-orphan-shared deleted")
 	})
 }
