@@ -142,10 +142,24 @@ func startOperator(t testing.TB, c *devcluster.Cluster, images trust.ImageChecke
 }
 
 // startOperatorQPS is startOperator with the client's rate limit set to qps
-// (0 keeps controller-runtime's default). The manager and its controllers are
-// built as the binary builds them (ManagerOptions, AddToManager), with images
-// in place of the registry and nothing served.
+// (0 keeps controller-runtime's default). The controllers are built as the
+// binary builds them (AddToManager), with images in place of the registry.
 func startOperatorQPS(t testing.TB, c *devcluster.Cluster, images trust.ImageChecker, qps float32) *operatorRun {
+	t.Helper()
+	o := DefaultOptions()
+	o.Images = images
+	return startManager(t, c, qps, func(mgr ctrl.Manager) error {
+		_, err := AddToManager(mgr, o)
+		return err
+	})
+}
+
+// startManager runs a manager with the operator's ManagerOptions (nothing
+// served, no leader election) against the test cluster, with what setup adds
+// to it, until the returned run is stopped or the test ends, counting the
+// writes it sends. qps is the client's rate limit (0 keeps
+// controller-runtime's default).
+func startManager(t testing.TB, c *devcluster.Cluster, qps float32, setup func(ctrl.Manager) error) *operatorRun {
 	t.Helper()
 	s, err := apiconv.NewScheme()
 	if err != nil {
@@ -157,16 +171,13 @@ func startOperatorQPS(t testing.TB, c *devcluster.Cluster, images trust.ImageChe
 		cfg.QPS, cfg.Burst = qps, int(2*qps)
 	}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
-	o := DefaultOptions()
-	o.Images = images
-	o.MetricsBindAddress, o.HealthProbeBindAddress, o.LeaderElection = "0", "", false
-	opts := o.ManagerOptions(s)
+	opts := ManagerOptions(s)
 	opts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := AddToManager(mgr, o); err != nil {
+	if err := setup(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

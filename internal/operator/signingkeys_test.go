@@ -21,13 +21,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/testutil"
@@ -89,41 +85,14 @@ func (s *stubDiscovery) set(err error, jwks []byte) {
 // the test ends, counting the manager's writes.
 func startSigningKeys(t *testing.T, c *devcluster.Cluster, refresh time.Duration) (*stubDiscovery, *operatorRun) {
 	t.Helper()
-	s, err := apiconv.NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
 	real, err := NewAPIServerDiscovery(c.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stub := &stubDiscovery{real: real}
-	counter := &writeCounter{}
-	cfg := rest.CopyConfig(c.Config)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
-	opts := ManagerOptions(s)
-	opts.Metrics = metricsserver.Options{BindAddress: "0"}
-	opts.HealthProbeBindAddress = "0"
-	opts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
-	mgr, err := ctrl.NewManager(cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &SigningKeysPublisher{Client: mgr.GetClient(), Discovery: stub, Refresh: refresh}
-	if err := p.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	var once sync.Once
-	run := &operatorRun{writes: counter, stop: func() { once.Do(func() { cancel(); <-done }) }}
-	t.Cleanup(run.stop)
+	run := startManager(t, c, 0, func(mgr ctrl.Manager) error {
+		return (&SigningKeysPublisher{Client: mgr.GetClient(), Discovery: stub, Refresh: refresh}).SetupWithManager(mgr)
+	})
 	return stub, run
 }
 
