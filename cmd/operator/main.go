@@ -36,6 +36,8 @@ func main() {
 	flag.Var((*multiFlag)(&o.InsecureRegistries), "insecure-registry", "registry host[:port] read over plain HTTP (repeatable; loopback registries always are)")
 	flag.DurationVar(&o.SigningKeysRefresh, "signing-keys-refresh", o.SigningKeysRefresh, "how often the ServiceAccount signing keys are re-published to openfief-sa-jwks")
 	flag.DurationVar(&o.RegistryTimeout, "registry-timeout", o.RegistryTimeout, "time limit of one image verification's registry reads")
+	flag.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "how many Plugins reconcile at once, so a slow one never holds up another's revocation")
+	flag.DurationVar(&o.ReconcileTimeout, "reconcile-timeout", o.ReconcileTimeout, "time limit of one Plugin's reconcile")
 	flag.Float64Var(&qps, "kube-api-qps", 50, "requests per second the operator sends to the API server at most")
 	flag.IntVar(&burst, "kube-api-burst", 100, "burst above --kube-api-qps")
 	zapOpts := zap.Options{}

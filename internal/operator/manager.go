@@ -74,7 +74,8 @@ func AddToManager(mgr ctrl.Manager, o Options) (*Reconcilers, error) {
 	}
 	c := mgr.GetClient()
 	r := &Reconcilers{
-		Plugins:     &PluginReconciler{Client: c, Images: images, Cluster: o.Cluster},
+		Plugins: &PluginReconciler{Client: c, Images: images, Cluster: o.Cluster,
+			MaxConcurrentReconciles: o.MaxConcurrentReconciles, ReconcileTimeout: o.ReconcileTimeout},
 		Grants:      &GrantReconciler{Client: c},
 		Pruner:      &AllowListPruner{Client: c},
 		SigningKeys: &SigningKeysPublisher{Client: c, Discovery: discovery, Refresh: o.SigningKeysRefresh},

@@ -19,6 +19,13 @@ const (
 	// DefaultHealthProbeBindAddress is where the manager serves /healthz and
 	// /readyz (--health-probe-bind-address).
 	DefaultHealthProbeBindAddress = ":8081"
+	// DefaultMaxConcurrentReconciles is how many Plugins reconcile at once
+	// (--max-concurrent-reconciles).
+	DefaultMaxConcurrentReconciles = 4
+	// DefaultReconcileTimeout bounds one Plugin's reconcile
+	// (--reconcile-timeout): above the registry timeout, so a verification
+	// can finish, and far below anything an owner would wait for.
+	DefaultReconcileTimeout = 2 * time.Minute
 	// LeaderElectionID names the Lease in openfief that the replicas elect a
 	// leader with.
 	LeaderElectionID = "openfief-operator"
@@ -50,6 +57,13 @@ type Options struct {
 	// are re-published to openfief-sa-jwks (--signing-keys-refresh, D-59);
 	// DefaultSigningKeysRefresh when not positive.
 	SigningKeysRefresh time.Duration
+	// MaxConcurrentReconciles is how many Plugins reconcile at once
+	// (--max-concurrent-reconciles); DefaultMaxConcurrentReconciles when not
+	// positive.
+	MaxConcurrentReconciles int
+	// ReconcileTimeout bounds one Plugin's reconcile (--reconcile-timeout);
+	// DefaultReconcileTimeout when not positive.
+	ReconcileTimeout time.Duration
 	// Images, when set, replaces the image checker AddToManager builds (a
 	// trust.PolicyVerifier over the registry, D-57). Only tests set it; the
 	// binary has no way to.
@@ -79,11 +93,13 @@ func DefaultOptions() Options {
 			CoreSubject:  plugins.DefaultCoreSubject,
 			PluginPort:   plugins.DefaultPluginPort,
 		},
-		TrustedSignersFile:     trust.DefaultSignersFile,
-		RegistryTimeout:        DefaultRegistryTimeout,
-		SigningKeysRefresh:     DefaultSigningKeysRefresh,
-		MetricsBindAddress:     DefaultMetricsBindAddress,
-		HealthProbeBindAddress: DefaultHealthProbeBindAddress,
-		LeaderElection:         true,
+		TrustedSignersFile:      trust.DefaultSignersFile,
+		RegistryTimeout:         DefaultRegistryTimeout,
+		MaxConcurrentReconciles: DefaultMaxConcurrentReconciles,
+		ReconcileTimeout:        DefaultReconcileTimeout,
+		SigningKeysRefresh:      DefaultSigningKeysRefresh,
+		MetricsBindAddress:      DefaultMetricsBindAddress,
+		HealthProbeBindAddress:  DefaultHealthProbeBindAddress,
+		LeaderElection:          true,
 	}
 }

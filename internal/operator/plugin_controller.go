@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -59,6 +60,14 @@ type PluginReconciler struct {
 	Cluster ClusterConfig
 	// Now stamps status.deployed.verifiedAt; time.Now when nil.
 	Now func() time.Time
+	// MaxConcurrentReconciles is how many Plugins reconcile at once
+	// (DefaultMaxConcurrentReconciles when not positive), so one slow
+	// Plugin (a slow registry, a costly config schema) never holds up
+	// another's revocation (review finding 2).
+	MaxConcurrentReconciles int
+	// ReconcileTimeout bounds one reconcile's context
+	// (DefaultReconcileTimeout when not positive).
+	ReconcileTimeout time.Duration
 }
 
 // SetupWithManager registers the PluginReconciler. A Plugin reconciles on a
@@ -89,8 +98,17 @@ func (r *PluginReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return false
 		})
 	}
+	workers := r.MaxConcurrentReconciles
+	if workers <= 0 {
+		workers = DefaultMaxConcurrentReconciles
+	}
+	timeout := r.ReconcileTimeout
+	if timeout <= 0 {
+		timeout = DefaultReconcileTimeout
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("plugin").
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers, ReconciliationTimeout: timeout}).
 		For(&v1alpha1.Plugin{}, builder.WithPredicates(inNamespace)).
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&corev1.ConfigMap{}).
