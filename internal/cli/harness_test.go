@@ -50,11 +50,7 @@ func newImages(t *testing.T) *images {
 // signersJSON is a signers.json trusting the owner key as "owner".
 func (im *images) signersJSON(t *testing.T) string {
 	t.Helper()
-	b, err := json.Marshal(map[string]any{"signers": []map[string]string{{"name": "owner", "publicKey": im.key.PublicKeyPEM(t)}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return string(im.key.SignersJSON(t, "owner"))
 }
 
 // signed pushes an image labelled with m and signs it with the owner key.
@@ -165,38 +161,40 @@ func tempFile(t *testing.T, name, content string) string {
 	return p
 }
 
+// get reads the object name in openfief into obj and reports whether it
+// exists.
+func (k *kube) get(t *testing.T, name string, obj client.Object) bool {
+	t.Helper()
+	err := k.c.Get(context.Background(), client.ObjectKey{Namespace: plugins.Namespace, Name: name}, obj)
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// plugin is the Plugin name, nil when there is none.
 func (k *kube) plugin(t *testing.T, name string) *v1alpha1.Plugin {
 	t.Helper()
 	var p v1alpha1.Plugin
-	if err := k.c.Get(context.Background(), client.ObjectKey{Namespace: plugins.Namespace, Name: name}, &p); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		t.Fatal(err)
+	if !k.get(t, name, &p) {
+		return nil
 	}
 	return &p
 }
 
+// grant is the PluginGrant name, nil when there is none.
 func (k *kube) grant(t *testing.T, name string) *v1alpha1.PluginGrant {
 	t.Helper()
 	var g v1alpha1.PluginGrant
-	if err := k.c.Get(context.Background(), client.ObjectKey{Namespace: plugins.Namespace, Name: name}, &g); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		t.Fatal(err)
+	if !k.get(t, name, &g) {
+		return nil
 	}
 	return &g
 }
 
 func (k *kube) secretExists(t *testing.T, name string) bool {
 	t.Helper()
-	var s corev1.Secret
-	err := k.c.Get(context.Background(), client.ObjectKey{Namespace: plugins.Namespace, Name: name}, &s)
-	if err != nil && !apierrors.IsNotFound(err) {
-		t.Fatal(err)
-	}
-	return err == nil
+	return k.get(t, name, &corev1.Secret{})
 }
 
 func (k *kube) createSecret(t *testing.T, name string) {

@@ -2,7 +2,6 @@ package trust
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -32,14 +31,7 @@ func TestUntrustedSignerLabelNeverRead(t *testing.T) {
 	signed := reg.PushImage(t, "plugins/fx", cosigntest.ManifestLabel(t, manifest))
 	reg.Sign(t, signed, owner)
 
-	signers, err := plugins.ParseOwnerSigners([]byte(fmt.Sprintf(`{"signers":[{"name":"owner","publicKey":%q}]}`, owner.PublicKeyPEM(t))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy, err := plugins.NewTrustPolicy(plugins.Catalog{}, signers)
-	if err != nil {
-		t.Fatal(err)
-	}
+	policy := ownerPolicy(t, owner.SignersJSON(t, "owner"))
 	images, err := NewImageVerifier(policy, cosign.WithTrustedMaterial(stranger.VS), cosign.WithSCTRequired(false))
 	if err != nil {
 		t.Fatal(err)

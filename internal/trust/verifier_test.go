@@ -34,14 +34,7 @@ func TestPolicyVerifierWithRealSignatures(t *testing.T) {
 	reg.Sign(t, foreign, stranger)
 	unsigned := reg.PushImage(t, "plugins/unsigned", cosigntest.ManifestLabel(t, manifest))
 
-	signers, err := plugins.ParseOwnerSigners([]byte(fmt.Sprintf(`{"signers":[{"name":"owner","publicKey":%q}]}`, owner.PublicKeyPEM(t))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy, err := plugins.NewTrustPolicy(plugins.Catalog{}, signers)
-	if err != nil {
-		t.Fatal(err)
-	}
+	policy := ownerPolicy(t, owner.SignersJSON(t, "owner"))
 	images, err := cosign.NewVerifier(cosign.WithPublicKeys(policy.PublicKeys()),
 		cosign.WithTrustedMaterial(stranger.VS), cosign.WithSCTRequired(false))
 	if err != nil {
@@ -100,9 +93,24 @@ func (c *countingImages) Verify(_ context.Context, ref plugins.ImageRef) (plugin
 	return plugins.SignedImage{Image: ref, Signatures: []plugins.SignatureIdentity{{Issuer: "https://token.actions.githubusercontent.com", Subject: plugins.OpenFiefCI().Identity.Subject}}}, cosign.Report{}, nil
 }
 
+// ciPolicy trusts only what the embedded catalog does: OpenFief's CI.
 func ciPolicy(t *testing.T) plugins.TrustPolicy {
 	t.Helper()
-	p, err := plugins.NewTrustPolicy(plugins.Catalog{}, nil)
+	return ownerPolicy(t, nil)
+}
+
+// ownerPolicy is the trust policy of an empty catalog and the owner's
+// signers.json (none when nil).
+func ownerPolicy(t testing.TB, signersJSON []byte) plugins.TrustPolicy {
+	t.Helper()
+	var signers []plugins.Signer
+	if signersJSON != nil {
+		var err error
+		if signers, err = plugins.ParseOwnerSigners(signersJSON); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := plugins.NewTrustPolicy(plugins.Catalog{}, signers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,16 +173,9 @@ func TestPolicyVerifierKeylessPattern(t *testing.T) {
 	bare := reg.PushImage(t, "fx", nil)
 	sign(bare)
 
-	signers, err := plugins.ParseOwnerSigners([]byte(`{"signers":[{"name":"fx-releases",
+	policy := ownerPolicy(t, []byte(`{"signers":[{"name":"fx-releases",
 		"issuer":"https://token.actions.githubusercontent.com",
 		"subjectPattern":"https://github.com/example/fx/\\.github/workflows/release\\.yml@refs/tags/v[0-9.]+"}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy, err := plugins.NewTrustPolicy(plugins.Catalog{}, signers)
-	if err != nil {
-		t.Fatal(err)
-	}
 	images, err := cosign.NewVerifier(cosign.WithTrustedMaterial(ci.VS), cosign.WithSCTRequired(false))
 	if err != nil {
 		t.Fatal(err)
@@ -197,14 +198,7 @@ func BenchmarkPolicyVerifier(b *testing.B) {
 	manifest := plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityConnector}, Egress: []string{"api.nbp.pl"}}
 	ref := reg.PushImage(b, "fx", cosigntest.ManifestLabel(b, manifest))
 	reg.Sign(b, ref, key)
-	signers, err := plugins.ParseOwnerSigners([]byte(fmt.Sprintf(`{"signers":[{"name":"owner","publicKey":%q}]}`, key.PublicKeyPEM(b))))
-	if err != nil {
-		b.Fatal(err)
-	}
-	policy, err := plugins.NewTrustPolicy(plugins.Catalog{}, signers)
-	if err != nil {
-		b.Fatal(err)
-	}
+	policy := ownerPolicy(b, key.SignersJSON(b, "owner"))
 	images, err := cosign.NewVerifier(cosign.WithPublicKeys(policy.PublicKeys()))
 	if err != nil {
 		b.Fatal(err)

@@ -203,6 +203,17 @@ func (k *Key) PublicKeyPEM(t testing.TB) string {
 	return p
 }
 
+// SignersJSON is an owner signers.json that trusts the key under name
+// (D-45).
+func (k *Key) SignersJSON(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := k.s.SignersJSON(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // Bundle returns a bundle (JSON) of statement signed with the key.
 func (k *Key) Bundle(t testing.TB, statement []byte) []byte {
 	t.Helper()
