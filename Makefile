@@ -35,6 +35,11 @@ demo: controlplane ## The main job: the plugin lifecycle on a local platform, st
 test: controlplane ## Run every test of every module.
 	@for m in $(MODULES); do echo "== go test $$m"; (cd $$m && $(GO) test -count=1 ./...); done
 
+.PHONY: test-unit
+test-unit: ## The fast tests: every package whose tests need no control plane (no build of Kubernetes, about a minute).
+	@echo "== go test (unit) ."; $(GO) test -count=1 $$(hack/unit-packages.sh)
+	@echo "== go test sdk/go"; cd sdk/go && $(GO) test -count=1 ./...
+
 .PHONY: cover
 cover: ## Statement coverage of the domain package.
 	$(GO) test -cover ./internal/plugins/
