@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -291,7 +290,7 @@ func sameAsDeployed(v *plugins.Version, d *v1alpha1.DeployedVersion) bool {
 	if v == nil || d == nil || d.VerifiedAt == nil {
 		return false
 	}
-	return v.Image.String() == d.Image && v.Manifest.Equal(apiconv.ManifestFromAPI(d.Manifest)) && jsonEqual(v.Config, apiconv.RawJSON(d.Config))
+	return v.Image.String() == d.Image && v.Manifest.Equal(apiconv.ManifestFromAPI(d.Manifest)) && plugins.EqualConfig(v.Config, apiconv.RawJSON(d.Config))
 }
 
 func verifiedAt(d *v1alpha1.DeployedVersion) string {
@@ -432,21 +431,6 @@ func (r *PluginReconciler) deployedRecord(old *v1alpha1.DeployedVersion, ps *pas
 		rec.Config = &apiextensionsv1.JSON{Raw: append([]byte(nil), run.Config...)}
 	}
 	return rec
-}
-
-// jsonEqual compares two JSON documents by value; nil and empty equal "{}".
-func jsonEqual(a, b json.RawMessage) bool {
-	norm := func(r json.RawMessage) any {
-		if len(r) == 0 {
-			return map[string]any{}
-		}
-		var v any
-		if json.Unmarshal(r, &v) != nil {
-			return string(r)
-		}
-		return v
-	}
-	return equality.Semantic.DeepEqual(norm(a), norm(b))
 }
 
 // allowListChanges maps events of the allow-list ConfigMap to Plugins. A
