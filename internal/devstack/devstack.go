@@ -295,8 +295,13 @@ func (s *Stack) startOperator(opts Options) error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			mopts.Logger.Error(err, "operator stopped")
+		}
+	}()
 	s.stops = append(s.stops, func() { cancel(); <-done })
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		return errors.New("operator caches did not sync")
@@ -333,8 +338,13 @@ func (s *Stack) startProxy(client kubernetes.Interface, opts Options) error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ctx); err != nil {
+			log.Error("egress proxy stopped", "error", err)
+		}
+	}()
 	s.ProxyAddress = srv.Addr().String()
 	s.stops = append(s.stops, func() {
 		cancel()

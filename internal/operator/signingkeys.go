@@ -17,7 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -38,8 +38,8 @@ const (
 	jwksPath                = "/openid/v1/jwks"
 )
 
-// ErrInvalidIssuer: the API server named a token issuer that is not an https
-// URL without query or fragment, as OpenID discovery requires.
+// ErrInvalidIssuer means the API server named a token issuer that is not an
+// https URL without query or fragment, as OpenID discovery requires.
 var ErrInvalidIssuer = errors.New("invalid issuer")
 
 // IssuerDiscovery reads the cluster's ServiceAccount token issuer and the
@@ -173,7 +173,7 @@ func (p *SigningKeysPublisher) Publish(ctx context.Context) (bool, error) {
 	if err := p.Client.Apply(ctx, ac, client.FieldOwner(SigningKeysFieldManager), client.ForceOwnership); err != nil {
 		return false, fmt.Errorf("apply %s: %w", signingKeysKey, err)
 	}
-	log.FromContext(ctx).Info("published signing keys", "configMap", signingKeysKey.String(), "issuer", issuer, "keys", keys.Len())
+	ctrllog.FromContext(ctx).Info("published signing keys", "configMap", signingKeysKey.String(), "issuer", issuer, "keys", keys.Len())
 	return true, nil
 }
 

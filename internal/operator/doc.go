@@ -1,0 +1,14 @@
+// Package operator is OpenFief's plugin operator (D-10, D-13): controllers
+// that turn Plugin and PluginGrant resources in the openfief namespace into
+// locked-down workloads, deploying only images a trusted signer signed
+// (D-57). It decides nothing itself: it converts the resources with
+// internal/apiconv, asks the domain (internal/plugins) which version runs
+// and with what, and maps the answer onto Kubernetes objects.
+//
+// One controller per file, each beside its SetupWithManager:
+// plugin_controller.go (PluginReconciler), plugingrant_controller.go
+// (GrantReconciler), allowlistpruner_controller.go (AllowListPruner) and
+// signingkeys.go (SigningKeysPublisher, D-59). AddToManager registers them
+// all from Options; cmd/operator, devstack and the tests build their
+// operator through it and Options.ManagerOptions.
+package operator
