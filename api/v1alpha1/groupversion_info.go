@@ -8,17 +8,27 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
 	// GroupVersion is the group and version of these types.
 	GroupVersion = schema.GroupVersion{Group: "openfief.io", Version: "v1alpha1"}
 
-	// SchemeBuilder registers these types with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	// SchemeBuilder registers these types with a runtime.Scheme. It is
+	// apimachinery's, so the API package links nothing but apimachinery.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds these types to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// addKnownTypes registers Plugin, PluginGrant and their lists under
+// GroupVersion, with the meta types (ListOptions and the like) beside them.
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &Plugin{}, &PluginList{}, &PluginGrant{}, &PluginGrantList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

@@ -200,7 +200,3 @@ type PluginList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Plugin `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Plugin{}, &PluginList{}, &PluginGrant{}, &PluginGrantList{})
-}
