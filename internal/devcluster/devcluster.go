@@ -77,6 +77,11 @@ type Cluster struct {
 	env    *envtest.Environment
 	procs  []*process
 	reaper *reaper
+	// logFiles hold etcd's and kube-apiserver's output. They stay open until
+	// Stop: with Options.Output set, envtest copies the output into them
+	// through a pipe for as long as the processes run, and closing them
+	// earlier broke that pipe and killed both processes with SIGPIPE.
+	logFiles []*os.File
 
 	stopOnce sync.Once
 	stopErr  error
@@ -153,12 +158,12 @@ func (c *Cluster) startAPIServer(ctx context.Context, binDir string, opts Option
 	if err != nil {
 		return fmt.Errorf("devcluster: %w", err)
 	}
-	defer etcdLog.Close()
+	c.logFiles = append(c.logFiles, etcdLog)
 	apiLog, err := os.Create(filepath.Join(logs, "kube-apiserver.log"))
 	if err != nil {
 		return fmt.Errorf("devcluster: %w", err)
 	}
-	defer apiLog.Close()
+	c.logFiles = append(c.logFiles, apiLog)
 	var etcdOut, apiOut io.Writer = etcdLog, apiLog
 	if opts.Output != nil {
 		etcdOut = io.MultiWriter(etcdLog, opts.Output)
@@ -274,6 +279,13 @@ func (c *Cluster) Stop() error {
 				// Closing without disarming makes the watchdog kill what
 				// envtest could not stop.
 				_ = c.reaper.w.Close()
+			}
+		}
+		// Last: with Output set, envtest copies into these logs for as long as
+		// etcd and kube-apiserver run.
+		for _, f := range c.logFiles {
+			if err := f.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("devcluster: %w", err))
 			}
 		}
 		if err := os.RemoveAll(c.Dir); err != nil {
