@@ -25,8 +25,12 @@ func TestWriteThenCheck(t *testing.T) {
 	if err := os.MkdirAll(p, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(p, "manifest.json"), []byte(goodManifest), 0o644)
-	os.WriteFile(filepath.Join(p, "Dockerfile"), []byte(dockerfile), 0o644)
+	if err := os.WriteFile(filepath.Join(p, "manifest.json"), []byte(goodManifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p, "Dockerfile"), []byte(dockerfile), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := run(false, dir); err == nil || !strings.Contains(err.Error(), "differs") {
 		t.Fatalf("check of a stale label = %v, want a difference", err)
 	}

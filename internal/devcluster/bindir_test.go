@@ -14,7 +14,7 @@ func TestStartWithoutBinaries(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			c, err := devcluster.Start(t.Context(), devcluster.Options{Mode: mode, BinDir: t.TempDir()})
 			if err == nil {
-				c.Stop()
+				_ = c.Stop() // the test fails either way
 				t.Fatal("Start succeeded without binaries")
 			}
 			if !errors.Is(err, devcluster.ErrMissingBinaries) || !strings.Contains(err.Error(), "make controlplane") {

@@ -46,7 +46,7 @@ func TestNoOrphansWhenKilled(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	defer func() { _ = cmd.Process.Kill() }() // it may be gone already: killed below
 	var dir string
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {

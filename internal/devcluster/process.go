@@ -39,13 +39,15 @@ func startProcess(name, path string, args []string, logDir string, out io.Writer
 	cmd.Stderr = w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		f.Close()
+		_ = f.Close() // the start error is the one to report
 		return nil, fmt.Errorf("devcluster: starting %s: %w", name, err)
 	}
 	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
-		f.Close()
+		// Nothing is left to tell of a failed Close: p.err holds the exit
+		// status, and exited reads the log by its path.
+		_ = f.Close()
 		close(p.done)
 	}()
 	return p, nil

@@ -46,11 +46,13 @@ func startReaper(dir string) (*reaper, error) {
 	cmd.Stdin = r
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		r.Close()
-		w.Close()
+		_ = r.Close() // the start error is the one to report
+		_ = w.Close()
 		return nil, fmt.Errorf("devcluster: starting the watchdog: %w", err)
 	}
-	r.Close()
+	// The watchdog holds its own copy of the read end; the parent's copy only
+	// needs releasing, so that the watchdog sees EOF when w closes.
+	_ = r.Close()
 	go func() { _ = cmd.Wait() }()
 	return &reaper{cmd: cmd, w: w}, nil
 }

@@ -42,7 +42,9 @@ func Main(m *testing.M) int {
 		select {
 		case sig := <-sigs:
 			fmt.Fprintf(os.Stderr, "devcluster: %v: stopping the control planes\n", sig)
-			StopShared()
+			if err := StopShared(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+			}
 			os.Exit(130)
 		case <-done:
 		}

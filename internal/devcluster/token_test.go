@@ -88,7 +88,7 @@ func TestServiceAccountTokens(t *testing.T) {
 	if err := json.Unmarshal(get(t, c.Config, "/openid/v1/jwks"), &jwks); err != nil {
 		t.Fatalf("decoding the JWKS: %v", err)
 	}
-	jws, err := jose.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.ES384, jose.ES512})
+	jws, err := jose.ParseSignedCompact(token, []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.ES384, jose.ES512})
 	if err != nil {
 		t.Fatalf("parsing the token: %v", err)
 	}
@@ -117,7 +117,7 @@ func TestServiceAccountTokens(t *testing.T) {
 	parts := strings.Split(token, ".")
 	forged := bytes.Replace(payload, []byte(`:p"`), []byte(`:q"`), 1)
 	parts[1] = base64.RawURLEncoding.EncodeToString(forged)
-	jws, err = jose.ParseSigned(strings.Join(parts, "."), []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.ES384, jose.ES512})
+	jws, err = jose.ParseSignedCompact(strings.Join(parts, "."), []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.ES384, jose.ES512})
 	if err != nil {
 		t.Fatalf("parsing the forged token: %v", err)
 	}

@@ -70,23 +70,24 @@ func (p *connectProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	conn, buf, err := w.(http.Hijacker).Hijack()
 	if err != nil {
-		dst.Close()
+		_ = dst.Close() // the tunnel never opened: nothing was written to lose
 		return
 	}
 	if _, err := conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
-		conn.Close()
-		dst.Close()
+		_ = conn.Close()
+		_ = dst.Close()
 		return
 	}
 	go pipe(dst, buf.Reader, conn)
 	go pipe(conn, dst, dst)
 }
 
-// pipe copies src to dst, then closes both ends of the tunnel.
+// pipe copies src to dst, then closes both ends of the tunnel. Errors only
+// end the tunnel: the client under test sees them as a closed connection.
 func pipe(dst io.WriteCloser, src io.Reader, other io.Closer) {
-	io.Copy(dst, src)
-	dst.Close()
-	other.Close()
+	_, _ = io.Copy(dst, src)
+	_ = dst.Close()
+	_ = other.Close()
 }
 
 // institution is an HTTPS server standing in for a bank's API.
@@ -98,7 +99,9 @@ func institution(t *testing.T) (*httptest.Server, *[]http.Header) {
 		mu.Lock()
 		headers = append(headers, r.Header.Clone())
 		mu.Unlock()
-		io.WriteString(w, "rates")
+		if _, err := io.WriteString(w, "rates"); err != nil {
+			t.Errorf("institution: write response: %v", err)
+		}
 	}))
 	t.Cleanup(srv.Close)
 	return srv, &headers

@@ -10,6 +10,9 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -155,6 +158,22 @@ func (d *jwksDir) verifier() *JWKSVerifier {
 		d.t.Fatal(err)
 	}
 	return v
+}
+
+// serveUntilCleanup serves srv on ln until the test ends, then closes it and
+// checks that Serve stopped because of that Close and nothing else.
+func serveUntilCleanup(t testing.TB, srv *http.Server, ln net.Listener) {
+	t.Helper()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("close server: %v", err)
+		}
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("serve: %v", err)
+		}
+	})
 }
 
 // writeFile writes content to path, creating its directory.

@@ -56,7 +56,8 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, drain time.Du
 	defer cancel()
 	err := srv.Shutdown(sctx)
 	if err != nil {
-		srv.Close()
+		// Cut what did not drain; the drain's error is the one to report.
+		_ = srv.Close()
 		err = fmt.Errorf("drain calls in flight: %w", err)
 	}
 	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {

@@ -25,7 +25,9 @@ func TestServeDrainsCallsInFlight(t *testing.T) {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(started)
 		<-release
-		io.WriteString(w, "done")
+		if _, err := io.WriteString(w, "done"); err != nil {
+			t.Errorf("handler: write response: %v", err)
+		}
 	})}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -56,7 +58,9 @@ func TestServeDrainsCallsInFlight(t *testing.T) {
 		if err != nil {
 			break
 		}
-		c.Close()
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
 		if time.Now().After(deadline) {
 			t.Fatal("still accepting connections after the context was done")
 		}
@@ -123,7 +127,9 @@ func TestServeConnectorFromEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close() // ServeConnector listens on it itself
+	if err := ln.Close(); err != nil { // ServeConnector listens on it itself
+		t.Fatal(err)
+	}
 	t.Setenv(EnvListenPort, strconv.Itoa(port))
 	t.Setenv(EnvSAJWKSDir, d.dir)
 	t.Setenv(EnvInstance, testInstance)

@@ -102,8 +102,7 @@ func startConnector(t *testing.T, verifier CoreVerifier) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	serveUntilCleanup(t, srv, ln)
 	ts.url = "http://" + ln.Addr().String()
 	return ts
 }
@@ -304,8 +303,7 @@ func TestRequireCoreStatusAndHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	serveUntilCleanup(t, srv, ln)
 	url := "http://" + ln.Addr().String() + "/"
 	for name, tt := range map[string]struct {
 		header []string

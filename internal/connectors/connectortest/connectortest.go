@@ -44,8 +44,16 @@ func Serve(t testing.TB, h connectorv1connect.ConnectorServiceHandler) map[strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("close the connector server: %v", err)
+		}
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("serve: %v", err)
+		}
+	})
 	base := "http://" + ln.Addr().String()
 	var h2c http.Protocols
 	h2c.SetUnencryptedHTTP2(true)

@@ -167,7 +167,7 @@ func (c *Connector) credentials() (token, query string, err error) {
 		token, err = tf.Read()
 	}
 	if err != nil {
-		return "", "", connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("Flex token: %w", err))
+		return "", "", connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("read the Flex token: %w", err))
 	}
 	qf, err := openfief.NewTokenFile(filepath.Join(c.credsDir, "query-id"))
 	if err == nil {
@@ -177,7 +177,7 @@ func (c *Connector) credentials() (token, query string, err error) {
 		err = fmt.Errorf("%s does not hold a numeric query ID", qf.Path())
 	}
 	if err != nil {
-		return "", "", connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("Flex query ID: %w", err))
+		return "", "", connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("read the Flex query ID: %w", err))
 	}
 	return token, query, nil
 }

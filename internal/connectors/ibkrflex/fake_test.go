@@ -116,10 +116,14 @@ func writeCredentials(t *testing.T, token, query string) string {
 	t.Helper()
 	dir := t.TempDir()
 	if token != "" {
-		os.WriteFile(filepath.Join(dir, "token"), []byte(token+"\n"), 0o600)
+		if err := os.WriteFile(filepath.Join(dir, "token"), []byte(token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if query != "" {
-		os.WriteFile(filepath.Join(dir, "query-id"), []byte(query), 0o600)
+		if err := os.WriteFile(filepath.Join(dir, "query-id"), []byte(query), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return dir
 }

@@ -2,6 +2,8 @@ package ibkrflex
 
 import (
 	"context"
+	"errors"
+	"io"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -72,8 +74,16 @@ func TestImportFileErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			stream := client.ImportFile(context.Background())
 			stream.RequestHeader().Set("Authorization", connectortest.Authorization)
-			stream.Send(&connectorv1.ImportFileRequest{Message: &connectorv1.ImportFileRequest_Header{Header: &connectorv1.FileHeader{BatchId: "b", Mode: connectorv1.IngestMode_INGEST_MODE_IMPORT}}})
-			stream.Send(&connectorv1.ImportFileRequest{Message: &connectorv1.ImportFileRequest_Chunk{Chunk: readTestdata(t, tc.file)}})
+			// Send fails with io.EOF once the server answered; the answer is
+			// what CloseAndReceive returns.
+			for _, msg := range []*connectorv1.ImportFileRequest{
+				{Message: &connectorv1.ImportFileRequest_Header{Header: &connectorv1.FileHeader{BatchId: "b", Mode: connectorv1.IngestMode_INGEST_MODE_IMPORT}}},
+				{Message: &connectorv1.ImportFileRequest_Chunk{Chunk: readTestdata(t, tc.file)}},
+			} {
+				if err := stream.Send(msg); err != nil && !errors.Is(err, io.EOF) {
+					t.Fatalf("Send: %v", err)
+				}
+			}
 			_, err := stream.CloseAndReceive()
 			if connect.CodeOf(err) != tc.want {
 				t.Errorf("ImportFile: %v, want %v", err, tc.want)

@@ -102,7 +102,7 @@ func redirectSafeDialer(dial func(ctx context.Context, network, addr string) (ne
 		}
 		ap, perr := netip.ParseAddrPort(conn.RemoteAddr().String())
 		if perr != nil || !publicAddr(ap.Addr()) {
-			conn.Close()
+			_ = conn.Close() // refused before anything was sent on it
 			return nil, fmt.Errorf("refusing the redirect to %s: it resolved to %s, not a public address", addr, conn.RemoteAddr())
 		}
 		return conn, nil
