@@ -6,7 +6,7 @@ SHELL := /usr/bin/env bash
 GO ?= go
 # Modules of the workspace (go.work), and the tool modules outside it.
 MODULES := . sdk/go
-TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto
+TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto hack/tools/lint
 CONTROLLER_GEN := .bin/controller-gen
 FUZZTIME ?= 60s
 # Packages with fuzz targets (parsers of outside input).
@@ -71,6 +71,14 @@ proto: ## Regenerate sdk/go/gen from proto/.
 plugin-labels: ## Write each plugins/*/Dockerfile's manifest label from its manifest.json.
 	hack/plugin-labels.sh write
 
+.PHONY: lint
+lint: ## golangci-lint (pinned in hack/tools/lint) on both modules, offline: .golangci.yml's Layout rules (depguard), errcheck, staticcheck, revive, importas...
+	hack/lint.sh
+
+.PHONY: lint-arch
+lint-arch: ## Only the Layout rules of `make lint` (depguard: who may import what); make verify runs it.
+	hack/lint.sh --enable-only depguard
+
 .PHONY: verify
 verify: generate ## gofmt, go vet, go mod tidy, buf lint/breaking and generated files must leave no diff.
 	@test -z "$$(git status --porcelain -- api deploy)" || { git status --short -- api deploy; echo "generated files are stale or uncommitted: run make generate and commit"; exit 1; }
@@ -79,6 +87,7 @@ verify: generate ## gofmt, go vet, go mod tidy, buf lint/breaking and generated 
 	hack/check-decisions.sh
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
+	hack/lint.sh --enable-only depguard
 	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
 	@for m in $(TOOL_MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
 	@git diff --exit-code --stat -- . || { echo "verify left a diff"; exit 1; }
