@@ -115,11 +115,11 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 		},
 		MaxPendingConns:     c.maxPending,
 		MaxPendingPerClient: c.maxPendingIP,
-		Addr:          c.listen,
-		OpsAddr:       c.metricsListen,
-		Ready:         lists.Ready,
-		Registry:      reg,
-		ShutdownGrace: c.shutdownGrace,
+		Addr:                c.listen,
+		OpsAddr:             c.metricsListen,
+		Ready:               lists.Ready,
+		Registry:            reg,
+		ShutdownGrace:       c.shutdownGrace,
 	})
 }
 
