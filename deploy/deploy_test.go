@@ -23,6 +23,11 @@ func TestKustomizationsRender(t *testing.T) {
 			"RoleBinding/openfief-operator",
 			"ServiceAccount/openfief-operator",
 		},
+		"admission": {
+			"ClusterRole/openfief-platform-installer",
+			"ValidatingAdmissionPolicy/openfief-workload-identities",
+			"ValidatingAdmissionPolicyBinding/openfief-workload-identities",
+		},
 		"egress-proxy": {
 			"Deployment/openfief-egress-proxy",
 			"NetworkPolicy/openfief-egress-proxy",
@@ -55,7 +60,8 @@ func TestKustomizationsRender(t *testing.T) {
 
 func isClusterScoped(kind string) bool {
 	switch kind {
-	case "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding":
+	case "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding",
+		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 		return true
 	}
 	return false

@@ -1,0 +1,336 @@
+package deploy
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+
+	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/apiconv"
+	"github.com/arkadiuss/openfief/internal/devcluster"
+	"github.com/arkadiuss/openfief/internal/operator"
+	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
+	"github.com/arkadiuss/openfief/internal/trust"
+)
+
+// signedImages stands in for the registry: every image is signed by a
+// trusted signer. The signature path is tested in internal/trust.
+type signedImages struct{}
+
+func (signedImages) Check(context.Context, plugins.ImageRef, *plugins.Manifest) trust.Verification {
+	return trust.Verification{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSignedByTrustedSigner, Message: "signed (test)", Signer: "test"}
+}
+
+// rejectionCounter counts the operator's requests the API server refused
+// with 403 Forbidden.
+type rejectionCounter struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	n    int
+}
+
+func (r *rejectionCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.next.RoundTrip(req)
+	if err == nil && resp.StatusCode == http.StatusForbidden {
+		r.mu.Lock()
+		r.n++
+		r.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (r *rejectionCounter) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
+// startOperatorAs runs the operator, built as cmd/operator builds it, as the
+// operator's ServiceAccount with the Role of deploy/operator, until the test
+// ends.
+func startOperatorAs(t *testing.T, env *admissionEnv) *rejectionCounter {
+	t.Helper()
+	s, err := apiconv.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(env.cluster.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: asOperator}
+	rejections := &rejectionCounter{}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { rejections.next = rt; return rejections })
+	o := operator.DefaultOptions()
+	o.Images = signedImages{}
+	o.MetricsBindAddress, o.HealthProbeBindAddress, o.LeaderElection = "0", "", false
+	opts := o.ManagerOptions(s)
+	opts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := operator.AddToManager(mgr, o); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("operator: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return rejections
+}
+
+// ensureService creates a Service in openfief, as the cluster admin, selecting
+// app=<name>.
+func ensureService(t *testing.T, cl client.Client, name, port string, target int32) {
+	t.Helper()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": name},
+			Ports:    []corev1.ServicePort{{Name: port, Port: 80, TargetPort: intstr.FromInt32(target), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	if err := cl.Create(context.Background(), svc); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// TestOperatorAppliesPassAdmissionPolicy runs the real operator as its
+// ServiceAccount under the policy: its server-side applies of a plugin's
+// Deployment (serviceAccountName plugin-<name>) and of an upgrade pass, and
+// another identity can add nothing to that Deployment, so nothing another
+// manager owns can survive the operator's re-applies.
+func TestOperatorAppliesPassAdmissionPolicy(t *testing.T) {
+	env := admissionCluster(t)
+	admin := env.as(t, asAdmin)
+	ensureService(t, admin, operator.DefaultCoreService, operator.DefaultCorePort, 9090)
+	ensureService(t, admin, operator.DefaultProxyService, operator.DefaultProxyPort, 3128)
+	rejections := startOperatorAs(t, env)
+
+	p := testutil.MakePlugin("admitted", testutil.Image("admitted-1")).Egress("api.nbp.pl").Obj()
+	for _, obj := range []client.Object{p, testutil.GrantFor(p).Obj()} {
+		if err := admin.Create(context.Background(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deploymentRuns := func(image string) *appsv1.Deployment {
+		t.Helper()
+		var d appsv1.Deployment
+		testutil.Eventually(t, 60*time.Second, "the operator's Deployment running "+image, func() (bool, string) {
+			if err := admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "plugin-admitted"}, &d); err != nil {
+				return false, err.Error()
+			}
+			var pl v1alpha1.Plugin
+			if err := admin.Get(context.Background(), client.ObjectKeyFromObject(p), &pl); err != nil {
+				return false, err.Error()
+			}
+			ready := apimeta.FindStatusCondition(pl.Status.Conditions, v1alpha1.ConditionReady)
+			if ready == nil || strings.Contains(ready.Message, "failed") {
+				return false, describeCondition(ready)
+			}
+			spec := d.Spec.Template.Spec
+			return spec.ServiceAccountName == "plugin-admitted" && len(spec.Containers) == 1 && spec.Containers[0].Image == image,
+				spec.ServiceAccountName + " " + describeCondition(ready)
+		})
+		return &d
+	}
+	deploymentRuns(p.Spec.Image)
+
+	// Another field manager's additions are refused before the operator's
+	// re-apply could keep them.
+	sidecar := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "plugin-admitted", "namespace": ns},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"name": "sidecar", "image": otherImage}},
+		}}},
+	}}
+	err := env.as(t, asMallory).Apply(context.Background(), client.ApplyConfigurationFromUnstructured(sidecar), client.FieldOwner("mallory"))
+	expectRule(t, asMallory, err, 4)
+	err = tryUpdate(t, env.as(t, asMallory), &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "plugin-admitted", Namespace: ns}}, "",
+		func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].Env = append(d.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "EXTRA", Value: "1"})
+		})
+	expectRule(t, asMallory, err, 4)
+
+	// An upgrade is the operator's own update of the pod template.
+	next := testutil.Image("admitted-2")
+	var pl v1alpha1.Plugin
+	if err := admin.Get(context.Background(), client.ObjectKeyFromObject(p), &pl); err != nil {
+		t.Fatal(err)
+	}
+	pl.Spec.Image = next
+	if err := admin.Update(context.Background(), &pl); err != nil {
+		t.Fatal(err)
+	}
+	deploymentRuns(next)
+	if n := rejections.count(); n != 0 {
+		t.Errorf("the API server refused %d of the operator's requests", n)
+	}
+}
+
+func describeCondition(c *metav1.Condition) string {
+	if c == nil {
+		return "no Ready condition"
+	}
+	return c.Reason + ": " + c.Message
+}
+
+// startControllerManager runs kube-controller-manager as real clusters do,
+// with --use-service-account-credentials=true, so each controller acts as its
+// own ServiceAccount in kube-system; internal/devcluster runs it without, as
+// the cluster admin. Only the controllers the policy concerns run.
+func startControllerManager(t *testing.T, c *devcluster.Cluster) {
+	t.Helper()
+	bin, err := devcluster.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(t.TempDir(), "kube-controller-manager.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(bin, "kube-controller-manager"),
+		"--kubeconfig="+c.KubeconfigPath,
+		"--authentication-kubeconfig="+c.KubeconfigPath,
+		"--authorization-kubeconfig="+c.KubeconfigPath,
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--use-service-account-credentials=true",
+		"--controllers=deployment-controller,replicaset-controller,garbage-collector-controller,validatingadmissionpolicy-status-controller",
+	)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Its own process group, killed with the test process if that dies first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+		logFile.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			t.Logf("kube-controller-manager log (last 40 lines):\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
+		}
+	})
+}
+
+// TestControllersPassAdmissionPolicy runs the real Deployment, ReplicaSet and
+// garbage collector controllers under the policy with the identities real
+// clusters give them: the operator's plugin Deployment and the admin's
+// operator Deployment (deploy/operator) get their ReplicaSets and pods, and
+// a foreground deletion, where the garbage collector removes the owner's
+// finalizer, completes. The policy's expressions type-check against every
+// kind it matches.
+func TestControllersPassAdmissionPolicy(t *testing.T) {
+	env := admissionCluster(t)
+	startControllerManager(t, env.cluster)
+	admin := env.as(t, asAdmin)
+	ctx := context.Background()
+
+	d := deployment("plugin-kcm", "plugin-kcm", map[string]string{pluginLabel: "kcm"})
+	env.createReal(t, asOperator, d)
+	podsOf := func(app string) (int, string) {
+		var pods corev1.PodList
+		if err := admin.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": app}); err != nil {
+			return 0, err.Error()
+		}
+		var rs appsv1.ReplicaSetList
+		if err := admin.List(ctx, &rs, client.InNamespace(ns), client.MatchingLabels{"app": app}); err != nil {
+			return 0, err.Error()
+		}
+		return len(pods.Items), describeReplicaSets(rs.Items)
+	}
+	testutil.Eventually(t, 90*time.Second, "a pod of the operator's plugin Deployment", func() (bool, string) {
+		n, state := podsOf("plugin-kcm")
+		return n == 1, state
+	})
+	// The controllers acted as their own ServiceAccounts, which the
+	// controller manager creates in kube-system to request their tokens.
+	for _, sa := range []string{"deployment-controller", "replicaset-controller"} {
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: sa}, &corev1.ServiceAccount{}); err != nil {
+			t.Errorf("ServiceAccount kube-system/%s: %v", sa, err)
+		}
+	}
+	testutil.Eventually(t, 30*time.Second, "a pod of the admin's openfief-operator Deployment", func() (bool, string) {
+		var pods corev1.PodList
+		if err := admin.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/name": "openfief-operator"}); err != nil {
+			return false, err.Error()
+		}
+		return len(pods.Items) == 1, "no pod"
+	})
+
+	if err := admin.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 60*time.Second, "the foreground deletion to complete", func() (bool, string) {
+		err := admin.Get(ctx, client.ObjectKeyFromObject(d), &appsv1.Deployment{})
+		n, state := podsOf("plugin-kcm")
+		return apierrors.IsNotFound(err) && n == 0, state
+	})
+
+	testutil.Eventually(t, 30*time.Second, "the policy's type checking", func() (bool, string) {
+		var vap admissionregistrationv1.ValidatingAdmissionPolicy
+		if err := admin.Get(ctx, client.ObjectKey{Name: policyName}, &vap); err != nil {
+			return false, err.Error()
+		}
+		tc := vap.Status.TypeChecking
+		if vap.Status.ObservedGeneration != vap.Generation || tc == nil {
+			return false, "not checked yet"
+		}
+		if len(tc.ExpressionWarnings) > 0 {
+			t.Fatalf("type-checking warnings: %+v", tc.ExpressionWarnings)
+		}
+		return true, ""
+	})
+}
+
+func describeReplicaSets(items []appsv1.ReplicaSet) string {
+	if len(items) == 0 {
+		return "no ReplicaSet"
+	}
+	var out []string
+	for _, rs := range items {
+		msg := rs.Name
+		for _, c := range rs.Status.Conditions {
+			msg += " " + string(c.Type) + ": " + c.Message
+		}
+		out = append(out, msg)
+	}
+	return strings.Join(out, "; ")
+}
