@@ -27,13 +27,16 @@ func startSink(tb testing.TB) string {
 				return
 			}
 			wg.Go(func() {
-				defer c.Close()
+				defer func() { _ = c.Close() }() // after the ack: nothing left to lose
 				_, _ = io.Copy(io.Discard, c)
 				_, _ = io.WriteString(c, "ok")
 			})
 		}
 	}()
-	tb.Cleanup(func() { ln.Close(); wg.Wait() })
+	tb.Cleanup(func() {
+		mustClose(tb, ln)
+		wg.Wait()
+	})
 	return ln.Addr().String()
 }
 
@@ -67,7 +70,7 @@ func BenchmarkThroughput(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer c.Close()
+		defer mustClose(b, c)
 		sendAll(b, c, c.(*net.TCPConn).CloseWrite)
 	})
 	b.Run("proxy", func(b *testing.B) {
@@ -76,7 +79,7 @@ func BenchmarkThroughput(b *testing.B) {
 		_, port, _ := net.SplitHostPort(sink)
 		e.store.Set(plugins.AllowLists{"x": {"api.bank.example:" + port}})
 		c := e.tunnel(tokenX, "api.bank.example:"+port)
-		defer c.Close()
+		defer mustClose(b, c)
 		sendAll(b, c, c.(*bufferedConn).Conn.(*net.TCPConn).CloseWrite)
 	})
 }
@@ -99,7 +102,7 @@ func BenchmarkNewConnection(b *testing.B) {
 			if _, err := io.ReadFull(c, buf); err != nil {
 				b.Fatal(err)
 			}
-			c.Close()
+			mustClose(b, c)
 		}
 	})
 	b.Run("proxy", func(b *testing.B) {
@@ -127,7 +130,7 @@ func BenchmarkNewConnection(b *testing.B) {
 			if _, err := io.ReadFull(br, buf); err != nil {
 				b.Fatal(err)
 			}
-			c.Close()
+			mustClose(b, c)
 		}
 	})
 }

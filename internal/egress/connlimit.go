@@ -34,14 +34,14 @@ type pendingLimiter struct {
 	counted  map[net.Conn]netip.Addr
 }
 
-func newPendingLimiter(max, perClient int) *pendingLimiter {
-	if max <= 0 {
-		max = DefaultMaxPendingConns
+func newPendingLimiter(maxTotal, perClient int) *pendingLimiter {
+	if maxTotal <= 0 {
+		maxTotal = DefaultMaxPendingConns
 	}
 	if perClient <= 0 {
 		perClient = DefaultMaxPendingPerClient
 	}
-	return &pendingLimiter{max: max, perClient: perClient, byClient: map[netip.Addr]int{}, counted: map[net.Conn]netip.Addr{}}
+	return &pendingLimiter{max: maxTotal, perClient: perClient, byClient: map[netip.Addr]int{}, counted: map[net.Conn]netip.Addr{}}
 }
 
 // connState is the http.Server.ConnState hook.

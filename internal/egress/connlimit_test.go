@@ -22,7 +22,7 @@ func trickle(t *testing.T, proxy net.Addr, from string) net.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { _ = c.Close() }) // the test may have closed it already
 	_, _ = io.WriteString(c, "CONNECT api.bank.example:443 HTTP/1.1\r\nX-Slow: aaaa")
 	return c
 }
@@ -70,7 +70,7 @@ func TestPendingConnectionCaps(t *testing.T) {
 
 	// One hostile connection goes; a plugin's CONNECT gets its place, and
 	// once it is a tunnel it no longer counts as pending.
-	held[0].Close()
+	mustClose(t, held[0])
 	testutil.Eventually(t, 5*time.Second, "the closed connection is released", func() (bool, string) {
 		n := s.srv.pending.pending()
 		return n == 5, fmt.Sprintf("%d pending", n)

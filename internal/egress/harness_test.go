@@ -255,20 +255,29 @@ func startEcho(t testing.TB) string {
 			go func() {
 				defer wg.Done()
 				_, _ = io.Copy(c, c)
-				c.Close()
+				_ = c.Close() // the cleanup may have closed it already
 			}()
 		}
 	}()
 	t.Cleanup(func() {
-		ln.Close()
+		mustClose(t, ln)
 		mu.Lock()
 		for c := range conns {
-			c.Close()
+			_ = c.Close() // ends its copy, unless the client ended it (and it is closed) already
 		}
 		mu.Unlock()
 		wg.Wait()
 	})
 	return ln.Addr().String()
+}
+
+// mustClose closes c, a connection or listener only the test closes, and
+// fails the test if that fails: it would mean a double Close somewhere.
+func mustClose(tb testing.TB, c io.Closer) {
+	tb.Helper()
+	if err := c.Close(); err != nil {
+		tb.Errorf("close: %v", err)
+	}
 }
 
 // basic is a Proxy-Authorization value as Go's HTTP client sends it.
@@ -302,11 +311,11 @@ func (e *env) connect(method, target, auth string) (*http.Response, net.Conn) {
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		c.Close()
+		mustClose(e.t, c)
 		return resp, nil
 	}
 	_ = c.SetDeadline(time.Time{})
-	e.t.Cleanup(func() { c.Close() })
+	e.t.Cleanup(func() { _ = c.Close() }) // the test may have closed it already
 	return resp, &bufferedConn{Conn: c, r: br}
 }
 
@@ -332,7 +341,7 @@ func (b *bufferedConn) Read(p []byte) (int, error) { return b.r.Read(p) }
 func echoOnce(t *testing.T, c net.Conn, msg string) {
 	t.Helper()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	defer c.SetDeadline(time.Time{})
+	defer func() { _ = c.SetDeadline(time.Time{}) }() // fails only if c is closed: then no deadline matters
 	if _, err := io.WriteString(c, msg); err != nil {
 		t.Fatalf("write through tunnel: %v", err)
 	}

@@ -336,13 +336,13 @@ func (p *Proxy) dial(ctx context.Context, addrs []netip.Addr, port uint16) (net.
 func (p *Proxy) serveTunnel(w http.ResponseWriter, e *accessEntry, t *tunnel, upstream net.Conn) {
 	hj, ok := w.(http.Hijacker)
 	if !ok {
-		upstream.Close()
+		_ = upstream.Close() // nothing was sent on it: a failed Close loses nothing
 		p.refuse(w, e, deny(http.StatusInternalServerError, CloseError).withDetail("connection cannot be hijacked"))
 		return
 	}
 	client, brw, err := hj.Hijack()
 	if err != nil {
-		upstream.Close()
+		_ = upstream.Close() // nothing was sent on it: a failed Close loses nothing
 		p.logAccess(e, DecisionDeny, CloseError, http.StatusInternalServerError, err.Error(), 0, 0)
 		return
 	}
@@ -354,8 +354,10 @@ func (p *Proxy) serveTunnel(w http.ResponseWriter, e *accessEntry, t *tunnel, up
 		_ = client.SetWriteDeadline(time.Now().Add(p.opts.DialTimeout))
 		_, _ = fmt.Fprintf(client, "HTTP/1.1 %d %s\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
 			d.status, http.StatusText(d.status), len(d.message()), d.message())
-		client.Close()
-		upstream.Close()
+		// The refusal is written (or the client is gone); nothing was sent
+		// upstream. A failed Close has no one to tell and loses nothing.
+		_ = client.Close()
+		_ = upstream.Close()
 		p.metrics.decision(DecisionDeny, d.reason)
 		p.logAccess(e, DecisionDeny, d.reason, d.status, "", 0, 0)
 		return

@@ -27,7 +27,7 @@ import (
 // token in the proxy URL, a CONNECT, and TLS to the institution end to end.
 func TestTLSThroughProxy(t *testing.T) {
 	bank := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "balance: 42")
+		_, _ = io.WriteString(w, "balance: 42") // fails only when the client is gone
 	}))
 	t.Cleanup(bank.Close)
 	_, port, _ := net.SplitHostPort(bank.Listener.Addr().String())
@@ -331,7 +331,7 @@ func TestTunnelCaps(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("fourth tunnel: status %d, want 503", resp.StatusCode)
 	}
-	a.Close()
+	mustClose(t, a)
 	e.waitOpenTunnels(t, 2, "a slot to free up")
 	echoOnce(t, e.tunnel(tokenX, "api.bank.example:"+p), "slot reused")
 }
@@ -363,9 +363,11 @@ func TestBufferedBytesForwarded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer mustClose(t, c)
 	target := "api.bank.example:" + e.echoPort
-	io.WriteString(c, "CONNECT "+target+" HTTP/1.1\r\nHost: "+target+"\r\nProxy-Authorization: "+basic(ProxyUser, tokenX)+"\r\n\r\nearly bytes")
+	if _, err := io.WriteString(c, "CONNECT "+target+" HTTP/1.1\r\nHost: "+target+"\r\nProxy-Authorization: "+basic(ProxyUser, tokenX)+"\r\n\r\nearly bytes"); err != nil {
+		t.Fatal(err)
+	}
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	want := "HTTP/1.1 200 Connection established\r\n\r\nearly bytes"
 	got := make([]byte, len(want))

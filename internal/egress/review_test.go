@@ -141,9 +141,13 @@ func TestCachingReviewerTTLCappedAtFiveMinutes(t *testing.T) {
 	inner := &countingReviewer{}
 	r := NewCachingTokenReviewer(inner, WithClock(clock.Now), WithCacheTTL(time.Hour))
 	token := jwt(`{"exp":1800086400}`)
-	r.Review(context.Background(), token)
+	if _, err := r.Review(context.Background(), token); err != nil {
+		t.Fatal(err)
+	}
 	clock.Advance(MaxReviewCacheTTL)
-	r.Review(context.Background(), token)
+	if _, err := r.Review(context.Background(), token); err != nil {
+		t.Fatal(err)
+	}
 	if n := inner.calls.Load(); n != 2 {
 		t.Fatalf("inner calls = %d, want 2: the TTL must be capped at five minutes", n)
 	}
@@ -166,7 +170,9 @@ func TestCachingReviewerRefusalsCachedBriefly(t *testing.T) {
 		t.Fatalf("inner calls = %d, want 1", n)
 	}
 	clock.Advance(refusalTTL)
-	r.Review(context.Background(), token)
+	if _, err := r.Review(context.Background(), token); !errors.Is(err, ErrUnauthenticated) {
+		t.Fatalf("after %v: err = %v, want ErrUnauthenticated", refusalTTL, err)
+	}
 	if n := inner.calls.Load(); n != 2 {
 		t.Fatalf("after %v: inner calls = %d, want 2", refusalTTL, n)
 	}
@@ -305,7 +311,9 @@ func TestCachingReviewerBounded(t *testing.T) {
 	clock := &fakeClock{now: epoch}
 	r := NewCachingTokenReviewer(&countingReviewer{}, WithClock(clock.Now), WithCacheSize(3))
 	for i := range 10 {
-		r.Review(context.Background(), jwt(fmt.Sprintf(`{"exp":1800003600,"jti":"%d"}`, i)))
+		if _, err := r.Review(context.Background(), jwt(fmt.Sprintf(`{"exp":1800003600,"jti":"%d"}`, i))); err != nil {
+			t.Fatal(err)
+		}
 		if n := len(r.entries); n > 3 {
 			t.Fatalf("%d entries, want at most 3", n)
 		}

@@ -75,7 +75,12 @@ func startServer(t *testing.T, target string, modify func(*Config)) *serving {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &serving{srv: srv, cancel: cancel, done: make(chan error, 1)}
 	go func() { s.done <- srv.Serve(ctx) }()
-	t.Cleanup(func() { cancel(); <-s.done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-s.done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
 	return s
 }
 
@@ -106,7 +111,7 @@ func openTunnel(t *testing.T, proxy net.Addr, target string) net.Conn {
 		t.Fatalf("CONNECT: %v %v", resp, err)
 	}
 	_ = c.SetDeadline(time.Time{})
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { _ = c.Close() }) // the test may have closed it already
 	return c
 }
 
@@ -127,7 +132,7 @@ func TestServerLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer mustClose(t, c)
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	go func() {
 		_, _ = io.WriteString(c, "CONNECT api.bank.example:443 HTTP/1.1\r\nHost: x\r\nX-Big: "+strings.Repeat("a", 128<<10)+"\r\n\r\n")
@@ -188,7 +193,7 @@ func TestServeShutdown(t *testing.T) {
 		code, _ := getStatus(t, ops, "/readyz")
 		c, err := net.DialTimeout("tcp", proxy.String(), time.Second)
 		if err == nil {
-			c.Close()
+			mustClose(t, c)
 		}
 		if code == http.StatusServiceUnavailable && err != nil {
 			break
@@ -225,7 +230,7 @@ func TestNewServerFailsClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer taken.Close()
+	defer mustClose(t, taken)
 	cfg := Config{Proxy: Options{Reviewer: staticReviewer{}, AllowLists: &AllowListStore{}}, Addr: "127.0.0.1:0", OpsAddr: taken.Addr().String()}
 	_, err = NewServer(cfg)
 	var opErr *net.OpError

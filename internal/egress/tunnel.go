@@ -27,10 +27,10 @@ type tunnels struct {
 	done      sync.WaitGroup
 }
 
-func newTunnels(maxPerPlugin, max int, m *Metrics) *tunnels {
+func newTunnels(maxPerPlugin, maxTotal int, m *Metrics) *tunnels {
 	return &tunnels{
 		maxPerPlugin: maxPerPlugin,
-		max:          max,
+		max:          maxTotal,
 		metrics:      m,
 		perPlugin:    map[string]int{},
 		open:         map[*tunnel]struct{}{},
@@ -132,8 +132,12 @@ type tunnel struct {
 func (t *tunnel) close(reason string) {
 	t.closeOnce.Do(func() {
 		t.reason.Store(&reason)
-		t.client.Close()
-		t.upstream.Close()
+		// Closing is how a tunnel ends, and the reason is what gets logged.
+		// This is the only Close of either connection once attached
+		// (closeOnce), so an error cannot be a double close; both peers see
+		// the end either way, and nobody is left to tell of a failure.
+		_ = t.client.Close()
+		_ = t.upstream.Close()
 	})
 }
 

@@ -38,14 +38,21 @@ func TestProxyOnRealAdapters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer echo.Close()
+	defer func() {
+		if err := echo.Close(); err != nil {
+			t.Errorf("close the echo listener: %v", err)
+		}
+	}()
 	go func() {
 		for {
 			c, err := echo.Accept()
 			if err != nil {
 				return
 			}
-			go func() { _, _ = io.Copy(c, c); c.Close() }()
+			go func() {
+				_, _ = io.Copy(c, c)
+				_ = c.Close() // the copy ended: nothing is left to lose
+			}()
 		}
 	}()
 	_, port, _ := net.SplitHostPort(echo.Addr().String())
@@ -95,11 +102,17 @@ func TestProxyOnRealAdapters(t *testing.T) {
 			t.Fatal(err)
 		}
 		if resp.StatusCode != http.StatusOK {
-			c.Close()
+			if err := c.Close(); err != nil {
+				t.Errorf("close a refused connection: %v", err)
+			}
 			return resp.StatusCode, nil
 		}
 		_ = c.SetDeadline(time.Time{})
-		t.Cleanup(func() { c.Close() })
+		t.Cleanup(func() {
+			if err := c.Close(); err != nil {
+				t.Errorf("close a tunnel: %v", err)
+			}
+		})
 		return resp.StatusCode, c
 	}
 	waitReady := func(want bool) {
@@ -124,7 +137,7 @@ func TestProxyOnRealAdapters(t *testing.T) {
 	echoOnce := func(c net.Conn) {
 		t.Helper()
 		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-		defer c.SetDeadline(time.Time{})
+		defer func() { _ = c.SetDeadline(time.Time{}) }() // fails only if c is closed: then no deadline matters
 		_, _ = io.WriteString(c, "ping")
 		buf := make([]byte, 4)
 		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ping" {
