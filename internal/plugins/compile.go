@@ -62,8 +62,8 @@ const (
 	EnvNoProxy = "NO_PROXY"
 )
 
-// ErrInvalidTopology: a Topology field is missing or not an address or port
-// the workload can use.
+// ErrInvalidTopology is returned when a Topology field is missing or not an
+// address or port the workload can use.
 var ErrInvalidTopology = errors.New("invalid topology")
 
 // Topology is where the core and the egress proxy are, by address: plugins

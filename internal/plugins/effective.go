@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// ErrGrantMismatch: a grant names another plugin instance than the one it is
-// applied to. Every instance has its own grant (D-48), so Effective refuses
-// rather than lend one instance's approval to another.
+// ErrGrantMismatch is returned when a grant names another plugin instance
+// than the one it is applied to. Every instance has its own grant (D-48), so
+// Effective refuses rather than lend one instance's approval to another.
 var ErrGrantMismatch = errors.New("grant is for another plugin")
 
 // SecretBinding is one granted Secret slot as the workload mounts it: the

@@ -139,15 +139,15 @@ func isPathComponent(c string) bool {
 		if i == len(c) {
 			return true
 		}
-		switch {
-		case c[i] == '.':
+		switch c[i] {
+		case '.':
 			i++
-		case c[i] == '_':
+		case '_':
 			i++
 			if i < len(c) && c[i] == '_' {
 				i++
 			}
-		case c[i] == '-':
+		case '-':
 			for i < len(c) && c[i] == '-' {
 				i++
 			}

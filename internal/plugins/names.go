@@ -21,9 +21,9 @@ func ValidateName(name string) error {
 }
 
 // isDNSLabel matches RFC 1123 labels: lower-case letters, digits and '-',
-// starting and ending with a letter or digit, at most max bytes.
-func isDNSLabel(s string, max int) bool {
-	if s == "" || len(s) > max {
+// starting and ending with a letter or digit, at most maxLen bytes.
+func isDNSLabel(s string, maxLen int) bool {
+	if s == "" || len(s) > maxLen {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
