@@ -41,7 +41,7 @@ func TestConfirm(t *testing.T) {
 	}
 	t.Run("interrupted while waiting", func(t *testing.T) {
 		r, w := io.Pipe()
-		defer w.Close()
+		defer func() { _ = w.Close() }() // ends ask's read; a PipeWriter's Close always returns nil
 		ctx, cancel := context.WithCancel(ctx)
 		cancel()
 		if got := ask(ctx, r, true, false); got != ExitNotConfirmed {

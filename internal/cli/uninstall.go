@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
@@ -210,7 +210,7 @@ func waitWorkloadGone(ctx context.Context, env *Env, c client.Client, name strin
 		left := 0
 		for _, l := range lists {
 			if err := c.List(ctx, l, client.InNamespace(env.Namespace), sel); err == nil {
-				left += meta.LenList(l)
+				left += apimeta.LenList(l)
 			}
 		}
 		if left == 0 {

@@ -211,7 +211,7 @@ func startPlugin(t *testing.T, env map[string]string, port int) {
 		if err != nil {
 			return false, err.Error()
 		}
-		conn.Close()
+		_ = conn.Close() // only the dial is probed
 		return true, ""
 	})
 }
@@ -220,8 +220,9 @@ func freePort(t *testing.T) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	port := ln.Addr().(*net.TCPAddr).Port
+	must(t, ln.Close()) // the port is free for nbp-fx only once this succeeds
+	return port
 }
 
 func repoRoot(t *testing.T) string {

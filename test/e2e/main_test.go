@@ -47,7 +47,11 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		if err := os.RemoveAll(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "removing the platform's directory:", err)
+		}
+	}()
 	stack, err = devstack.Start(context.Background(), devstack.Options{
 		Dir:                 dir,
 		ProxyResolver:       fixedResolver{"api.nbp.pl": netip.MustParseAddr("127.0.0.1")},
