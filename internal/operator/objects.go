@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/plugins"
@@ -45,8 +46,8 @@ type Objects struct {
 
 // List returns the objects in the order they are applied: identity and
 // config first, the NetworkPolicy before the pod that it confines.
-func (o Objects) List() []ownedObject {
-	return []ownedObject{o.ServiceAccount, o.ConfigMap, o.Service, o.NetworkPolicy, o.Deployment}
+func (o Objects) List() []client.Object {
+	return []client.Object{o.ServiceAccount, o.ConfigMap, o.Service, o.NetworkPolicy, o.Deployment}
 }
 
 // BuildObjects maps a compiled Workload onto Kubernetes objects (D-11, D-27,

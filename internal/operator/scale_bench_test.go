@@ -99,7 +99,7 @@ func peakRSSMiB() float64 {
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // opened read-only: a failed Close loses nothing
 	s := bufio.NewScanner(f)
 	for s.Scan() {
 		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {

@@ -68,11 +68,11 @@ func (s *stubDiscovery) Discover(ctx context.Context) (string, []byte, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	issuer, real, err := s.real.Discover(ctx)
+	issuer, keys, err := s.real.Discover(ctx)
 	if jwks != nil {
-		real = jwks
+		keys = jwks
 	}
-	return issuer, real, err
+	return issuer, keys, err
 }
 
 func (s *stubDiscovery) set(err error, jwks []byte) {
@@ -85,11 +85,11 @@ func (s *stubDiscovery) set(err error, jwks []byte) {
 // the test ends, counting the manager's writes.
 func startSigningKeys(t *testing.T, c *devcluster.Cluster, refresh time.Duration) (*stubDiscovery, *operatorRun) {
 	t.Helper()
-	real, err := NewAPIServerDiscovery(c.Config)
+	discovery, err := NewAPIServerDiscovery(c.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stub := &stubDiscovery{real: real}
+	stub := &stubDiscovery{real: discovery}
 	run := startManager(t, c, 0, func(mgr ctrl.Manager) error {
 		return (&SigningKeysPublisher{Client: mgr.GetClient(), Discovery: stub, Refresh: refresh}).SetupWithManager(mgr)
 	})
