@@ -127,8 +127,10 @@ type PendingApproval struct {
 }
 
 // DeployedVersion records the version that runs and how its image was
-// verified. It keeps a verified version running through a registry outage and
-// an operator restart (OF-2).
+// verified. The operator keeps the record it trusts to run a verified version
+// through a registry outage and an operator restart (OF-2) on the plugin's
+// pod template (annotation openfief.io/verified-version), which only it may
+// write; status.deployed reports that record and is never read back.
 type DeployedVersion struct {
 	// Image is the digest-pinned reference that runs.
 	Image string `json:"image"`
@@ -161,7 +163,9 @@ type PluginStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// Deployed is the version that runs, if any.
+	// Deployed reports the version that runs, if any (while the core's or
+	// the proxy's Service is unavailable: the one that resumes). A report
+	// only: the operator trusts the record on the plugin's pod template.
 	// +optional
 	Deployed *DeployedVersion `json:"deployed,omitempty"`
 	// PendingApproval is what the spec requests beyond the grant.

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,7 +59,8 @@ type PluginReconciler struct {
 	Images trust.ImageChecker
 	// Cluster names the core's and the egress proxy's Services.
 	Cluster ClusterConfig
-	// Now stamps status.deployed.verifiedAt; time.Now when nil.
+	// Now stamps the verifiedAt of a new verified-version record
+	// (AnnotationVerifiedVersion); time.Now when nil.
 	Now func() time.Time
 	// MaxConcurrentReconciles is how many Plugins reconcile at once
 	// (DefaultMaxConcurrentReconciles when not positive), so one slow
@@ -130,9 +133,16 @@ type pass struct {
 	signature     condition
 	verification  trust.Verification
 
-	previous          *plugins.Version
-	previousIsCurrent bool
-	previousErr       string
+	// running is the record of the version that runs, read from the
+	// plugin's Deployment (AnnotationVerifiedVersion), never from
+	// status.deployed (OF-2); nil when nothing runs.
+	running              *verifiedVersion
+	previous             *plugins.Version
+	previousIsCurrent    bool
+	previousErr          string
+	previousVerification trust.Verification
+	// deployed is the record the applied Deployment carries.
+	deployed *v1alpha1.DeployedVersion
 
 	plan       plugins.RolloutPlan
 	clusterErr error
@@ -178,14 +188,17 @@ func (r *PluginReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.readRunning(ctx, &p, ps); err != nil {
+		return ctrl.Result{}, err
+	}
 	r.checkCurrent(ctx, &p, ps)
-	r.checkPrevious(ctx, &p, ps)
+	r.checkPrevious(ctx, ps)
 	ps.plan = plugins.PlanRollout(plugins.RolloutInput{
 		Current: ps.current, CurrentDeployable: ps.deployable, Previous: ps.previous, Grant: grant,
 	})
 	if err := r.applyPlan(ctx, &p, ps); err != nil {
-		// Say why on the Plugin too, then retry with backoff. What runs is
-		// unknown until an apply succeeds, so status.deployed stays as it was.
+		// Say why on the Plugin too, then retry with backoff. The Deployment
+		// goes last, so it still runs the version its record names.
 		ps.applyErr = err
 		if serr := r.writeStatus(ctx, &p, ps); serr != nil {
 			log.FromContext(ctx).Error(serr, "write status after a failed apply")
@@ -234,11 +247,11 @@ func (r *PluginReconciler) checkCurrent(ctx context.Context, p *v1alpha1.Plugin,
 	ps.signature = condition{v.Status, v.Reason, v.Message}
 	if v.Status == metav1.ConditionUnknown {
 		ps.requeue = trust.RegistryRetryInterval
-		if sameAsDeployed(ps.current, p.Status.Deployed) {
-			// Fail static (OF-2): this exact version was verified
-			// before; an unreachable registry does not stop it.
-			ps.verification.Status, ps.verification.Signer = metav1.ConditionTrue, p.Status.Deployed.Signer
-			ps.signature.message += fmt.Sprintf("; the running version was verified at %s and keeps running", verifiedAt(p.Status.Deployed))
+		if rec := ps.running.trusted(); sameAsDeployed(ps.current, rec) {
+			// Fail static (OF-2): the operator verified this exact
+			// version and runs it; an unreachable registry does not stop it.
+			ps.verification.Status, ps.verification.Signer = metav1.ConditionTrue, rec.Signer
+			ps.signature.message += fmt.Sprintf("; the running version was verified at %s and keeps running", verifiedAt(rec))
 		}
 	}
 	if err := configschema.Validate(dp.Manifest.ConfigSchema, dp.Config); err != nil {
@@ -252,21 +265,52 @@ func (r *PluginReconciler) checkCurrent(ctx context.Context, p *v1alpha1.Plugin,
 	ps.deployable = true
 }
 
-// checkPrevious reads the version that runs now from status.deployed and
-// checks its image again before it may keep running. An unreachable
-// registry keeps it (it was verified before); a definite refusal drops it.
-func (r *PluginReconciler) checkPrevious(ctx context.Context, p *v1alpha1.Plugin, ps *pass) {
-	d := p.Status.Deployed
-	if d == nil {
+// readRunning reads the record of the version that runs from the plugin's
+// Deployment (AnnotationVerifiedVersion), which only the operator may write
+// (deploy/admission), and never from status.deployed, which anyone who may
+// write plugins/status can set (issue 12, finding 11). A Deployment left by
+// an operator that kept the record in status only gives a legacy record,
+// trusted only once its image verifies again. An invalid record is reported
+// and trusted for nothing.
+func (r *PluginReconciler) readRunning(ctx context.Context, p *v1alpha1.Plugin, ps *pass) error {
+	var d appsv1.Deployment
+	key := types.NamespacedName{Namespace: plugins.Namespace, Name: plugins.ServiceAccountName(p.Name)}
+	if err := r.Client.Get(ctx, key, &d); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("read Deployment %s: %w", key.Name, err)
+	}
+	rec, err := readVerifiedVersion(&d, p)
+	switch {
+	case errors.Is(err, errNoRecord):
+		if s := p.Status.Deployed; s != nil && s.VerifiedAt != nil && s.Image == runningImage(&d) {
+			ps.running = &verifiedVersion{rec: s.DeepCopy(), legacy: true}
+		}
+	case err != nil:
+		ps.previousErr = fmt.Sprintf("the record of the running version on Deployment %s is invalid: %v", d.Name, err)
+	case rec != nil:
+		ps.running = &verifiedVersion{rec: rec, raw: d.Spec.Template.Annotations[AnnotationVerifiedVersion]}
+	}
+	return nil
+}
+
+// checkPrevious checks the image of the version that runs (ps.running) again
+// before it may keep running. An unreachable registry keeps it, since the
+// operator verified it when it deployed it (OF-2), unless the record is a
+// legacy one; a definite refusal drops it.
+func (r *PluginReconciler) checkPrevious(ctx context.Context, ps *pass) {
+	if ps.running == nil {
 		return
 	}
+	d := ps.running.rec
 	ref, err := plugins.ParseImageRef(d.Image)
-	prev := plugins.Version{Name: p.Name, Image: ref, Manifest: apiconv.ManifestFromAPI(d.Manifest), Config: apiconv.RawJSON(d.Config)}
+	prev := plugins.Version{Name: ps.name, Image: ref, Manifest: apiconv.ManifestFromAPI(d.Manifest), Config: apiconv.RawJSON(d.Config)}
 	if err == nil {
 		err = prev.Manifest.Validate()
 	}
 	if err != nil {
-		ps.previousErr = "the running version recorded in status.deployed is invalid: " + err.Error()
+		ps.previousErr = "the record of the running version is invalid: " + err.Error()
 		return
 	}
 	// The same version as the current spec was checked a moment ago.
@@ -274,18 +318,21 @@ func (r *PluginReconciler) checkPrevious(ctx context.Context, p *v1alpha1.Plugin
 	if ps.previousIsCurrent = sameAsDeployed(ps.current, d); !ps.previousIsCurrent {
 		v = r.Images.Check(ctx, ref, &prev.Manifest)
 	}
+	ps.previousVerification = v
 	switch v.Status {
 	case metav1.ConditionTrue:
 		ps.previous = &prev
 	case metav1.ConditionUnknown:
-		ps.previous = &prev // verified when it was deployed (OF-2)
 		ps.requeue = trust.RegistryRetryInterval
+		if !ps.running.legacy {
+			ps.previous = &prev // verified when the operator deployed it (OF-2)
+		}
 	default:
 		ps.previousErr = "the running version's image is refused: " + v.Message
 	}
 }
 
-// sameAsDeployed reports whether v is exactly the version status.deployed records.
+// sameAsDeployed reports whether v is exactly the version d records.
 func sameAsDeployed(v *plugins.Version, d *v1alpha1.DeployedVersion) bool {
 	if v == nil || d == nil || d.VerifiedAt == nil {
 		return false
@@ -304,19 +351,21 @@ func verifiedAt(d *v1alpha1.DeployedVersion) string {
 // or a deny-all NetworkPolicy alone when nothing does; and the allow-list
 // entry of a running plugin, or none.
 func (r *PluginReconciler) applyPlan(ctx context.Context, p *v1alpha1.Plugin, ps *pass) error {
-	if ps.plan.Outcome.Runs() {
-		cluster, err := r.Cluster.Read(ctx, r.Client)
-		if err == nil {
-			var w plugins.Workload
-			if w, err = plugins.Compile(*ps.plan.Effective, cluster.Topology); err == nil {
-				return r.applyWorkload(ctx, p, ps, w, cluster)
-			}
-		}
-		// Fail closed: without the core's and proxy's addresses the policy
-		// cannot be written, so nothing runs.
-		ps.clusterErr = err
+	if !ps.plan.Outcome.Runs() {
+		return r.tearDown(ctx, p)
 	}
-	return r.tearDown(ctx, p)
+	cluster, err := r.Cluster.Read(ctx, r.Client)
+	if err == nil {
+		var w plugins.Workload
+		if w, err = plugins.Compile(*ps.plan.Effective, cluster.Topology); err == nil {
+			return r.applyWorkload(ctx, p, ps, w, cluster)
+		}
+	}
+	// Fail closed: without the core's and proxy's addresses the policy
+	// cannot be written, so nothing runs; but the episode is transient, so
+	// the record of what ran stays (OF-2).
+	ps.clusterErr = err
+	return r.park(ctx, p)
 }
 
 // applyWorkload applies the running version's objects and its allow-list
@@ -326,16 +375,54 @@ func (r *PluginReconciler) applyWorkload(ctx context.Context, p *v1alpha1.Plugin
 	if err := applyAllowList(ctx, r.Client, p.Name, w.AllowList); err != nil {
 		return err
 	}
+	rec, raw, err := r.nextRecord(ps)
+	if err != nil {
+		return err
+	}
 	config := ps.plan.Run.Config
 	objs := BuildObjects(p, ps.plan.Run.Image.String(), config, w, c)
+	setVerifiedVersion(objs.Deployment, raw)
 	for _, obj := range objs.List() {
 		if _, err := applyIfChanged(ctx, r.Client, obj); err != nil {
 			return err
 		}
 	}
+	ps.deployed = rec
 	var dep appsv1.Deployment
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(objs.Deployment), &dep); err == nil {
 		ps.available = deploymentAvailable(&dep)
+	}
+	return nil
+}
+
+// park stops what runs while the core's or the proxy's Service is unusable
+// (ClusterUnavailable) and keeps the record of what ran: the allow-list entry
+// goes, the NetworkPolicy denies everything and the Deployment is scaled to
+// zero, its pod template and the record in it as they were. Once the
+// Services are back the same version resumes, without the owner acting
+// (OF-2). The ServiceAccount, ConfigMap and Service stay; no pod uses them.
+func (r *PluginReconciler) park(ctx context.Context, p *v1alpha1.Plugin) error {
+	if err := removeAllowList(ctx, r.Client, p.Name); err != nil {
+		return err
+	}
+	if _, err := applyIfChanged(ctx, r.Client, DenyAllNetworkPolicy(p)); err != nil {
+		return err
+	}
+	var d appsv1.Deployment
+	key := types.NamespacedName{Namespace: plugins.Namespace, Name: plugins.ServiceAccountName(p.Name)}
+	if err := r.Client.Get(ctx, key, &d); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("read Deployment %s: %w", key.Name, err)
+	}
+	if d.Spec.Replicas != nil && *d.Spec.Replicas == 0 {
+		return nil
+	}
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Spec.Replicas = ptr.To[int32](0)
+	if err := r.Client.Patch(ctx, &d, patch, client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("scale Deployment %s to zero: %w", d.Name, err)
 	}
 	return nil
 }
@@ -386,13 +473,19 @@ func (r *PluginReconciler) writeStatus(ctx context.Context, p *v1alpha1.Plugin, 
 	setCondition(&next.Conditions, v1alpha1.ConditionReady, readyCondition(ps), p.Generation)
 	next.PendingApproval = apiconv.PendingToAPI(ps.plan.Pending)
 	next.Effective = nil
+	// status.deployed reports the record on the Deployment; nothing reads
+	// it back (OF-2).
 	switch {
 	case ps.applyErr != nil:
-		// Keep deployed and effective as they were.
+		// The Deployment still carries the record it had.
 		next.Effective = p.Status.Effective
+		next.Deployed = ps.running.report()
 	case ps.plan.Outcome.Runs() && ps.clusterErr == nil:
 		next.Effective = apiconv.EffectiveToAPI(ps.plan.Effective)
-		next.Deployed = r.deployedRecord(p.Status.Deployed, ps)
+		next.Deployed = ps.deployed.DeepCopy()
+	case ps.plan.Outcome.Runs():
+		// ClusterUnavailable: the parked Deployment keeps its record.
+		next.Deployed = ps.running.report()
 	default:
 		next.Deployed = nil
 	}
@@ -408,29 +501,40 @@ func (r *PluginReconciler) writeStatus(ctx context.Context, p *v1alpha1.Plugin, 
 	return nil
 }
 
-// deployedRecord is status.deployed for what runs: a new record when the
-// current version starts running, the old one while the previous keeps
-// running.
-func (r *PluginReconciler) deployedRecord(old *v1alpha1.DeployedVersion, ps *pass) *v1alpha1.DeployedVersion {
-	if ps.plan.Outcome == plugins.RolloutPrevious || sameAsDeployed(ps.current, old) {
-		return old
+// nextRecord is the verified-version record, and its annotation, for what
+// runs now: the running version's own, unchanged, while that version keeps
+// running; a new one, stamped now, when another version starts or a legacy
+// record has just verified again.
+func (r *PluginReconciler) nextRecord(ps *pass) (*v1alpha1.DeployedVersion, string, error) {
+	run := ps.running
+	keeps := run != nil && (ps.plan.Outcome == plugins.RolloutPrevious || sameAsDeployed(ps.current, run.rec))
+	if keeps && !run.legacy {
+		return run.rec, run.raw, nil
+	}
+	v := ps.verification
+	if ps.plan.Outcome == plugins.RolloutPrevious {
+		v = ps.previousVerification
 	}
 	now := time.Now
 	if r.Now != nil {
 		now = r.Now
 	}
-	run := ps.plan.Run
+	version := ps.plan.Run
 	rec := &v1alpha1.DeployedVersion{
-		Image:      run.Image.String(),
-		Manifest:   apiconv.ManifestToAPI(run.Manifest),
-		Signer:     ps.verification.Signer,
-		Trust:      ps.verification.Reason,
+		Image:      version.Image.String(),
+		Manifest:   apiconv.ManifestToAPI(version.Manifest),
+		Signer:     v.Signer,
+		Trust:      v.Reason,
 		VerifiedAt: &metav1.Time{Time: now().UTC().Truncate(time.Second)},
 	}
-	if len(run.Config) > 0 {
-		rec.Config = &apiextensionsv1.JSON{Raw: append([]byte(nil), run.Config...)}
+	if len(version.Config) > 0 {
+		rec.Config = &apiextensionsv1.JSON{Raw: append([]byte(nil), version.Config...)}
 	}
-	return rec
+	raw, err := encodeVerifiedVersion(rec)
+	if err != nil {
+		return nil, "", err
+	}
+	return rec, raw, nil
 }
 
 // allowListChanges maps events of the allow-list ConfigMap to Plugins. A
