@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -122,9 +123,11 @@ func ensureService(t *testing.T, cl client.Client, name, port string, target int
 
 // TestOperatorAppliesPassAdmissionPolicy runs the real operator as its
 // ServiceAccount under the policy: its server-side applies of a plugin's
-// Deployment (serviceAccountName plugin-<name>) and of an upgrade pass, and
-// another identity can add nothing to that Deployment, so nothing another
-// manager owns can survive the operator's re-applies.
+// Deployment (serviceAccountName plugin-<name>), of an upgrade and of a
+// ClusterUnavailable episode (scaled to zero and back) pass; another
+// identity can add nothing to that Deployment, so nothing another manager
+// owns can survive the operator's re-applies, nor change the verified-version
+// record in its pod template.
 func TestOperatorAppliesPassAdmissionPolicy(t *testing.T) {
 	env := admissionCluster(t)
 	admin := env.as(t, asAdmin)
@@ -188,7 +191,39 @@ func TestOperatorAppliesPassAdmissionPolicy(t *testing.T) {
 	if err := admin.Update(context.Background(), &pl); err != nil {
 		t.Fatal(err)
 	}
-	deploymentRuns(next)
+	d := deploymentRuns(next)
+
+	// The record of the verified version that fail static trusts (OF-2) is
+	// in the pod template, where no one else may write.
+	if d.Spec.Template.Annotations[operator.AnnotationVerifiedVersion] == "" {
+		t.Errorf("the operator's Deployment has no %s annotation", operator.AnnotationVerifiedVersion)
+	}
+	err = tryUpdate(t, env.as(t, asMallory), d, "", func(d *appsv1.Deployment) {
+		d.Spec.Template.Annotations[operator.AnnotationVerifiedVersion] = `{"image":"` + otherImage + `"}`
+	})
+	expectRule(t, asMallory, err, 4)
+
+	// A ClusterUnavailable episode: the operator scales the Deployment to
+	// zero and back, as itself.
+	var core corev1.Service
+	if err := admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: operator.DefaultCoreService}, &core); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Delete(context.Background(), &core); err != nil {
+		t.Fatal(err)
+	}
+	replicas := func(want int32) {
+		t.Helper()
+		testutil.Eventually(t, 60*time.Second, fmt.Sprintf("the Deployment at %d replicas", want), func() (bool, string) {
+			if err := admin.Get(context.Background(), client.ObjectKeyFromObject(d), d); err != nil {
+				return false, err.Error()
+			}
+			return d.Spec.Replicas != nil && *d.Spec.Replicas == want, fmt.Sprint(ptr.Deref(d.Spec.Replicas, -1))
+		})
+	}
+	replicas(0)
+	ensureService(t, admin, operator.DefaultCoreService, operator.DefaultCorePort, 9090)
+	replicas(1)
 	if n := rejections.count(); n != 0 {
 		t.Errorf("the API server refused %d of the operator's requests", n)
 	}
