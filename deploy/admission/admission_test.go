@@ -1,4 +1,4 @@
-package deploy
+package admission
 
 import (
 	"context"
@@ -29,9 +29,9 @@ import (
 	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
-// The admission tests install deploy/crds, deploy/admission and
-// deploy/operator on a real kube-apiserver (the package's shared minimal
-// control plane) exactly as `kubectl apply -k` renders them, then act as one
+// The tests install deploy/crds, deploy/admission and deploy/operator on a
+// real kube-apiserver (the package's shared minimal control plane) exactly
+// as `kubectl apply -k` renders them, then act as one
 // identity after another through impersonation and check who the policy
 // openfief-workload-identities lets run pods as OpenFief's identities.
 
@@ -86,7 +86,7 @@ func admissionCluster(t *testing.T) *admissionEnv {
 		t.Fatal("setting up the admission tests failed in an earlier test")
 	}
 	admissionSetup.failed = true // until the end of this function
-	crds, err := filepath.Abs("crds")
+	crds, err := filepath.Abs("../crds")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func admissionCluster(t *testing.T) *admissionEnv {
 	}
 	env := &admissionEnv{cluster: c, scheme: s}
 	admin := env.as(t, asAdmin)
-	for _, dir := range []string{"crds", "admission"} {
+	for _, dir := range []string{"../crds", "."} {
 		for _, u := range render(t, dir) {
 			applyUnstructured(t, admin, u)
 		}
@@ -106,7 +106,7 @@ func admissionCluster(t *testing.T) *admissionEnv {
 	env.waitEnforced(t)
 	// The cluster admin installs the operator (its Deployment runs as
 	// openfief-operator: rule 5 lets cluster-admin).
-	for _, u := range render(t, "operator") {
+	for _, u := range render(t, "../operator") {
 		applyUnstructured(t, admin, u)
 	}
 	admissionSetup.env, admissionSetup.failed = env, false
