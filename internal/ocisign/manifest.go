@@ -41,7 +41,7 @@ func PutManifest(ctx context.Context, repo name.Repository, raw []byte) (v1.Hash
 	if err != nil {
 		return v1.Hash{}, err
 	}
-	if err := remote.Put(repo.Digest(h.String()), rawManifest{raw: raw}, remote.WithContext(ctx)); err != nil {
+	if err := remote.Put(repo.Digest(h.String()), rawManifest{raw: raw}, remoteOptions(ctx)...); err != nil {
 		return v1.Hash{}, fmt.Errorf("put manifest: %w", err)
 	}
 	return h, nil

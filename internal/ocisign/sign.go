@@ -31,7 +31,7 @@ const (
 // `cosign sign --key` without a transparency log. The operator trusts it as
 // an owner signer with a public key (D-45).
 type KeySigner struct {
-	kp *sign.EphemeralKeypair
+	kp sign.Keypair
 }
 
 // NewKeySigner makes a signer with a fresh key. Its public key goes into the
@@ -110,7 +110,7 @@ func Attach(ctx context.Context, ref plugins.ImageRef, bundle []byte, predicateT
 		return v1.Hash{}, err
 	}
 	repo := subject.Context()
-	opts := []remote.Option{remote.WithContext(ctx)}
+	opts := remoteOptions(ctx)
 	layer := static.NewLayer(bundle, types.MediaType(BundleMediaType))
 	config := static.NewLayer([]byte("{}"), types.MediaType(emptyMediaType))
 	for _, l := range []remoteLayer{layer, config} {

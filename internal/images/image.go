@@ -1,0 +1,145 @@
+package images
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/arkadiuss/openfief/internal/plugins"
+)
+
+// OCI annotation keys the images carry.
+const (
+	AnnotationCreated     = "org.opencontainers.image.created"
+	AnnotationDescription = "org.opencontainers.image.description"
+	AnnotationLicenses    = "org.opencontainers.image.licenses"
+	AnnotationRevision    = "org.opencontainers.image.revision"
+	AnnotationSource      = "org.opencontainers.image.source"
+	AnnotationTitle       = "org.opencontainers.image.title"
+	AnnotationVersion     = "org.opencontainers.image.version"
+)
+
+// Annotations are the OCI annotations of s's images and index built from src.
+func Annotations(src Source, s Spec) map[string]string {
+	return map[string]string{
+		AnnotationCreated:     src.Epoch.Format(time.RFC3339),
+		AnnotationDescription: s.Description,
+		AnnotationLicenses:    s.Licenses,
+		AnnotationRevision:    src.Commit,
+		AnnotationSource:      SourceURL,
+		AnnotationTitle:       s.Name,
+		AnnotationVersion:     src.Version,
+	}
+}
+
+// base is the layers every image of a build shares.
+type base struct {
+	users, ca v1.Layer
+}
+
+func newBase(epoch time.Time) (base, error) {
+	users, err := usersLayer(epoch)
+	if err != nil {
+		return base{}, err
+	}
+	ca, err := caLayer(epoch)
+	if err != nil {
+		return base{}, err
+	}
+	return base{users: users, ca: ca}, nil
+}
+
+// newImage assembles s's image for p: the users layer, the CA layer if s
+// makes TLS calls, and the binary at /<Name>, its entrypoint; user
+// 65532:65532; every created time epoch; labels in the config and
+// annotations on the manifest.
+func newImage(p v1.Platform, s Spec, b base, binary []byte, epoch time.Time, labels, annotations map[string]string) (v1.Image, error) {
+	bin, err := newLayer([]entry{file(s.Name, 0o755, binary)}, epoch)
+	if err != nil {
+		return nil, err
+	}
+	created := v1.Time{Time: epoch}
+	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	img, err = mutate.ConfigFile(img, &v1.ConfigFile{
+		Architecture: p.Architecture,
+		OS:           p.OS,
+		Created:      created,
+		Config: v1.Config{
+			Entrypoint: []string{"/" + s.Name},
+			User:       User,
+			WorkingDir: "/",
+			Labels:     labels,
+		},
+		RootFS: v1.RootFS{Type: "layers"},
+	})
+	if err != nil {
+		return nil, err
+	}
+	adds := []mutate.Addendum{{Layer: b.users, History: v1.History{Created: created, CreatedBy: "openfief images: /etc/passwd, /etc/group (user 65532)"}}}
+	if s.CABundle {
+		adds = append(adds, mutate.Addendum{Layer: b.ca, History: v1.History{Created: created, CreatedBy: "openfief images: " + CABundlePath + " (golang.org/x/crypto/x509roots/fallback)"}})
+	}
+	adds = append(adds, mutate.Addendum{Layer: bin, History: v1.History{Created: created,
+		CreatedBy: fmt.Sprintf("openfief images: /%s (CGO_ENABLED=0 go build %s %s)", s.Name, strings.Join(GoFlags, " "), s.Package)}})
+	img, err = mutate.Append(img, adds...)
+	if err != nil {
+		return nil, err
+	}
+	return mutate.Annotations(img, annotations).(v1.Image), nil
+}
+
+// newIndex is an OCI image index of imgs, one per platform, in that order.
+func newIndex(imgs []v1.Image, platforms []v1.Platform, annotations map[string]string) v1.ImageIndex {
+	adds := make([]mutate.IndexAddendum, len(imgs))
+	for i, img := range imgs {
+		adds[i] = mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &platforms[i]}}
+	}
+	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
+	return mutate.Annotations(idx, annotations).(v1.ImageIndex)
+}
+
+// WithManifestLabel returns idx with the manifest label of each of its
+// images set to label: the same program, layers and annotations under
+// another signed manifest. The local mode's second demo version is nbp-fx
+// asking for one more host this way.
+func WithManifestLabel(idx v1.ImageIndex, label string) (v1.ImageIndex, error) {
+	if _, err := plugins.ParseManifestLabel(label); err != nil {
+		return nil, err
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	imgs := make([]v1.Image, len(im.Manifests))
+	platforms := make([]v1.Platform, len(im.Manifests))
+	for i, d := range im.Manifests {
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			return nil, err
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return nil, err
+		}
+		cf = cf.DeepCopy()
+		cf.Config.Labels = maps.Clone(cf.Config.Labels)
+		if cf.Config.Labels == nil {
+			cf.Config.Labels = map[string]string{}
+		}
+		cf.Config.Labels[plugins.ManifestLabel] = label
+		if imgs[i], err = mutate.ConfigFile(img, cf); err != nil {
+			return nil, err
+		}
+		if d.Platform == nil {
+			return nil, fmt.Errorf("image %s of the index names no platform", d.Digest)
+		}
+		platforms[i] = *d.Platform
+	}
+	return newIndex(imgs, platforms, im.Annotations), nil
+}
