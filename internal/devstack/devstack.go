@@ -6,8 +6,9 @@
 // backs `openfief dev`, `make demo` and the end-to-end suite (OF-5).
 //
 // Pods are played by kwok: they are scheduled, become Running and Ready,
-// but no container runs. The demo images carry a real manifest label and
-// real signatures, not a runnable plugin.
+// but no container runs. The demo images are the real nbp-fx plugin, built
+// from this source tree by internal/images as `make images` builds it (or
+// reused from its cache), in two versions signed by the local owner key.
 package devstack
 
 import (
@@ -40,6 +41,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/egress"
 	"github.com/arkadiuss/openfief/internal/egress/kube"
+	"github.com/arkadiuss/openfief/internal/images"
 	"github.com/arkadiuss/openfief/internal/ocisign"
 	"github.com/arkadiuss/openfief/internal/operator"
 	"github.com/arkadiuss/openfief/internal/plugins"
@@ -157,8 +159,8 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		return nil, err
 	}
 	s.signer = signer
-	if err := p.step("starting a loopback registry with signed demo plugin images", func() error {
-		return s.startRegistry(ctx, opts.Dir, signer)
+	if err := p.step("building the nbp-fx plugin image (or reusing .cache/images) and serving it, signed, from a loopback registry", func() error {
+		return s.startRegistry(ctx, opts.Dir, signer, opts.Progress)
 	}); err != nil {
 		return nil, err
 	}
@@ -221,8 +223,13 @@ func service(name, portName string, port, podPort int32, selector string) *corev
 }
 
 // startRegistry serves an in-memory OCI registry (with the Referrers API) on
-// loopback, pushes the demo images and signs them with the owner key.
-func (s *Stack) startRegistry(ctx context.Context, dir string, signer *ocisign.KeySigner) error {
+// loopback, pushes the demo images (the real nbp-fx image index, see
+// demoIndexes) and signs them with the owner key.
+func (s *Stack) startRegistry(ctx context.Context, dir string, signer *ocisign.KeySigner, progress io.Writer) error {
+	demo, err := demoIndexes(ctx, progress)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -236,11 +243,7 @@ func (s *Stack) startRegistry(ctx context.Context, dir string, signer *ocisign.K
 	s.RegistryHost = ln.Addr().String()
 
 	for _, d := range DemoImages() {
-		img, err := ocisign.PluginImage(d.Manifest, map[string][]byte{"README": []byte(d.Readme)})
-		if err != nil {
-			return err
-		}
-		ref, err := ocisign.Push(ctx, s.RegistryHost, d.Repository, img)
+		ref, err := images.PushIndex(ctx, s.RegistryHost+"/"+d.Repository, demo[d.Name], images.PushOptions{})
 		if err != nil {
 			return err
 		}
