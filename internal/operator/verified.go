@@ -25,9 +25,12 @@ import (
 // plugins/status can set that (issue 12, finding 11).
 const AnnotationVerifiedVersion = "openfief.io/verified-version"
 
-// maxVerifiedVersionBytes bounds the record the operator reads back; a
-// template's annotations may hold 256 KiB in all.
-const maxVerifiedVersionBytes = 128 << 10
+// maxVerifiedVersionBytes bounds the record, written and read back: a pod
+// template's annotations may hold 256 KiB in all, and the config hash needs
+// a little of it. A version whose manifest and config together exceed it
+// cannot run (the apply fails and says so); signed manifest labels are
+// usually a few KiB.
+const maxVerifiedVersionBytes = 250 << 10
 
 // errNoRecord means the Deployment is the operator's for this Plugin but
 // carries no record (one written by an operator that kept it in status only).
