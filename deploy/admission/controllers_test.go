@@ -276,7 +276,9 @@ func startControllerManager(t *testing.T, c *devcluster.Cluster) {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-exited
 		}
-		logFile.Close()
+		if err := logFile.Close(); err != nil {
+			t.Errorf("close the controller manager's log: %v", err)
+		}
 		if t.Failed() {
 			b, _ := os.ReadFile(logPath)
 			lines := strings.Split(strings.TrimSpace(string(b)), "\n")

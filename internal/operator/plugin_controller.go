@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -201,7 +201,7 @@ func (r *PluginReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		// goes last, so it still runs the version its record names.
 		ps.applyErr = err
 		if serr := r.writeStatus(ctx, &p, ps); serr != nil {
-			log.FromContext(ctx).Error(serr, "write status after a failed apply")
+			ctrllog.FromContext(ctx).Error(serr, "write status after a failed apply")
 		}
 		return ctrl.Result{}, err
 	}
@@ -497,7 +497,7 @@ func (r *PluginReconciler) writeStatus(ctx context.Context, p *v1alpha1.Plugin, 
 	if err := r.Client.Status().Patch(ctx, p, patch); err != nil {
 		return fmt.Errorf("write status: %w", err)
 	}
-	log.FromContext(ctx).V(1).Info("status written", "ready", readyCondition(ps).reason)
+	ctrllog.FromContext(ctx).V(1).Info("status written", "ready", readyCondition(ps).reason)
 	return nil
 }
 

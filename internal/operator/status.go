@@ -3,7 +3,7 @@ package operator
 import (
 	"unicode/utf8"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
@@ -37,7 +37,7 @@ type condition struct {
 // setCondition writes c into conds, keeping lastTransitionTime when the
 // status did not change, so an unchanged pass leaves the status unchanged.
 func setCondition(conds *[]metav1.Condition, typ string, c condition, generation int64) {
-	meta.SetStatusCondition(conds, metav1.Condition{
+	apimeta.SetStatusCondition(conds, metav1.Condition{
 		Type:               typ,
 		Status:             c.status,
 		Reason:             c.reason,
