@@ -126,6 +126,18 @@ type tunnel struct {
 	lastActive atomic.Int64 // UnixNano of the last byte moved
 	closeOnce  sync.Once
 	reason     atomic.Pointer[string]
+	// clientDone and upstreamDone are set once that side has sent its
+	// end of stream: a later failure to write to it is that side going
+	// away as it said it would, not an error of the tunnel.
+	clientDone, upstreamDone atomic.Bool
+}
+
+// doneFlag is the end-of-stream flag of c, one of the tunnel's two sides.
+func (t *tunnel) doneFlag(c net.Conn) *atomic.Bool {
+	if c == t.client {
+		return &t.clientDone
+	}
+	return &t.upstreamDone
 }
 
 // close ends the tunnel; the first reason given is the one logged.
@@ -216,6 +228,7 @@ func (t *tunnel) copy(dst, src net.Conn, window time.Duration, n *atomic.Int64, 
 		case err == nil, errors.Is(err, os.ErrDeadlineExceeded):
 			continue
 		case errors.Is(err, io.EOF):
+			t.doneFlag(src).Store(true)
 			if cw, ok := dst.(interface{ CloseWrite() error }); ok {
 				if cw.CloseWrite() == nil {
 					return nil
@@ -225,6 +238,12 @@ func (t *tunnel) copy(dst, src net.Conn, window time.Duration, n *atomic.Int64, 
 			return nil
 		case t.reason.Load() != nil:
 			return nil // closed by revoke, shutdown or the watchdog
+		case t.doneFlag(dst).Load():
+			// dst had ended its stream and has now gone entirely (a
+			// reset or a broken pipe on the last bytes to it): the tunnel
+			// ended normally.
+			t.close(CloseEOF)
+			return nil
 		default:
 			t.close(CloseError)
 			return err
