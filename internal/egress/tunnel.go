@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/arkadiuss/openfief/internal/plugins"
@@ -126,18 +127,6 @@ type tunnel struct {
 	lastActive atomic.Int64 // UnixNano of the last byte moved
 	closeOnce  sync.Once
 	reason     atomic.Pointer[string]
-	// clientDone and upstreamDone are set once that side has sent its
-	// end of stream: a later failure to write to it is that side going
-	// away as it said it would, not an error of the tunnel.
-	clientDone, upstreamDone atomic.Bool
-}
-
-// doneFlag is the end-of-stream flag of c, one of the tunnel's two sides.
-func (t *tunnel) doneFlag(c net.Conn) *atomic.Bool {
-	if c == t.client {
-		return &t.clientDone
-	}
-	return &t.upstreamDone
 }
 
 // close ends the tunnel; the first reason given is the one logged.
@@ -228,7 +217,6 @@ func (t *tunnel) copy(dst, src net.Conn, window time.Duration, n *atomic.Int64, 
 		case err == nil, errors.Is(err, os.ErrDeadlineExceeded):
 			continue
 		case errors.Is(err, io.EOF):
-			t.doneFlag(src).Store(true)
 			if cw, ok := dst.(interface{ CloseWrite() error }); ok {
 				if cw.CloseWrite() == nil {
 					return nil
@@ -238,10 +226,10 @@ func (t *tunnel) copy(dst, src net.Conn, window time.Duration, n *atomic.Int64, 
 			return nil
 		case t.reason.Load() != nil:
 			return nil // closed by revoke, shutdown or the watchdog
-		case t.doneFlag(dst).Load():
-			// dst had ended its stream and has now gone entirely (a
-			// reset or a broken pipe on the last bytes to it): the tunnel
-			// ended normally.
+		case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+			// A side that resets, or has gone when its last bytes are
+			// written, closed the tunnel abruptly: a client closing with
+			// unread data does so. That is the peer's way to end it.
 			t.close(CloseEOF)
 			return nil
 		default:
