@@ -2,6 +2,7 @@ package operator
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -18,11 +19,18 @@ import (
 // (build it with apiconv.NewScheme): the cache confined to the openfief
 // namespace, so it watches nothing elsewhere (D-15); metrics and probes
 // served at o's addresses; and, when o.LeaderElection, a leader elected
-// through the Lease LeaderElectionID in openfief.
+// through the Lease LeaderElectionID in openfief, timed by o's
+// LeaseDuration, RenewDeadline and RetryPeriod where they are set.
 func (o Options) ManagerOptions(s *runtime.Scheme) ctrl.Options {
 	metrics := o.MetricsBindAddress
 	if metrics == "" {
 		metrics = "0" // controller-runtime would read empty as :8080
+	}
+	positive := func(d time.Duration) *time.Duration {
+		if d <= 0 {
+			return nil // controller-runtime's default
+		}
+		return &d
 	}
 	return ctrl.Options{
 		Scheme:                  s,
@@ -32,6 +40,9 @@ func (o Options) ManagerOptions(s *runtime.Scheme) ctrl.Options {
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: plugins.Namespace,
+		LeaseDuration:           positive(o.LeaseDuration),
+		RenewDeadline:           positive(o.RenewDeadline),
+		RetryPeriod:             positive(o.RetryPeriod),
 	}
 }
 

@@ -29,6 +29,15 @@ const (
 	// LeaderElectionID names the Lease in openfief that the replicas elect a
 	// leader with.
 	LeaderElectionID = "openfief-operator"
+	// DefaultLeaseDuration, DefaultRenewDeadline and DefaultRetryPeriod time
+	// the leader election (--leader-election-lease-duration,
+	// --leader-election-renew-deadline, --leader-election-retry-period); they
+	// are controller-runtime's defaults. A standby takes over at most about
+	// a lease duration after the leader dies; a leader that cannot renew
+	// within the renew deadline stops.
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
 )
 
 // Options configures one operator: what AddToManager registers and, through
@@ -78,6 +87,14 @@ type Options struct {
 	// LeaderElection makes replicas elect a leader through the Lease
 	// LeaderElectionID in openfief, so only one acts (--leader-elect).
 	LeaderElection bool
+	// LeaseDuration, RenewDeadline and RetryPeriod time the election
+	// (--leader-election-lease-duration, --leader-election-renew-deadline,
+	// --leader-election-retry-period); zero keeps controller-runtime's
+	// default, which the Default* constants repeat. The manager refuses to
+	// start unless LeaseDuration > RenewDeadline > 1.2 × RetryPeriod.
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
 }
 
 // DefaultOptions returns the Options of cmd/operator's flag defaults: the
