@@ -7,7 +7,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	authnv1 "k8s.io/api/authentication/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -49,8 +49,8 @@ func TestRestartAPIServer(t *testing.T) {
 	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "sa"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "sa", &authnv1.TokenRequest{
-		Spec: authnv1.TokenRequestSpec{Audiences: []string{"restart-test"}, ExpirationSeconds: ptr.To[int64](3600)},
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "sa", &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{"restart-test"}, ExpirationSeconds: ptr.To[int64](3600)},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -70,8 +70,8 @@ func TestRestartAPIServer(t *testing.T) {
 		if err != nil || cm.Data["k"] != "v" {
 			t.Fatalf("after restart %+v: ConfigMap %v, %v", opts, cm, err)
 		}
-		review, err := cs.AuthenticationV1().TokenReviews().Create(ctx, &authnv1.TokenReview{
-			Spec: authnv1.TokenReviewSpec{Token: tr.Status.Token, Audiences: []string{"restart-test"}},
+		review, err := cs.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
+			Spec: authenticationv1.TokenReviewSpec{Token: tr.Status.Token, Audiences: []string{"restart-test"}},
 		}, metav1.CreateOptions{})
 		if err != nil || !review.Status.Authenticated {
 			t.Fatalf("after restart %+v: token issued before is not accepted: %v %+v", opts, err, review)
