@@ -91,3 +91,15 @@ verify: generate ## gofmt, go vet, go mod tidy, buf lint/breaking and generated 
 	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
 	@for m in $(TOOL_MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
 	@git diff --exit-code --stat -- . || { echo "verify left a diff"; exit 1; }
+
+.PHONY: images
+images: ## Build the operator, egress-proxy, nbp-fx and ibkr-flex images (linux/amd64+arm64) from source, reproducibly, into .cache/images/<revision>; REGISTRY=host[:port][/path] also pushes them to $(REGISTRY)/openfief/<name> (docs/images.md).
+	$(GO) run ./hack/images build $(if $(REGISTRY),--push "$(REGISTRY)")
+
+.PHONY: sign
+sign: ## Sign the images the last `make images REGISTRY=...` pushed with KEY, a cosign-compatible PEM private key (COSIGN_PASSWORD unlocks an encrypted one), attached as OCI referrers.
+	$(GO) run ./hack/images sign --key "$(KEY)"
+
+.PHONY: release-overlay
+release-overlay: ## Write a kustomize overlay (OUT, default .cache/release) that installs deploy/operator and deploy/egress-proxy pinned to the pushed digests.
+	$(GO) run ./hack/release $(if $(OUT),--out "$(OUT)")
