@@ -57,10 +57,9 @@ func build(ctx context.Context, args []string) error {
 		return err
 	}
 	dir := filepath.Join(*cache, src.Key())
-	if prev, err := images.Load(dir, root); err == nil {
-		compare(prev, res)
-	}
-	if err := images.Write(dir, res); err != nil {
+	if prev, err := images.Load(dir, root); err == nil && compare(prev, res) {
+		fmt.Println("kept the layout of the previous build, which holds exactly these images")
+	} else if err := images.Write(dir, res); err != nil {
 		return err
 	}
 	if err := images.SetLatest(*cache, src.Key()); err != nil {
@@ -73,7 +72,7 @@ func build(ctx context.Context, args []string) error {
 			total += pi.Size
 		}
 	}
-	fmt.Printf("wrote the OCI layout %s (%d images, %s in all)\n", dir, len(res.Images), images.MiB(total))
+	fmt.Printf("OCI layout %s (%d images, %s in all)\n", dir, len(res.Images), images.MiB(total))
 	if *push != "" {
 		pushed, err := images.Push(ctx, res, *push, images.PushOptions{Insecure: *insecure, Tag: src.Tag(), Progress: os.Stdout})
 		if err != nil {
@@ -89,8 +88,10 @@ func build(ctx context.Context, args []string) error {
 }
 
 // compare reports whether a rebuild of the same source gave the same
-// digests (it should: the build is reproducible).
-func compare(prev, res *images.Result) {
+// digests (it should: the build is reproducible), and returns whether prev
+// holds exactly the images of res, so its layout can stay as it is (a
+// local platform may be reading it).
+func compare(prev, res *images.Result) bool {
 	same, differ := 0, []string{}
 	for _, b := range res.Images {
 		p, ok := prev.Get(b.Spec.Name)
@@ -109,6 +110,7 @@ func compare(prev, res *images.Result) {
 	case same > 0:
 		fmt.Printf("reproducible: %d indexes identical to the previous build of this source\n", same)
 	}
+	return len(differ) == 0 && same == len(res.Images) && len(prev.Images) == len(res.Images)
 }
 
 func samePlatforms(a, b []images.PlatformImage) bool {

@@ -237,7 +237,9 @@ func (r *Result) only(specs []Spec) *Result {
 // (cacheDir/<Source.Key>) when it holds all of them, built by the same Go
 // toolchain with the same stamps, and builds them otherwise; reused says
 // which. A build is stored only when the entry is missing or stale, so a
-// smaller build never replaces a fuller one.
+// smaller build never replaces a fuller one; storing is best effort (the
+// build is in memory), so a concurrent writer of the same entry costs
+// nothing but the write.
 func Cached(ctx context.Context, cacheDir string, opts Options) (res *Result, reused bool, err error) {
 	opts = opts.withDefaults()
 	dir := filepath.Join(cacheDir, opts.Source.Key())
@@ -257,11 +259,8 @@ func Cached(ctx context.Context, cacheDir string, opts Options) (res *Result, re
 		return nil, false, err
 	}
 	stale := loadErr != nil || cached.GoVersion != goVersion || cached.Source.Version != res.Source.Version || !cached.Source.Epoch.Equal(res.Source.Epoch)
-	if stale {
-		if err := Write(dir, res); err != nil {
-			return nil, false, err
-		}
-		Prune(cacheDir, time.Hour)
+	if stale && Write(dir, res) == nil {
+		Prune(cacheDir, 24*time.Hour)
 	}
 	return res, false, nil
 }
