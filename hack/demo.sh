@@ -27,7 +27,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== starting the platform (openfief dev; log in ${state}/dev.log)"
-for _ in $(seq 1 240); do
+for _ in $(seq 1 1200); do
 	[[ -f "${state}/ready" ]] && break
 	if ! kill -0 "${dev}" 2>/dev/null; then
 		cat "${state}/dev.log"
@@ -36,7 +36,7 @@ for _ in $(seq 1 240); do
 	fi
 	sleep 0.5
 done
-[[ -f "${state}/ready" ]] || { cat "${state}/dev.log"; echo "openfief dev was not ready within 120s" >&2; exit 1; }
+[[ -f "${state}/ready" ]] || { cat "${state}/dev.log"; echo "openfief dev was not ready within 600s" >&2; exit 1; }
 sed -n '/^\[/p' "${state}/dev.log"
 # shellcheck disable=SC1091
 source "${state}/env"
