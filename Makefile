@@ -76,18 +76,18 @@ lint: ## golangci-lint (pinned in hack/tools/lint) on both modules, offline: .go
 	hack/lint.sh
 
 .PHONY: lint-arch
-lint-arch: ## Only the Layout rules of `make lint` (depguard: who may import what); make verify runs it.
+lint-arch: ## Only the Layout rules of `make lint` (depguard: who may import what); fast, for the edit loop; make verify runs the whole of make lint.
 	hack/lint.sh --enable-only depguard
 
 .PHONY: verify
-verify: generate ## gofmt, go vet, go mod tidy, buf lint/breaking and generated files must leave no diff.
+verify: generate ## gofmt, go vet, golangci-lint (make lint), go mod tidy, buf lint/breaking, decision citations and generated files must leave no diff.
 	@test -z "$$(git status --porcelain -- api deploy)" || { git status --short -- api deploy; echo "generated files are stale or uncommitted: run make generate and commit"; exit 1; }
 	hack/proto.sh check
 	hack/plugin-labels.sh check
 	hack/check-decisions.sh
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
-	hack/lint.sh --enable-only depguard
+	hack/lint.sh
 	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
 	@for m in $(TOOL_MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
 	@git diff --exit-code --stat -- . || { echo "verify left a diff"; exit 1; }
