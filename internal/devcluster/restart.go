@@ -61,12 +61,14 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, opts RestartOptions) err
 			return err
 		}
 	}
-	// envtest's Stop now only notes that the process is gone.
-	if err := plane.APIServer.Stop(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	// envtest's Stop now only notes that the process is gone; if its
+	// goroutine has not marked it exited yet, Stop signals a process that
+	// is no more, which is what we want anyway.
+	if err := plane.APIServer.Stop(); err != nil && !gone(err) {
 		return fmt.Errorf("devcluster: stopping kube-apiserver: %w", err)
 	}
 	if opts.Etcd {
-		if err := plane.Etcd.Stop(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		if err := plane.Etcd.Stop(); err != nil && !gone(err) {
 			return fmt.Errorf("devcluster: stopping etcd: %w", err)
 		}
 	}
@@ -87,6 +89,11 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, opts RestartOptions) err
 		return nil
 	}
 	return c.startWatched(start)
+}
+
+// gone reports whether err says the process to stop no longer exists.
+func gone(err error) bool {
+	return errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH)
 }
 
 // startWatched runs start, which starts processes through envtest, handing
