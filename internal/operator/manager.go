@@ -66,11 +66,12 @@ type Reconcilers struct {
 // AddToManager builds the operator o describes into mgr, all sharing mgr's
 // client: the image checker (a trust.PolicyVerifier over the owner's signers
 // and the embedded catalog, D-45 and D-57, unless o.Images is set), the
-// Plugin and PluginGrant reconcilers, the allow-list pruner, the signing-key
-// publisher reading the API server mgr connects to, and a /healthz and
-// /readyz check. A signers file that can't be read or parsed is an error, so
-// the operator refuses to start rather than trust less or more than the
-// owner said.
+// Plugin reconciler with mgr's events.k8s.io/v1 recorder
+// (EventReportingController), the PluginGrant reconciler, the allow-list
+// pruner, the signing-key publisher reading the API server mgr connects to,
+// and a /healthz and /readyz check. A signers file that can't be read or
+// parsed is an error, so the operator refuses to start rather than trust
+// less or more than the owner said.
 func AddToManager(mgr ctrl.Manager, o Options) (*Reconcilers, error) {
 	images := o.Images
 	if images == nil {
@@ -86,7 +87,8 @@ func AddToManager(mgr ctrl.Manager, o Options) (*Reconcilers, error) {
 	c := mgr.GetClient()
 	r := &Reconcilers{
 		Plugins: &PluginReconciler{Client: c, Images: images, Cluster: o.Cluster,
-			MaxConcurrentReconciles: o.MaxConcurrentReconciles, ReconcileTimeout: o.ReconcileTimeout},
+			MaxConcurrentReconciles: o.MaxConcurrentReconciles, ReconcileTimeout: o.ReconcileTimeout,
+			Recorder: mgr.GetEventRecorder(EventReportingController)},
 		Grants:      &GrantReconciler{Client: c},
 		Pruner:      &AllowListPruner{Client: c},
 		SigningKeys: &SigningKeysPublisher{Client: c, Discovery: discovery, Refresh: o.SigningKeysRefresh},

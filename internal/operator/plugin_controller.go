@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -70,6 +71,9 @@ type PluginReconciler struct {
 	// ReconcileTimeout bounds one reconcile's context
 	// (DefaultReconcileTimeout when not positive).
 	ReconcileTimeout time.Duration
+	// Recorder records the Events of what the reconciler decides, once per
+	// change of status (events.go, issue 13); none when nil.
+	Recorder events.EventRecorder
 }
 
 // SetupWithManager registers the PluginReconciler. A Plugin reconciles on a
@@ -464,7 +468,8 @@ func deploymentAvailable(d *appsv1.Deployment) bool {
 }
 
 // writeStatus computes the new status and patches it only when it differs
-// from what the cache holds (OF-4).
+// from what the cache holds (OF-4); once the patch succeeds, it records the
+// Events of the change (recordEvents), so a steady state records none.
 func (r *PluginReconciler) writeStatus(ctx context.Context, p *v1alpha1.Plugin, ps *pass) error {
 	next := p.Status.DeepCopy()
 	next.ObservedGeneration = p.Generation
@@ -493,10 +498,12 @@ func (r *PluginReconciler) writeStatus(ctx context.Context, p *v1alpha1.Plugin, 
 		return nil
 	}
 	patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	prev := p.Status
 	p.Status = *next
 	if err := r.Client.Status().Patch(ctx, p, patch); err != nil {
 		return fmt.Errorf("write status: %w", err)
 	}
+	r.recordEvents(p, &prev, ps)
 	ctrllog.FromContext(ctx).V(1).Info("status written", "ready", readyCondition(ps).reason)
 	return nil
 }
