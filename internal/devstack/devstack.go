@@ -67,6 +67,16 @@ type Options struct {
 	ProxyResolver       egress.Resolver
 	ProxyDialer         egress.Dialer
 	UnsafeAllowPrefixes []netip.Prefix
+	// RunAsServiceAccounts runs the operator and the egress proxy as their
+	// ServiceAccounts (OperatorUser, ProxyUser) through impersonation, after
+	// applying the ServiceAccounts, roles and bindings that deploy/operator
+	// and deploy/egress-proxy of the source tree render: they may do
+	// exactly what an install lets them. The end-to-end suite sets it.
+	RunAsServiceAccounts bool
+	// WrapTransport, if set, wraps the operator's and the egress proxy's
+	// connections to the API server (the end-to-end suite records the
+	// requests refused with it).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // Stack is a running local platform.
@@ -118,6 +128,9 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		}
 	}()
 	p := progress{w: opts.Progress, total: 6}
+	if opts.RunAsServiceAccounts {
+		p.total++
+	}
 
 	crdDir := filepath.Join(opts.Dir, "crds")
 	if err := os.MkdirAll(crdDir, 0o700); err != nil {
@@ -154,6 +167,13 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	}); err != nil {
 		return nil, err
 	}
+	if opts.RunAsServiceAccounts {
+		if err := p.step("applying the ServiceAccounts and RBAC of deploy/operator and deploy/egress-proxy, to run both as those", func() error {
+			return s.installIdentities(ctx)
+		}); err != nil {
+			return nil, err
+		}
+	}
 	signer, err := ocisign.NewKeySigner()
 	if err != nil {
 		return nil, err
@@ -167,7 +187,11 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	if err := p.step("starting the operator", func() error { return s.startOperator(opts) }); err != nil {
 		return nil, err
 	}
-	if err := p.step("starting the egress proxy", func() error { return s.startProxy(client, opts) }); err != nil {
+	proxyClient, err := kubernetes.NewForConfig(s.clientConfig(opts, ProxyUser))
+	if err != nil {
+		return nil, err
+	}
+	if err := p.step("starting the egress proxy", func() error { return s.startProxy(proxyClient, opts) }); err != nil {
 		return nil, err
 	}
 	if err := p.step("writing "+filepath.Join(opts.Dir, "env"), func() error { return s.writeEnv(opts.Dir) }); err != nil {
@@ -276,8 +300,9 @@ func (s *Stack) PublishImage(ctx context.Context, repo string, m plugins.Manifes
 
 // startOperator runs the operator in this process as the binary builds it
 // (operator.Options, ManagerOptions, AddToManager), trusting the local owner
-// key besides OpenFief's CI and the catalog. It serves no metrics or probes
-// and elects no leader.
+// key besides OpenFief's CI and the catalog, as OperatorUser when
+// opts.RunAsServiceAccounts. It serves no metrics or probes and elects no
+// leader.
 func (s *Stack) startOperator(opts Options) error {
 	scheme, err := apiconv.NewScheme()
 	if err != nil {
@@ -290,7 +315,7 @@ func (s *Stack) startOperator(opts Options) error {
 	mopts := o.ManagerOptions(scheme)
 	mopts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
 	mopts.Logger = logrLogger(opts.Logs)
-	mgr, err := ctrl.NewManager(s.Cluster.Config, mopts)
+	mgr, err := ctrl.NewManager(s.clientConfig(opts, OperatorUser), mopts)
 	if err != nil {
 		return err
 	}
@@ -314,8 +339,9 @@ func (s *Stack) startOperator(opts Options) error {
 
 // startProxy runs the egress proxy on loopback with the real TokenReview and
 // allow-list adapters, through egress.NewServer and Server.Serve as the
-// binary does, so it has the production server limits and shutdown. It
-// serves no ops endpoints.
+// binary does, so it has the production server limits and shutdown. client
+// is the proxy's own (ProxyUser when opts.RunAsServiceAccounts). It serves no
+// ops endpoints.
 func (s *Stack) startProxy(client kubernetes.Interface, opts Options) error {
 	log := slog.New(slog.NewTextHandler(orDiscard(opts.Logs), nil))
 	inner, err := kube.NewTokenReviewer(client.AuthenticationV1(), plugins.AudienceEgress)

@@ -1,17 +1,23 @@
 // Package e2e runs the plugin lifecycle end to end on the full local
 // platform (internal/devstack): a control plane built from source with the
 // Deployment controller, garbage collector, scheduler and kwok, the operator
-// and the egress proxy, driven with the owner's CLI. The data path runs the
-// real nbp-fx binary as a local process, as the core would call it, through
-// the real egress proxy to a loopback stand-in for NBP.
+// and the egress proxy, driven with the owner's CLI. The operator and the
+// proxy run as their ServiceAccounts, bound by the RBAC of deploy/operator and
+// deploy/egress-proxy, and the suite fails if the API server refuses any of
+// their requests. The data path runs the real nbp-fx binary as a local
+// process, as the core would call it, through the real egress proxy to a
+// loopback stand-in for NBP. Last, the install manifests are applied, pinned to
+// the operator and egress-proxy images built from this tree.
 package e2e
 
 import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -52,19 +58,59 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "removing the platform's directory:", err)
 		}
 	}()
+	refused := &refusals{}
 	stack, err = devstack.Start(context.Background(), devstack.Options{
-		Dir:                 dir,
-		ProxyResolver:       fixedResolver{"api.nbp.pl": netip.MustParseAddr("127.0.0.1")},
-		ProxyDialer:         &redirectDialer{to: map[string]string{"127.0.0.1:443": nbp.Addr()}},
-		UnsafeAllowPrefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		Dir:                  dir,
+		ProxyResolver:        fixedResolver{"api.nbp.pl": netip.MustParseAddr("127.0.0.1")},
+		ProxyDialer:          &redirectDialer{to: map[string]string{"127.0.0.1:443": nbp.Addr()}},
+		UnsafeAllowPrefixes:  []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		RunAsServiceAccounts: true,
+		WrapTransport:        refused.wrap,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the platform:", err)
 		return 1
 	}
 	defer stack.Stop()
-	return m.Run()
+	code := m.Run()
+	if got := refused.list(); len(got) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: the API server refused %d requests of the operator (%s) or the egress proxy (%s), "+
+			"which run with the RBAC of deploy/operator and deploy/egress-proxy: a rule is missing there:\n  %s\n",
+			len(got), devstack.OperatorUser, devstack.ProxyUser, strings.Join(got, "\n  "))
+		code = 1
+	}
+	return code
 }
+
+// refusals records the requests of the platform's operator and proxy that
+// the API server answers 403 Forbidden.
+type refusals struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+// wrap is a devstack.Options.WrapTransport.
+func (r *refusals) wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := next.RoundTrip(req)
+		if err == nil && resp.StatusCode == http.StatusForbidden {
+			r.mu.Lock()
+			r.seen = append(r.seen, req.Method+" "+req.URL.Path+" as "+req.Header.Get("Impersonate-User"))
+			r.mu.Unlock()
+		}
+		return resp, err
+	})
+}
+
+func (r *refusals) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.seen)
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // fixedResolver answers the proxy's lookups from a table; other names do
 // not exist. The proxy still applies its address policy to the answers.
