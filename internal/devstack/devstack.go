@@ -122,9 +122,10 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		return nil, err
 	}
 	s = &Stack{Images: map[string]plugins.ImageRef{}}
+	started := s // the returns below set s to nil
 	defer func() {
 		if err != nil {
-			s.Stop()
+			started.Stop()
 		}
 	}()
 	p := progress{w: opts.Progress, total: 6}
