@@ -24,7 +24,7 @@ const (
 // but lease renewals (OF-4).
 //
 // Kill points are drawn from the seed: most at the operator's n-th write
-// since it started (n up to 60), half of those before the write reaches the
+// since it started (n up to 120), half of those before the write reaches the
 // API server and half after it was applied but before the operator read
 // the answer; the rest at a random time up to 4 s after start (during the
 // cache sync or the wait for the lease). The replica uses a 3 s lease, so
@@ -71,7 +71,7 @@ func drawKills(rng *rand.Rand, n int) []killPoint {
 		if rng.IntN(3) == 0 {
 			kp.after = time.Duration(300+rng.IntN(3700)) * time.Millisecond
 		} else {
-			kp.afterWrites = 1 + rng.IntN(60)
+			kp.afterWrites = 1 + rng.IntN(120)
 			kp.mode = killBefore
 			if rng.IntN(2) == 0 {
 				kp.mode = killAfter
