@@ -10,7 +10,7 @@ TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto hack
 CONTROLLER_GEN := .bin/controller-gen
 FUZZTIME ?= 60s
 # Packages with fuzz targets (parsers of outside input).
-FUZZ_PACKAGES := ./internal/plugins/ ./internal/trust/cosign/ ./internal/configschema/ ./internal/egress/ ./internal/connectors/nbpfx/ ./internal/connectors/ibkrflex/ ./sdk/go/ ./sdk/go/delivery/
+FUZZ_PACKAGES := ./internal/plugins/ ./internal/trust/cosign/ ./internal/configschema/ ./internal/operator/ ./internal/egress/ ./internal/connectors/nbpfx/ ./internal/connectors/ibkrflex/ ./sdk/go/ ./sdk/go/delivery/
 
 .PHONY: all
 all: build
