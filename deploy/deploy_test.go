@@ -19,6 +19,7 @@ func TestKustomizationsRender(t *testing.T) {
 		},
 		"operator": {
 			"Deployment/openfief-operator",
+			"NetworkPolicy/openfief-plugins-default-deny",
 			"Role/openfief-operator",
 			"RoleBinding/openfief-operator",
 			"ServiceAccount/openfief-operator",
