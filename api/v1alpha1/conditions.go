@@ -39,7 +39,17 @@ const (
 	ReasonUntrustedSigner       = "UntrustedSigner"
 	ReasonManifestMismatch      = "ManifestMismatch"
 	ReasonInvalidImage          = "InvalidImage"
-	ReasonRegistryUnavailable   = "RegistryUnavailable"
+	// ReasonRegistryUnavailable (SignatureVerified=Unknown): the registry
+	// could not be read (unreachable, timed out, failing), so whether the
+	// image is signed is unknown; retried. A version the operator verified
+	// keeps running (fail static, OF-2); nothing new deploys.
+	ReasonRegistryUnavailable = "RegistryUnavailable"
+	// ReasonRegistryUnauthorized (SignatureVerified=Unknown): the registry
+	// refused the read with 401 Unauthorized or 403 Forbidden (also from its
+	// token endpoint): the image is private or the reader has no access.
+	// Handled as RegistryUnavailable (retried, fail static, nothing new
+	// deploys); only the reason tells "no access" from "down" (issue 17).
+	ReasonRegistryUnauthorized = "RegistryUnauthorized"
 )
 
 // ApprovalRequired reasons.

@@ -40,6 +40,10 @@ const (
 	// ExitNotConfirmed: a change that needs confirmation was declined, or
 	// asked for without --yes where nobody can answer.
 	ExitNotConfirmed = 11
+	// ExitRegistryUnauthorized: the registry refused the read (401 or 403,
+	// SignatureVerified reason RegistryUnauthorized): the image is private
+	// or the reader has no access, so whether it is signed is unknown.
+	ExitRegistryUnauthorized = 12
 )
 
 // ExitError is a command's failure with the exit code it maps to. Every

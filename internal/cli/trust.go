@@ -144,6 +144,8 @@ func (e *Env) checkImage(ctx context.Context, ref plugins.ImageRef, t trust, ins
 func (c imageCheck) refusal() error {
 	v := c.Verification
 	switch {
+	case v.Status == metav1.ConditionUnknown && v.Reason == v1alpha1.ReasonRegistryUnauthorized:
+		return exitf(ExitRegistryUnauthorized, "%s: %s", v.Reason, v.Message)
 	case v.Status == metav1.ConditionUnknown:
 		return exitf(ExitRegistryUnavailable, "%s: %s", v.Reason, v.Message)
 	case v.Status != metav1.ConditionTrue:

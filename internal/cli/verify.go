@@ -28,7 +28,8 @@ pins the digest and its publisher signed it) or only signed by a trusted
 signer, and the signed manifest label. Otherwise it says exactly why the
 operator would refuse the image, and the exit code says which:
 3 unsigned, 4 untrusted signer, 5 manifest label missing or invalid,
-6 invalid image, 7 registry unavailable (unknown; try again).`,
+6 invalid image, 7 registry unavailable (unknown; try again),
+12 registry refused the read (401/403: a private image or no access).`,
 		Example: `  # Trust your own key as the operator does with the openfief-trusted-signers ConfigMap
   openfief plugin verify ghcr.io/example/nbp-fx@sha256:<hex> --signers signers.json
 

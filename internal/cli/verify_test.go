@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/arkadiuss/openfief/internal/plugins"
@@ -82,5 +85,19 @@ func TestVerify(t *testing.T) {
 		down.reg.Close()
 		r := openfief(t, nil, runOpts{}, "plugin", "verify", ref.String(), "--signers", down.signers)
 		expect(t, r, ExitRegistryUnavailable, "RegistryUnavailable")
+	})
+	t.Run("registry refuses the read", func(t *testing.T) {
+		// A private registry: every anonymous read answers 401 (issue 17).
+		private := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("WWW-Authenticate", `Basic realm="private"`)
+			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
+		}))
+		defer private.Close()
+		ref := strings.TrimPrefix(private.URL, "http://") + "/plugins/fx@sha256:" + strings.Repeat("ab", 32)
+		r := openfief(t, nil, runOpts{}, "plugin", "verify", ref, "--signers", im.signers)
+		expect(t, r, ExitRegistryUnauthorized, "RegistryUnauthorized", "refused the anonymous read", "registry answered 401")
+		if strings.Contains(r.out+r.errOut, "RegistryUnavailable") {
+			t.Errorf("a refused read reported as RegistryUnavailable:\n%s", r)
+		}
 	})
 }

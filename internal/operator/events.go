@@ -34,6 +34,11 @@ const (
 	// be read from its registry; a version the operator verified keeps
 	// running (OF-2).
 	EventRegistryUnavailable = "RegistryUnavailable"
+	// EventRegistryUnauthorized (Warning): the registry refused to let the
+	// current spec's image be read (401, 403); handled as
+	// EventRegistryUnavailable: a version the operator verified keeps
+	// running (OF-2), nothing new deploys.
+	EventRegistryUnauthorized = "RegistryUnauthorized"
 	// EventRolledOut (Normal): a new version was applied (status.deployed
 	// names another record): an install, an approved upgrade, a config change.
 	EventRolledOut = "RolledOut"
@@ -50,7 +55,8 @@ const (
 	// EventNotRunning: nothing ran and nothing runs, for a new Ready reason or
 	// a new spec generation; Normal while waiting for the owner (NoGrant,
 	// AwaitingApproval), Warning otherwise. A refused image is told by
-	// EventImageRefused or EventRegistryUnavailable alone.
+	// EventImageRefused, EventRegistryUnavailable or EventRegistryUnauthorized
+	// alone.
 	EventNotRunning = "NotRunning"
 	// EventParked (Warning): Ready became ClusterUnavailable: nothing runs,
 	// the Deployment is scaled to zero with its record (OF-2).
@@ -110,6 +116,7 @@ func (r *PluginReconciler) recordEvents(p *v1alpha1.Plugin, prev *v1alpha1.Plugi
 //	ImageVerified         SignatureVerified True, and its status, reason or observed generation changed
 //	ImageRefused          SignatureVerified False, likewise
 //	RegistryUnavailable   SignatureVerified Unknown/RegistryUnavailable, likewise
+//	RegistryUnauthorized  SignatureVerified Unknown/RegistryUnauthorized, likewise
 //	RolledOut             status.deployed names another record than before
 //	KeptPreviousVersion   kept, and the generation, status.deployed, pendingApproval or the check's outcome changed
 //	Resumed               Ready left ClusterUnavailable for a running reason, the same record runs, and the apply succeeded
@@ -188,6 +195,8 @@ func signatureEvent(prev, next *v1alpha1.PluginStatus) (pluginEvent, bool) {
 		return pluginEvent{corev1.EventTypeWarning, EventImageRefused, actionVerify, note}, true
 	case c.Reason == v1alpha1.ReasonRegistryUnavailable:
 		return pluginEvent{corev1.EventTypeWarning, EventRegistryUnavailable, actionVerify, c.Message}, true
+	case c.Reason == v1alpha1.ReasonRegistryUnauthorized:
+		return pluginEvent{corev1.EventTypeWarning, EventRegistryUnauthorized, actionVerify, c.Message}, true
 	}
 	return pluginEvent{}, false
 }

@@ -189,6 +189,17 @@ func TestPluginEvents(t *testing.T) {
 				ready(v1alpha1.ReasonRunning, "running").deployed(v1).obj(),
 			want: []string{"Warning RegistryUnavailable: cannot read it"},
 		},
+		"registry refuses the read, the running version stays": {
+			prev: running(1, v1).obj(),
+			next: status(1).sig(metav1.ConditionUnknown, v1alpha1.ReasonRegistryUnauthorized, "refused the anonymous read").
+				ready(v1alpha1.ReasonRunning, "running").deployed(v1).obj(),
+			want: []string{"Warning RegistryUnauthorized: refused the anonymous read"},
+		},
+		"registry down, then refusing the read": {
+			prev: status(1).sig(metav1.ConditionUnknown, v1alpha1.ReasonRegistryUnavailable, "timeout").ready(v1alpha1.ReasonRunning, "r").deployed(v1).obj(),
+			next: status(1).sig(metav1.ConditionUnknown, v1alpha1.ReasonRegistryUnauthorized, "refused").ready(v1alpha1.ReasonRunning, "r").deployed(v1).obj(),
+			want: []string{"Warning RegistryUnauthorized: refused"},
+		},
 		"registry still down, another error": {
 			prev: status(1).sig(metav1.ConditionUnknown, v1alpha1.ReasonRegistryUnavailable, "timeout").ready(v1alpha1.ReasonRunning, "r").deployed(v1).obj(),
 			next: status(1).sig(metav1.ConditionUnknown, v1alpha1.ReasonRegistryUnavailable, "refused").ready(v1alpha1.ReasonRunning, "r").deployed(v1).obj(),

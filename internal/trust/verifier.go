@@ -16,7 +16,7 @@ import (
 )
 
 // RegistryRetryInterval is how soon a reconcile whose registry could not be
-// reached is tried again.
+// reached, or refused the read, is tried again.
 const RegistryRetryInterval = time.Minute
 
 // maxSignedImages caps the signed-image cache; when full it is emptied.
@@ -26,7 +26,8 @@ const maxSignedImages = 256
 // policy, already in the shape of the SignatureVerified condition (D-56).
 type Verification struct {
 	// Status is True when the image may run, False when it must not, and
-	// Unknown when the registry could not be read.
+	// Unknown when the registry could not be read (RegistryUnavailable) or
+	// refused the read (RegistryUnauthorized).
 	Status metav1.ConditionStatus
 	// Reason is one of the SignatureVerified reasons in api/v1alpha1.
 	Reason string
@@ -68,6 +69,13 @@ func NewPolicyVerifier(images cosign.ImageVerifier, policy plugins.TrustPolicy) 
 func (v *PolicyVerifier) Check(ctx context.Context, ref plugins.ImageRef, declared *plugins.Manifest) Verification {
 	signed, err := v.signedImage(ctx, ref)
 	if err != nil {
+		// A refused read wraps ErrRegistryUnavailable too: test it first.
+		if errors.Is(err, cosign.ErrRegistryUnauthorized) {
+			return Verification{Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonRegistryUnauthorized,
+				Message: fmt.Sprintf("the registry refused the anonymous read of %s (OpenFief reads registries without credentials); "+
+					"make the image readable without credentials or mirror it to a registry that allows it "+
+					"(registry credentials are issue 17's follow-up); retrying every %s: %v", ref, RegistryRetryInterval, err)}
+		}
 		if errors.Is(err, cosign.ErrRegistryUnavailable) {
 			return Verification{Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonRegistryUnavailable,
 				Message: fmt.Sprintf("cannot read %s from its registry; retrying every %s: %v", ref, RegistryRetryInterval, err)}

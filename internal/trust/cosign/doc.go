@@ -19,7 +19,8 @@
 //     and why;
 //   - registry unreachable or refusing: the error wraps
 //     ErrRegistryUnavailable (a *RegistryError), never "unsigned", so the
-//     operator can set SignatureVerified=Unknown and retry;
+//     operator can set SignatureVerified=Unknown and retry; a 401 or 403
+//     (also from the token endpoint) wraps ErrRegistryUnauthorized as well;
 //   - signed, but the label does not parse: the error wraps
 //     plugins.ErrInvalidLabel and the SignedImage still carries the
 //     verified signatures.

@@ -18,6 +18,16 @@ import (
 // SignatureVerified=Unknown (RegistryUnavailable) and retries (D-56, D-57).
 var ErrRegistryUnavailable = errors.New("registry unavailable")
 
+// ErrRegistryUnauthorized is wrapped by a *RegistryError whose registry
+// answered 401 Unauthorized or 403 Forbidden, on the read itself or on its
+// token endpoint: the registry refused the (so far anonymous) read, so the
+// image is private or the reader has no access. Such an error wraps
+// ErrRegistryUnavailable too, on purpose: whether the image is signed is
+// still unknown, so everything that retries or fails static on
+// ErrRegistryUnavailable keeps doing so. Callers that tell "no access" from
+// "down" test ErrRegistryUnauthorized first (issue 17).
+var ErrRegistryUnauthorized = errors.New("registry refused the read (unauthorized)")
+
 // Reasons a bundle is skipped. Each Skipped.Reason wraps one of them.
 var (
 	// ErrMalformedBundle: the referrer is not a readable Sigstore bundle v0.3
@@ -44,8 +54,9 @@ var (
 var ErrNoPlatform = errors.New("image index has no linux/amd64 image and more than one platform")
 
 // RegistryError is a failed registry read. It wraps ErrRegistryUnavailable
-// and the underlying error, so callers can test errors.Is(err,
-// ErrRegistryUnavailable) and still read the HTTP status.
+// (and ErrRegistryUnauthorized for a 401 or 403) and the underlying error,
+// so callers can test errors.Is(err, ErrRegistryUnavailable) and still read
+// the HTTP status.
 type RegistryError struct {
 	// Op names the read that failed, such as "list referrers".
 	Op string
@@ -65,8 +76,20 @@ func (e *RegistryError) Error() string {
 	return fmt.Sprintf("%s %s: %v", e.Op, e.Ref, e.Err)
 }
 
-// Unwrap returns ErrRegistryUnavailable and the underlying error.
-func (e *RegistryError) Unwrap() []error { return []error{ErrRegistryUnavailable, e.Err} }
+// Unwrap returns ErrRegistryUnavailable, ErrRegistryUnauthorized when the
+// registry answered 401 or 403, and the underlying error.
+func (e *RegistryError) Unwrap() []error {
+	if e.Unauthorized() {
+		return []error{ErrRegistryUnavailable, ErrRegistryUnauthorized, e.Err}
+	}
+	return []error{ErrRegistryUnavailable, e.Err}
+}
+
+// Unauthorized reports whether the registry refused the read: it answered
+// 401 Unauthorized or 403 Forbidden, on the read or on its token endpoint.
+func (e *RegistryError) Unauthorized() bool {
+	return e.StatusCode == http.StatusUnauthorized || e.StatusCode == http.StatusForbidden
+}
 
 // registryError wraps err from a registry read as a *RegistryError.
 func registryError(op, ref string, err error) error {

@@ -97,7 +97,7 @@ func NewVerifier(opts ...Option) (*Verifier, error) {
 // With no verified bundle the image is unsigned: Signatures empty, Manifest
 // nil, error nil; the label is not read (D-57). A registry that cannot be
 // reached or refuses a read yields an error wrapping ErrRegistryUnavailable
-// instead. For a signed image whose label does not parse, the error wraps
+// instead, and also ErrRegistryUnauthorized when it answered 401 or 403. For a signed image whose label does not parse, the error wraps
 // plugins.ErrInvalidLabel and the SignedImage keeps its Signatures; the
 // operator reports InvalidImage. For a signed image index, the label is read
 // from its linux/amd64 image, or its only image (ErrNoPlatform otherwise).
