@@ -191,7 +191,7 @@ func (e *Env) verifyForCluster(ctx context.Context, c client.Client, ref plugins
 	if err != nil {
 		return imageCheck{}, err
 	}
-	res, err := e.checkImage(ctx, ref, t, tf.insecure)
+	res, err := e.checkImage(ctx, ref, t, tf)
 	if err != nil {
 		return imageCheck{}, err
 	}

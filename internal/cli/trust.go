@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,10 +20,12 @@ import (
 )
 
 // trustFlags are the flags of the commands that check an image: the owner's
-// signers and the registries read over plain HTTP.
+// signers, the registries read over plain HTTP and the registry
+// credentials.
 type trustFlags struct {
-	signersFile string
-	insecure    []string
+	signersFile    string
+	insecure       []string
+	registryConfig string
 }
 
 func (f *trustFlags) register(fs *pflag.FlagSet, clusterDefault bool) {
@@ -32,6 +35,24 @@ func (f *trustFlags) register(fs *pflag.FlagSet, clusterDefault bool) {
 	}
 	fs.StringVar(&f.signersFile, "signers", "", help)
 	fs.StringArrayVar(&f.insecure, "insecure-registry", nil, "a registry host[:port] read over plain HTTP (repeatable; loopback registries always are)")
+	fs.StringVar(&f.registryConfig, "registry-config", "", "a docker config.json with registry credentials (default: the owner's docker config, ~/.docker/config.json or $DOCKER_CONFIG, with its credential helpers, as crane and cosign read it)")
+}
+
+// keychain is where the registry credentials come from: the file of
+// --registry-config, or the owner's docker config as crane and cosign read
+// it (go-containerregistry's default keychain).
+func (f *trustFlags) keychain() (authn.Keychain, error) {
+	if f.registryConfig == "" {
+		return authn.DefaultKeychain, nil
+	}
+	if _, err := os.Stat(f.registryConfig); err != nil {
+		return nil, exitf(ExitUsage, "--registry-config: %w", err)
+	}
+	kc, err := cosign.NewFileKeychain(f.registryConfig)
+	if err != nil {
+		return nil, exitf(ExitInvalid, "--registry-config: %w", err)
+	}
+	return kc, nil
 }
 
 // trust is a loaded trust policy and where its owner signers came from.
@@ -117,8 +138,12 @@ func parseImage(flag, image string) (plugins.ImageRef, error) {
 // checkImage runs the operator's PolicyVerifier on ref without a declared
 // manifest, so it admits or refuses the image on its signatures, and
 // returns the signed label of an admitted one (D-42, D-56, D-57).
-func (e *Env) checkImage(ctx context.Context, ref plugins.ImageRef, t trust, insecure []string) (imageCheck, error) {
-	opts := append([]cosign.Option{cosign.WithInsecureRegistries(insecure...)}, e.verifierOptions...)
+func (e *Env) checkImage(ctx context.Context, ref plugins.ImageRef, t trust, tf trustFlags) (imageCheck, error) {
+	kc, err := tf.keychain()
+	if err != nil {
+		return imageCheck{}, err
+	}
+	opts := append([]cosign.Option{cosign.WithInsecureRegistries(tf.insecure...), cosign.WithKeychain(kc)}, e.verifierOptions...)
 	v, err := imagetrust.NewImageVerifier(t.policy, opts...)
 	if err != nil {
 		return imageCheck{}, exitf(ExitFailure, "image verifier: %w", err)

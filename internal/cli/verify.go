@@ -45,7 +45,7 @@ operator would refuse the image, and the exit code says which:
 			if err != nil {
 				return err
 			}
-			res, err := env.checkImage(cmd.Context(), ref, t, tf.insecure)
+			res, err := env.checkImage(cmd.Context(), ref, t, tf)
 			if err != nil {
 				return err
 			}

@@ -95,7 +95,7 @@ func TestVerify(t *testing.T) {
 		defer private.Close()
 		ref := strings.TrimPrefix(private.URL, "http://") + "/plugins/fx@sha256:" + strings.Repeat("ab", 32)
 		r := openfief(t, nil, runOpts{}, "plugin", "verify", ref, "--signers", im.signers)
-		expect(t, r, ExitRegistryUnauthorized, "RegistryUnauthorized", "refused the anonymous read", "registry answered 401")
+		expect(t, r, ExitRegistryUnauthorized, "RegistryUnauthorized", "refused the read", "registry answered 401")
 		if strings.Contains(r.out+r.errOut, "RegistryUnavailable") {
 			t.Errorf("a refused read reported as RegistryUnavailable:\n%s", r)
 		}

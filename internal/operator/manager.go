@@ -117,8 +117,9 @@ func AddToManager(mgr ctrl.Manager, o Options) (*Reconcilers, error) {
 // NewImageChecker builds the image checker of the binary from o (D-57): the
 // trust policy of OpenFief's CI, the embedded catalog and the owner's
 // signers from o.TrustedSignersFile (D-45), over a registry verifier that
-// reads o.InsecureRegistries over plain HTTP and gives up after
-// o.RegistryTimeout. It ignores o.Images.
+// reads o.InsecureRegistries over plain HTTP, with the credentials of
+// o.RegistryConfigFile when set, and gives up after o.RegistryTimeout. It
+// ignores o.Images.
 func NewImageChecker(o Options) (*trust.PolicyVerifier, error) {
 	policy, err := trust.LoadPolicy(o.TrustedSignersFile)
 	if err != nil {
@@ -128,7 +129,15 @@ func NewImageChecker(o Options) (*trust.PolicyVerifier, error) {
 	if timeout <= 0 {
 		timeout = DefaultRegistryTimeout
 	}
-	images, err := trust.NewImageVerifier(policy, cosign.WithInsecureRegistries(o.InsecureRegistries...), cosign.WithTimeout(timeout))
+	opts := []cosign.Option{cosign.WithInsecureRegistries(o.InsecureRegistries...), cosign.WithTimeout(timeout)}
+	if o.RegistryConfigFile != "" {
+		kc, err := cosign.NewFileKeychain(o.RegistryConfigFile)
+		if err != nil {
+			return nil, fmt.Errorf("--registry-config: %w", err)
+		}
+		opts = append(opts, cosign.WithKeychain(kc))
+	}
+	images, err := trust.NewImageVerifier(policy, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -58,6 +58,14 @@ type Options struct {
 	// (--insecure-registry); loopback registries always are. Unused when
 	// Images is set.
 	InsecureRegistries []string
+	// RegistryConfigFile is a docker config.json holding registry
+	// credentials (--registry-config, issue 17), such as a Secret the cluster
+	// admin mounts as a file; the operator never reads Secrets through the
+	// API (D-29). It is read again whenever it changes. Empty reads
+	// registries anonymously; a file that cannot be read or parsed makes
+	// AddToManager fail, and once running refuses every read until it is
+	// valid again. Unused when Images is set.
+	RegistryConfigFile string
 	// RegistryTimeout bounds one image verification's registry reads
 	// (--registry-timeout); DefaultRegistryTimeout when not positive. Unused
 	// when Images is set.

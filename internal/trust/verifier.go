@@ -72,9 +72,9 @@ func (v *PolicyVerifier) Check(ctx context.Context, ref plugins.ImageRef, declar
 		// A refused read wraps ErrRegistryUnavailable too: test it first.
 		if errors.Is(err, cosign.ErrRegistryUnauthorized) {
 			return Verification{Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonRegistryUnauthorized,
-				Message: fmt.Sprintf("the registry refused the anonymous read of %s (OpenFief reads registries without credentials); "+
-					"make the image readable without credentials or mirror it to a registry that allows it "+
-					"(registry credentials are issue 17's follow-up); retrying every %s: %v", ref, RegistryRetryInterval, err)}
+				Message: fmt.Sprintf("the registry refused the read of %s: the image is private and the credentials are missing or not accepted; "+
+					"give OpenFief credentials for this registry (the operator's --registry-config file; for the CLI docker login or --registry-config) "+
+					"or mirror the image to a registry that allows the read; retrying every %s: %v", ref, RegistryRetryInterval, err)}
 		}
 		if errors.Is(err, cosign.ErrRegistryUnavailable) {
 			return Verification{Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonRegistryUnavailable,

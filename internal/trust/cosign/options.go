@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/sigstore-go/pkg/root"
 
@@ -32,6 +33,7 @@ type options struct {
 	requireSCT bool
 	insecure   []string
 	transport  http.RoundTripper
+	keychain   authn.Keychain
 	timeout    time.Duration
 	// retryBackoff replaces go-containerregistry's retry backoff; tests only.
 	retryBackoff *remote.Backoff
@@ -86,6 +88,15 @@ func WithInsecureRegistries(hosts ...string) Option {
 // plain-HTTP guard and response size cap.
 func WithTransport(rt http.RoundTripper) Option {
 	return func(o *options) { o.transport = rt }
+}
+
+// WithKeychain makes the Verifier read registries with the credentials kc
+// resolves for each repository (such as a FileKeychain over a docker config
+// file, or authn.DefaultKeychain) instead of anonymously. go-containerregistry
+// sends them only to the registry they were resolved for, never across a
+// redirect to another host.
+func WithKeychain(kc authn.Keychain) Option {
+	return func(o *options) { o.keychain = kc }
 }
 
 // WithTimeout bounds each Verify call; DefaultTimeout when unset or not

@@ -27,7 +27,8 @@ var _ ImageVerifier = (*Verifier)(nil)
 
 // Verifier finds the cosign bundles attached to an image digest as OCI
 // referrers and verifies them offline (D-17, D-56). It reads registries
-// anonymously over HTTPS, and is safe for concurrent use.
+// over HTTPS, anonymously unless given WithKeychain, and is safe for
+// concurrent use.
 type Verifier struct {
 	bundles   *bundleVerifier
 	transport http.RoundTripper
@@ -70,9 +71,11 @@ func NewVerifier(opts ...Option) (*Verifier, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	ropts := []remote.Option{
-		remote.WithAuth(authn.Anonymous),
-		remote.WithUserAgent("openfief-operator"),
+	ropts := []remote.Option{remote.WithUserAgent("openfief-operator")}
+	if o.keychain != nil {
+		ropts = append(ropts, remote.WithAuthFromKeychain(o.keychain))
+	} else {
+		ropts = append(ropts, remote.WithAuth(authn.Anonymous))
 	}
 	if o.retryBackoff != nil {
 		ropts = append(ropts, remote.WithRetryBackoff(*o.retryBackoff))

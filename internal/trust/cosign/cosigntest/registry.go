@@ -40,6 +40,7 @@ type Registry struct {
 	requests atomic.Int64
 	mu       sync.Mutex
 	paths    []string
+	gate     func(http.ResponseWriter, *http.Request) bool
 }
 
 // NewRegistry starts a registry that is closed when t ends. With referrers
@@ -53,13 +54,30 @@ func NewRegistry(t testing.TB, referrers bool) *Registry {
 		r.requests.Add(1)
 		r.mu.Lock()
 		r.paths = append(r.paths, req.Method+" "+req.URL.Path)
+		gate := r.gate
 		r.mu.Unlock()
+		if gate != nil && gate(w, req) {
+			return
+		}
 		h.ServeHTTP(w, req)
 	}))
 	t.Cleanup(r.server.Close)
 	r.Host = strings.TrimPrefix(r.server.URL, "http://")
 	return r
 }
+
+// Gate makes gate see every later request first: when it returns true it
+// has answered the request and the registry does not serve it, such as a
+// private registry's 401 to a request without the right credentials. Set it
+// after pushing.
+func (r *Registry) Gate(gate func(w http.ResponseWriter, req *http.Request) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.gate = gate
+}
+
+// URL is the registry's base URL, http://host:port.
+func (r *Registry) URL() string { return r.server.URL }
 
 // Close stops the registry; later requests fail to connect.
 func (r *Registry) Close() { r.server.Close() }
