@@ -3,7 +3,6 @@ package cosigntest
 import (
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -34,33 +33,7 @@ const viaStore = "X-Cosigntest-Blob-Store"
 func NewPrivateRegistry(t testing.TB, user, password string) *PrivateRegistry {
 	t.Helper()
 	p := &PrivateRegistry{Registry: NewRegistry(t, true), User: user, Password: password}
-	p.store = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		p.storeRequests.Add(1)
-		if req.Header.Get("Authorization") != "" {
-			p.storeAuth.Add(1)
-		}
-		fwd, err := http.NewRequestWithContext(req.Context(), req.Method, p.URL()+req.URL.Path, nil)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		fwd.Header.Set(viaStore, "1")
-		fwd.SetBasicAuth(user, password)
-		resp, err := http.DefaultClient.Do(fwd)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		for _, h := range []string{"Content-Type", "Content-Length", "Docker-Content-Digest"} {
-			if v := resp.Header.Get(h); v != "" {
-				w.Header().Set(h, v)
-			}
-		}
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, resp.Body)
-	}))
-	t.Cleanup(p.store.Close)
+	p.store = newBlobStore(t, p.URL, basicAuth(user, password), &p.storeRequests, &p.storeAuth)
 	return p
 }
 
@@ -80,6 +53,10 @@ func (p *PrivateRegistry) Lock() {
 		}
 		return false
 	})
+}
+
+func basicAuth(user, password string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))
 }
 
 // StoreRequests is how many requests the blob store served.
