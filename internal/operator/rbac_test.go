@@ -275,6 +275,16 @@ func resourceOf(path string) (group, resource string) {
 // does when its Role lacks what its caches list; the failure is logged.
 func runOperatorAs(t testing.TB, c *devcluster.Cluster, user, lease string, images trust.ImageChecker) (*refusals, func()) {
 	t.Helper()
+	o := DefaultOptions()
+	o.Images = images
+	return runOperatorWithOptions(t, c, user, lease, o)
+}
+
+// runOperatorWithOptions is runOperatorAs with the operator's options o
+// (metrics, probes and leader election set as runOperatorAs does): without
+// o.Images, AddToManager builds the binary's image checker from o.
+func runOperatorWithOptions(t testing.TB, c *devcluster.Cluster, user, lease string, o Options) (*refusals, func()) {
+	t.Helper()
 	s, err := apiconv.NewScheme()
 	if err != nil {
 		t.Fatal(err)
@@ -283,8 +293,6 @@ func runOperatorAs(t testing.TB, c *devcluster.Cluster, user, lease string, imag
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	refused := &refusals{}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { refused.next = rt; return refused })
-	o := DefaultOptions()
-	o.Images = images
 	o.MetricsBindAddress, o.HealthProbeBindAddress, o.LeaderElection = "0", "", true
 	opts := o.ManagerOptions(s)
 	opts.LeaderElectionID = lease
