@@ -35,6 +35,16 @@ type PluginGrantSpec struct {
 	// +listType=set
 	// +optional
 	DataTiers []DataTier `json:"dataTiers,omitempty"`
+	// ImagePullSecrets names Secrets in the plugin's namespace the kubelet
+	// pulls the plugin's image with, set on its pod and ServiceAccount. The
+	// owner chooses them (the manifest cannot ask for one); the operator only
+	// names them and never reads them (D-29).
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +listType=set
+	// +optional
+	ImagePullSecrets []string `json:"imagePullSecrets,omitempty"`
 }
 
 // PluginGrantStatus says whether the grant is valid.

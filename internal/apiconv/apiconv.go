@@ -6,6 +6,7 @@ package apiconv
 
 import (
 	"encoding/json"
+	"slices"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
@@ -80,6 +81,7 @@ func GrantFromAPI(g *v1alpha1.PluginGrant) plugins.Grant {
 	for _, t := range g.Spec.DataTiers {
 		out.DataTiers = append(out.DataTiers, string(t))
 	}
+	out.ImagePullSecrets = slices.Clone(g.Spec.ImagePullSecrets)
 	return out
 }
 
@@ -134,5 +136,6 @@ func GrantToAPI(g plugins.Grant) v1alpha1.PluginGrantSpec {
 	for _, t := range g.DataTiers {
 		out.DataTiers = append(out.DataTiers, v1alpha1.DataTier(t))
 	}
+	out.ImagePullSecrets = slices.Clone(g.ImagePullSecrets)
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -51,6 +52,9 @@ func selectorFlags(sel plugins.Selection) map[string]string {
 	for i, t := range sel.DataTiers {
 		flags[fmt.Sprintf("selection.dataTiers[%d]", i)] = "--data-tier " + t
 	}
+	for i, s := range sel.PullSecrets {
+		flags[fmt.Sprintf("selection.pullSecrets[%d]", i)] = "--pull-secret " + s
+	}
 	return flags
 }
 
@@ -63,7 +67,7 @@ func newApproveCommand(env *Env) *cobra.Command {
 		yes  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "approve NAME [--yes] [--host H]... [--secret SLOT[=SECRET]]... [--capability C]... [--data-tier T]...",
+		Use:   "approve NAME [--yes] [--host H]... [--secret SLOT[=SECRET]]... [--capability C]... [--data-tier T]... [--pull-secret SECRET]...",
 		Short: "Approve what a plugin asks for beyond its grant",
 		Long: `Show what the Plugin NAME requests (spec.manifest, the image's signed label)
 that its PluginGrant does not hold yet, and on confirmation create or update the
@@ -77,6 +81,11 @@ choosing, so two instances of one image can read two accounts; unbound, the
 Secret named like the slot is mounted. On a slot already granted it rebinds it.
 With --all, everything pending is approved and the --secret bindings apply.
 
+--pull-secret SECRET adds a Secret the kubelet pulls the plugin's image with
+(a private registry); it is set on the plugin's pod and ServiceAccount, and
+the operator never reads it. The manifest never asks for one, so naming only
+--pull-secret approves nothing else. At most 8 per grant.
+
 It asks for confirmation on standard input unless --yes is given; when
 standard input is not a terminal, --yes is required. Nothing pending exits
 with code 10.`,
@@ -87,12 +96,15 @@ with code 10.`,
   openfief plugin approve nbp-fx --host api.nbp.pl --yes
 
   # Approve everything, mounting the Secret ibkr-account-2 for the slot ibkr-flex-credentials
-  openfief plugin approve ibkr-2 --all --secret ibkr-flex-credentials=ibkr-account-2`,
+  openfief plugin approve ibkr-2 --all --secret ibkr-flex-credentials=ibkr-account-2
+
+  # Pull the image from a private registry with the Secret regcred
+  openfief plugin approve nbp-fx --pull-secret regcred`,
 		Args: exactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if sel.All && (len(caps) > 0 || len(sel.Egress) > 0 || len(sel.DataTiers) > 0) {
-				return usageError(fmt.Errorf("--all approves everything pending; combine it only with --secret"))
+				return usageError(fmt.Errorf("--all approves everything pending; combine it only with --secret or --pull-secret"))
 			}
 			sel.Capabilities = make([]plugins.Capability, len(caps))
 			for i, c := range caps {
@@ -157,6 +169,7 @@ with code 10.`,
 	f.StringArrayVar(&sel.Secrets, "secret", nil, "approve only this Secret slot, optionally bound to a Secret: SLOT or SLOT=SECRET (repeatable)")
 	f.StringArrayVar(&caps, "capability", nil, "approve only this capability: connector or view (repeatable)")
 	f.StringArrayVar(&sel.DataTiers, "data-tier", nil, "approve only this data tier (repeatable)")
+	f.StringArrayVar(&sel.PullSecrets, "pull-secret", nil, "add this image pull Secret to the grant (repeatable)")
 	return cmd
 }
 
@@ -171,6 +184,9 @@ func describeApproval(w io.Writer, indent string, a plugins.Approval, m plugins.
 	}
 	for _, s := range a.Rebound {
 		fmt.Fprintf(w, "%sRebind:        slot %s to Secret %s\n", indent, s.Slot, s.SecretName)
+	}
+	if len(a.PullSecrets) > 0 {
+		fmt.Fprintf(w, "%sPull secrets:  %s (the grant then holds %s)\n", indent, strings.Join(a.PullSecrets, ", "), strings.Join(a.Grant.ImagePullSecrets, ", "))
 	}
 }
 
@@ -254,4 +270,7 @@ func describeGrant(w io.Writer, indent string, g *v1alpha1.PluginGrant) {
 	fmt.Fprintf(w, "%sEgress:        %s\n", indent, orNone(canonical(hosts)))
 	fmt.Fprintf(w, "%sSecrets:       %s\n", indent, orNone(sorted(secrets)))
 	fmt.Fprintf(w, "%sData tiers:    %s\n", indent, orNone(sorted(tiers)))
+	if len(g.Spec.ImagePullSecrets) > 0 {
+		fmt.Fprintf(w, "%sPull secrets:  %s\n", indent, strings.Join(sorted(g.Spec.ImagePullSecrets), ", "))
+	}
 }

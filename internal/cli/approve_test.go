@@ -80,6 +80,19 @@ func TestApprove(t *testing.T) {
 			t.Errorf("secrets (-want +got):\n%s", diff)
 		}
 	})
+	t.Run("pull secrets", func(t *testing.T) {
+		r := openfief(t, k, runOpts{}, "plugin", "approve", "fx-approve", "--pull-secret", "regcred", "--pull-secret", "ghcr-pull", "--yes")
+		expect(t, r, ExitOK, "Pull secrets:  ghcr-pull, regcred", "plugingrant/fx-approve configured")
+		if diff := cmp.Diff([]string{"ghcr-pull", "regcred"}, k.grant(t, "fx-approve").Spec.ImagePullSecrets); diff != "" {
+			t.Errorf("pull secrets (-want +got):\n%s", diff)
+		}
+		r = openfief(t, k, runOpts{}, "plugin", "approve", "fx-approve", "--pull-secret", "regcred", "--yes")
+		expect(t, r, ExitInvalid, `--pull-secret regcred: already granted, not pending: the grant holds pull Secret "regcred" already`)
+		r = openfief(t, k, runOpts{}, "plugin", "approve", "fx-approve", "--pull-secret", "Reg_Cred", "--yes")
+		expect(t, r, ExitInvalid, "--pull-secret Reg_Cred: invalid secret name")
+		r = openfief(t, k, runOpts{}, "plugin", "status", "fx-approve")
+		expect(t, r, ExitOK, "Pull secrets:  ghcr-pull, regcred")
+	})
 }
 
 // TestRevoke checks `plugin revoke` deletes the grant on confirmation and

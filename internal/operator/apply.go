@@ -74,6 +74,9 @@ func holds(current, desired client.Object) bool {
 	if np, ok := desired.(*networkingv1.NetworkPolicy); ok && !rulesEqual(np, current) {
 		return false
 	}
+	if !pullSecretsHeld(current, desired) {
+		return false
+	}
 	d, err := runtime.DefaultUnstructuredConverter.ToUnstructured(desired)
 	if err != nil {
 		return false

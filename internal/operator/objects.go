@@ -78,6 +78,8 @@ func BuildObjects(p *v1alpha1.Plugin, image string, config []byte, w plugins.Wor
 			ObjectMeta: meta(),
 			// Plugins never talk to the Kubernetes API (D-11: RBAC compiles to none).
 			AutomountServiceAccountToken: ptr.To(w.AutomountAPIToken),
+			// The owner's pull Secrets, named by the grant and never read (D-29).
+			ImagePullSecrets: pullSecretRefs(w.ImagePullSecrets),
 		},
 		ConfigMap: &corev1.ConfigMap{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
@@ -241,8 +243,19 @@ func buildPodSpec(name, image string, w plugins.Workload) corev1.PodSpec {
 			}},
 			VolumeMounts: mounts,
 		}},
-		Volumes: volumes,
+		Volumes:          volumes,
+		ImagePullSecrets: pullSecretRefs(w.ImagePullSecrets),
 	}
+}
+
+// pullSecretRefs names the grant's pull Secrets in the Workload's (sorted)
+// order; nil when the grant names none.
+func pullSecretRefs(names []string) []corev1.LocalObjectReference {
+	var refs []corev1.LocalObjectReference
+	for _, n := range names {
+		refs = append(refs, corev1.LocalObjectReference{Name: n})
+	}
+	return refs
 }
 
 // ownerRef makes the Plugin the controlling owner, so deleting it

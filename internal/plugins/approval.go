@@ -41,11 +41,16 @@ type Selection struct {
 	Secrets []string
 	// DataTiers to approve.
 	DataTiers []string
+	// PullSecrets are Secrets to add to the grant's image pull Secrets. The
+	// manifest never asks for them, so they are never pending: naming one
+	// alone approves nothing else.
+	PullSecrets []string
 }
 
 // named reports whether any part is named, so only those are approved.
 func (s Selection) named() bool {
-	return len(s.Capabilities) > 0 || len(s.Egress) > 0 || len(s.DataTiers) > 0 || (len(s.Secrets) > 0 && !s.All)
+	return len(s.Capabilities) > 0 || len(s.Egress) > 0 || len(s.DataTiers) > 0 ||
+		((len(s.Secrets) > 0 || len(s.PullSecrets) > 0) && !s.All)
 }
 
 // Approval is the plan of one approval: what was pending, what it adds and
@@ -60,6 +65,8 @@ type Approval struct {
 	Secrets []SecretBinding
 	// Rebound are slots the grant already held that now mount another Secret.
 	Rebound []SecretBinding
+	// PullSecrets are the image pull Secrets this approval adds to the grant.
+	PullSecrets []string
 	// Grant is the grant after the approval, validated.
 	Grant Grant
 }
@@ -122,7 +129,12 @@ func Approve(name string, m Manifest, current *Grant, sel Selection) (Approval, 
 		next.Secrets[i].SecretName = b.grant.SecretName
 		a.Rebound = append(a.Rebound, SecretBinding{Slot: b.grant.Name, SecretName: b.grant.Secret(), MountPath: mounts[b.grant.Name]})
 	}
-	if a.Approved.IsEmpty() && len(a.Rebound) == 0 {
+	pulls, err := readPullSecrets(sel.PullSecrets, next.ImagePullSecrets)
+	if err != nil {
+		return a, err
+	}
+	a.PullSecrets = pulls
+	if a.Approved.IsEmpty() && len(a.Rebound) == 0 && len(a.PullSecrets) == 0 {
 		return a, &FieldError{Field: "selection", Err: ErrNothingPending, Detail: "the grant holds everything the manifest requests"}
 	}
 
@@ -141,6 +153,8 @@ func Approve(name string, m Manifest, current *Grant, sel Selection) (Approval, 
 	slices.Sort(next.Egress)
 	slices.SortFunc(next.Secrets, func(x, y SecretGrant) int { return strings.Compare(x.Name, y.Name) })
 	slices.Sort(next.DataTiers)
+	next.ImagePullSecrets = append(next.ImagePullSecrets, a.PullSecrets...)
+	slices.Sort(next.ImagePullSecrets)
 	slices.SortFunc(a.Rebound, func(x, y SecretBinding) int { return strings.Compare(x.Slot, y.Slot) })
 	if err := next.Validate(); err != nil {
 		return a, err
@@ -179,6 +193,27 @@ func readSecretSelectors(raw []string, mounts map[string]string) ([]secretSelect
 		seen[g.Name] = true
 		out = append(out, secretSelector{field: field, grant: g})
 	}
+	return out, nil
+}
+
+// readPullSecrets reads the pull Secrets a selection adds, sorted: each a
+// Secret name (ErrInvalidSecretName), named once (ErrDuplicate) and not held
+// by the grant already (ErrAlreadyGranted). The cap is Grant.Validate's.
+func readPullSecrets(raw, held []string) ([]string, error) {
+	var out []string
+	for i, s := range raw {
+		field := fmt.Sprintf("selection.pullSecrets[%d]", i)
+		switch {
+		case !isDNSSubdomain(s):
+			return nil, &FieldError{Field: field, Err: ErrInvalidSecretName, Detail: fmt.Sprintf("%q is not a Kubernetes Secret name", s)}
+		case slices.Contains(out, s):
+			return nil, &FieldError{Field: field, Err: ErrDuplicate, Detail: fmt.Sprintf("pull Secret %q named twice", s)}
+		case slices.Contains(held, s):
+			return nil, &FieldError{Field: field, Err: ErrAlreadyGranted, Detail: fmt.Sprintf("the grant holds pull Secret %q already", s)}
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
 	return out, nil
 }
 
@@ -250,5 +285,7 @@ func cloneGrant(name string, current *Grant) Grant {
 		Egress:       slices.Clone(current.Egress),
 		Secrets:      slices.Clone(current.Secrets),
 		DataTiers:    slices.Clone(current.DataTiers),
+
+		ImagePullSecrets: slices.Clone(current.ImagePullSecrets),
 	}
 }

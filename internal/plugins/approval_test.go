@@ -36,6 +36,7 @@ func TestApprove(t *testing.T) {
 		approved *Pending
 		secrets  []SecretBinding
 		rebound  []SecretBinding
+		pulls    []string
 		// field and err are the refusal expected, if any.
 		field string
 		err   error
@@ -50,6 +51,46 @@ func TestApprove(t *testing.T) {
 			want: Grant{Name: "fx", Capabilities: []Capability{"connector"}, Egress: []string{"api.nbp.pl", "static.nbp.pl:8443"},
 				Secrets: []SecretGrant{{Name: "creds"}, {Name: "extra"}}, DataTiers: []string{"rates"}},
 			approved: &Pending{Egress: []string{"static.nbp.pl:8443"}, Secrets: []string{"extra"}},
+		},
+		"pull Secrets only: nothing pending is approved": {
+			sel:      Selection{PullSecrets: []string{"regcred", "ghcr-pull"}},
+			want:     Grant{Name: "fx", ImagePullSecrets: []string{"ghcr-pull", "regcred"}},
+			approved: &Pending{},
+			pulls:    []string{"ghcr-pull", "regcred"},
+		},
+		"a pull Secret when nothing else is pending": {
+			current: &Grant{Name: "fx", Capabilities: []Capability{"connector"}, Egress: []string{"api.nbp.pl", "static.nbp.pl:8443"},
+				Secrets: []SecretGrant{{Name: "creds"}, {Name: "extra"}}, DataTiers: []string{"rates"}, ImagePullSecrets: []string{"old"}},
+			sel: Selection{PullSecrets: []string{"regcred"}},
+			want: Grant{Name: "fx", Capabilities: []Capability{"connector"}, Egress: []string{"api.nbp.pl", "static.nbp.pl:8443"},
+				Secrets: []SecretGrant{{Name: "creds"}, {Name: "extra"}}, DataTiers: []string{"rates"}, ImagePullSecrets: []string{"old", "regcred"}},
+			pulls: []string{"regcred"},
+		},
+		"all keeps the grant's pull Secrets and adds the named": {
+			current: &Grant{Name: "fx", Capabilities: []Capability{"connector"}, Egress: []string{"api.nbp.pl"},
+				Secrets: []SecretGrant{{Name: "creds"}}, DataTiers: []string{"rates"}, ImagePullSecrets: []string{"zz"}},
+			sel: Selection{All: true, PullSecrets: []string{"aa"}},
+			want: Grant{Name: "fx", Capabilities: []Capability{"connector"}, Egress: []string{"api.nbp.pl", "static.nbp.pl:8443"},
+				Secrets: []SecretGrant{{Name: "creds"}, {Name: "extra"}}, DataTiers: []string{"rates"}, ImagePullSecrets: []string{"aa", "zz"}},
+			pulls: []string{"aa"},
+		},
+		"a pull Secret that is no Secret name": {
+			sel:   Selection{PullSecrets: []string{"ok", "Reg_Cred"}},
+			field: "selection.pullSecrets[1]", err: ErrInvalidSecretName,
+		},
+		"a pull Secret named twice": {
+			sel:   Selection{PullSecrets: []string{"regcred", "regcred"}},
+			field: "selection.pullSecrets[1]", err: ErrDuplicate,
+		},
+		"a pull Secret the grant holds": {
+			current: &Grant{Name: "fx", ImagePullSecrets: []string{"regcred"}},
+			sel:     Selection{PullSecrets: []string{"regcred"}},
+			field:   "selection.pullSecrets[0]", err: ErrAlreadyGranted,
+		},
+		"more pull Secrets than a grant holds": {
+			current: &Grant{Name: "fx", ImagePullSecrets: pullSecretNames(MaxImagePullSecrets)},
+			sel:     Selection{PullSecrets: []string{"one-more"}},
+			field:   "grant.imagePullSecrets", err: ErrInvalidSecretName,
 		},
 		"only the named host, in canonical form": {
 			sel:      Selection{Egress: []string{"STATIC.nbp.pl:8443", "static.nbp.pl:8443"}},
@@ -190,6 +231,9 @@ func TestApprove(t *testing.T) {
 			}
 			if tc.rebound != nil {
 				sameOrDiff(t, "rebound", tc.rebound, a.Rebound)
+			}
+			if tc.pulls != nil {
+				sameOrDiff(t, "pull secrets", tc.pulls, a.PullSecrets)
 			}
 			if !tc.sel.named() && !a.Remaining().IsEmpty() {
 				t.Errorf("approving everything left %v pending", a.Remaining())

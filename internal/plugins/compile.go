@@ -189,6 +189,9 @@ type Workload struct {
 	// Capabilities and DataTiers are carried from the effective permissions.
 	Capabilities []Capability
 	DataTiers    []string
+	// ImagePullSecrets are the grant's pull Secrets, sorted, set on the pod
+	// and on the plugin's ServiceAccount; only named, never read (D-29).
+	ImagePullSecrets []string
 }
 
 // EgressToken returns the openfief-egress token, if the workload has one.
@@ -238,6 +241,8 @@ func Compile(e EffectivePermissions, t Topology) (Workload, error) {
 		AllowList:    e.Egress(),
 		Capabilities: e.Capabilities(),
 		DataTiers:    e.DataTiers(),
+
+		ImagePullSecrets: e.ImagePullSecrets(),
 	}
 	env := map[string]string{
 		EnvCoreAddress: top.core.String(),

@@ -353,3 +353,56 @@ func FuzzEffectiveCompile(f *testing.F) {
 		sameOrDiff(t, "allow-list", e.Egress(), w.AllowList)
 	})
 }
+
+func TestCompileImagePullSecrets(t *testing.T) {
+	tests := map[string]struct {
+		granted []string
+		want    []string
+	}{
+		"none":                         {granted: nil, want: nil},
+		"one":                          {granted: []string{"regcred"}, want: []string{"regcred"}},
+		"sorted":                       {granted: []string{"zz-pull", "ghcr.io-pull", "regcred"}, want: []string{"ghcr.io-pull", "regcred", "zz-pull"}},
+		"repeat and invalid dropped":   {granted: []string{"regcred", "Bad_Name", "regcred"}, want: []string{"regcred"}},
+		"per instance, from the grant": {granted: []string{"ibkr-joint-pull"}, want: []string{"ibkr-joint-pull"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			p, g := effPlugin(), effGrant()
+			g.ImagePullSecrets = tc.granted
+			e, err := Effective(p, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameOrDiff(t, "effective pull Secrets", tc.want, e.ImagePullSecrets())
+			w, err := Compile(e, compileTopology())
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameOrDiff(t, "workload pull Secrets", tc.want, w.ImagePullSecrets)
+		})
+	}
+}
+
+func TestEffectiveEqualPullSecrets(t *testing.T) {
+	p, g := effPlugin(), effGrant()
+	without, err := Effective(p, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.ImagePullSecrets = []string{"regcred"}
+	with, err := Effective(p, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if without.Equal(with) || with.Equal(without) {
+		t.Error("permissions that differ only in pull Secrets compare equal")
+	}
+	g.ImagePullSecrets = []string{"regcred", "regcred"}
+	again, err := Effective(p, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !with.Equal(again) {
+		t.Error("a repeated pull Secret changes the permissions")
+	}
+}

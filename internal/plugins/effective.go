@@ -36,6 +36,7 @@ type EffectivePermissions struct {
 	egress       []string // canonical host:port
 	secrets      []SecretBinding
 	dataTiers    []string
+	pullSecrets  []string // the grant's image pull Secrets, sorted
 }
 
 // Effective intersects a plugin's request with its grant (D-16): capabilities,
@@ -60,6 +61,7 @@ func Effective(p Plugin, g Grant) (EffectivePermissions, error) {
 		egress:       intersect(canonicalHosts(m.Egress), canonicalHosts(g.Egress)),
 		secrets:      bindSecrets(m.Secrets, g.Secrets),
 		dataTiers:    filter(intersect(m.DataTiers, g.DataTiers), isDataTier),
+		pullSecrets:  pullSecrets(g.ImagePullSecrets),
 	}
 	if len(e.capabilities) == 0 {
 		return EffectivePermissions{}, fmt.Errorf("plugin %q: %w", p.Name, ErrNoCapabilityGranted)
@@ -141,6 +143,18 @@ func bindSecrets(slots []SecretMount, granted []SecretGrant) []SecretBinding {
 	return out
 }
 
+// pullSecrets returns the grant's image pull Secrets sorted and de-duplicated,
+// dropping a name that is no Secret name (only input that failed validation).
+func pullSecrets(names []string) []string {
+	set := map[string]struct{}{}
+	for _, n := range names {
+		if isDNSSubdomain(n) {
+			set[n] = struct{}{}
+		}
+	}
+	return nilIfEmpty(sortedKeys(set))
+}
+
 // Name is the plugin instance the permissions belong to.
 func (e EffectivePermissions) Name() string { return e.name }
 
@@ -164,6 +178,11 @@ func (e EffectivePermissions) HasEgress() bool { return len(e.egress) > 0 }
 // Secrets returns a copy of the granted Secret bindings, sorted by slot.
 func (e EffectivePermissions) Secrets() []SecretBinding { return slices.Clone(e.secrets) }
 
+// ImagePullSecrets returns a sorted copy of the Secrets the grant names for
+// pulling the image. They are the owner's alone: the manifest cannot ask for
+// them, and the operator only names them (D-29).
+func (e EffectivePermissions) ImagePullSecrets() []string { return slices.Clone(e.pullSecrets) }
+
 // DataTiers returns a sorted copy of the effective data tiers (P-33: names only).
 func (e EffectivePermissions) DataTiers() []string { return slices.Clone(e.dataTiers) }
 
@@ -178,7 +197,8 @@ func (e EffectivePermissions) Equal(o EffectivePermissions) bool {
 		slices.Equal(e.capabilities, o.capabilities) &&
 		slices.Equal(e.egress, o.egress) &&
 		slices.Equal(e.secrets, o.secrets) &&
-		slices.Equal(e.dataTiers, o.dataTiers)
+		slices.Equal(e.dataTiers, o.dataTiers) &&
+		slices.Equal(e.pullSecrets, o.pullSecrets)
 }
 
 // String summarises the permissions for logs and status messages. It names

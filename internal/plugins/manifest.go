@@ -74,4 +74,7 @@ type Grant struct {
 	Egress       []string
 	Secrets      []SecretGrant
 	DataTiers    []string
+	// ImagePullSecrets names the owner's Secrets the kubelet pulls the
+	// plugin's image with; the operator never reads them (D-29).
+	ImagePullSecrets []string
 }

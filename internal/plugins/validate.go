@@ -12,6 +12,9 @@ import (
 // MaxEgressHosts caps a manifest's or grant's egress list, as the CRD does.
 const MaxEgressHosts = 64
 
+// MaxImagePullSecrets caps a grant's image pull Secrets, as the CRD does.
+const MaxImagePullSecrets = 8
+
 // tokenDir is where the projected ServiceAccount tokens live; no Secret may be
 // mounted over or under it.
 const tokenDir = "/var/run/secrets"
@@ -82,7 +85,31 @@ func (g Grant) Validate() error {
 		}
 	}
 	errs = append(errs, validateDataTiers("grant.dataTiers", g.DataTiers)...)
+	errs = append(errs, validatePullSecrets("grant.imagePullSecrets", g.ImagePullSecrets)...)
 	return errs.err()
+}
+
+// validatePullSecrets checks a grant's image pull Secrets: Secret names, at
+// most MaxImagePullSecrets, none twice.
+func validatePullSecrets(field string, names []string) fieldErrors {
+	var errs fieldErrors
+	if len(names) > MaxImagePullSecrets {
+		errs.add(field, ErrInvalidSecretName, fmt.Sprintf("%d pull Secrets, at most %d", len(names), MaxImagePullSecrets))
+	}
+	seen := map[string]int{}
+	for i, n := range names {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if !isDNSSubdomain(n) {
+			errs.add(f, ErrInvalidSecretName, fmt.Sprintf("%q is not a Kubernetes Secret name", n))
+			continue
+		}
+		if j, dup := seen[n]; dup {
+			errs.add(f, ErrDuplicate, fmt.Sprintf("%q already listed at [%d]", n, j))
+			continue
+		}
+		seen[n] = i
+	}
+	return errs
 }
 
 func validateCapabilities(field string, caps []Capability) fieldErrors {

@@ -201,6 +201,8 @@ func TestGrantValidate(t *testing.T) {
 			Egress:       []string{"api.nbp.pl"},
 			Secrets:      []SecretGrant{{Name: "ibkr-flex-credentials", SecretName: "ibkr-account-2"}, {Name: "other"}},
 			DataTiers:    []string{"transactions"},
+
+			ImagePullSecrets: []string{"regcred", "ghcr.io-pull"},
 		}
 	}
 	tests := map[string]struct {
@@ -216,6 +218,19 @@ func TestGrantValidate(t *testing.T) {
 		"bad binding":                  {mutate: func(g *Grant) { g.Secrets[0].SecretName = "under_score" }, want: []problem{{"grant.secrets[0].secretName", ErrInvalidSecretName}}},
 		"slot granted twice":           {mutate: func(g *Grant) { g.Secrets[1].Name = g.Secrets[0].Name }, want: []problem{{"grant.secrets[1].name", ErrDuplicate}}},
 		"bad tier":                     {mutate: func(g *Grant) { g.DataTiers = []string{"ä"} }, want: []problem{{"grant.dataTiers[0]", ErrInvalidDataTier}}},
+		"bad pull secret": {
+			mutate: func(g *Grant) { g.ImagePullSecrets = []string{"ok", "Reg_Cred", ""} },
+			want:   []problem{{"grant.imagePullSecrets[1]", ErrInvalidSecretName}, {"grant.imagePullSecrets[2]", ErrInvalidSecretName}},
+		},
+		"pull secret twice": {
+			mutate: func(g *Grant) { g.ImagePullSecrets = []string{"regcred", "other", "regcred"} },
+			want:   []problem{{"grant.imagePullSecrets[2]", ErrDuplicate}},
+		},
+		"eight pull secrets": {mutate: func(g *Grant) { g.ImagePullSecrets = pullSecretNames(MaxImagePullSecrets) }},
+		"nine pull secrets": {
+			mutate: func(g *Grant) { g.ImagePullSecrets = pullSecretNames(MaxImagePullSecrets + 1) },
+			want:   []problem{{"grant.imagePullSecrets", ErrInvalidSecretName}},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -227,6 +242,15 @@ func TestGrantValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pullSecretNames returns n distinct Secret names.
+func pullSecretNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("pull-%d", i)
+	}
+	return out
 }
 
 func TestFieldErrorMessage(t *testing.T) {

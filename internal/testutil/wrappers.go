@@ -110,6 +110,12 @@ func (w *GrantWrapper) Secret(name, secretName string) *GrantWrapper {
 	return w
 }
 
+// PullSecrets adds image pull Secrets the grant names.
+func (w *GrantWrapper) PullSecrets(names ...string) *GrantWrapper {
+	w.Spec.ImagePullSecrets = append(w.Spec.ImagePullSecrets, names...)
+	return w
+}
+
 // DataTiers adds approved data tiers.
 func (w *GrantWrapper) DataTiers(tiers ...v1alpha1.DataTier) *GrantWrapper {
 	w.Spec.DataTiers = append(w.Spec.DataTiers, tiers...)
