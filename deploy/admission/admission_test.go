@@ -21,9 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/arkadiuss/openfief/deploy"
 	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/testutil"
@@ -116,19 +115,11 @@ func admissionCluster(t *testing.T) *admissionEnv {
 // render builds a kustomization as `kubectl apply -k` would.
 func render(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	objs, err := deploy.Render(dir)
 	if err != nil {
-		t.Fatalf("kustomize build %s: %v", dir, err)
+		t.Fatal(err)
 	}
-	var out []*unstructured.Unstructured
-	for _, r := range res.Resources() {
-		m, err := r.Map()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, &unstructured.Unstructured{Object: m})
-	}
-	return out
+	return objs
 }
 
 // applyUnstructured server-side applies u as kubectl would.

@@ -9,13 +9,11 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/arkadiuss/openfief/deploy"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -70,19 +68,15 @@ func (s *Stack) installIdentities(ctx context.Context) error {
 	}
 	var bindings []binding
 	for _, dir := range []string{"operator", "egress-proxy"} {
-		res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "deploy", dir))
+		objs, err := deploy.Render(filepath.Join(root, "deploy", dir))
 		if err != nil {
-			return fmt.Errorf("kustomize build deploy/%s: %w", dir, err)
+			return err
 		}
-		for _, r := range res.Resources() {
-			if !identityKinds[r.GetKind()] {
+		for _, u := range objs {
+			if !identityKinds[u.GetKind()] {
 				continue
 			}
-			m, err := r.Map()
-			if err != nil {
-				return err
-			}
-			u := &unstructured.Unstructured{Object: m}
+			m := u.Object
 			if err := cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("openfief-dev"), client.ForceOwnership); err != nil {
 				return fmt.Errorf("apply %s %s of deploy/%s: %w", u.GetKind(), u.GetName(), dir, err)
 			}

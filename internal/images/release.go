@@ -8,11 +8,10 @@ import (
 	"slices"
 	"strings"
 
-	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/arkadiuss/openfief/deploy"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -99,17 +98,13 @@ func WriteReleaseOverlay(outDir, deployDir string, refs map[string]plugins.Image
 // as `kubectl apply -k` would, and returns the image of every container and
 // init container it renders, in order.
 func RenderedImages(dir string) ([]string, error) {
-	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	objs, err := deploy.Render(dir)
 	if err != nil {
-		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
+		return nil, err
 	}
 	var out []string
-	for _, r := range res.Resources() {
-		m, err := r.Map()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, containerImages(m)...)
+	for _, u := range objs {
+		out = append(out, containerImages(u.Object)...)
 	}
 	return out, nil
 }

@@ -26,10 +26,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/deploy"
 	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/plugins"
@@ -61,19 +60,11 @@ type operatorRBAC struct {
 // as `kubectl apply -k` would.
 func renderKustomization(t testing.TB, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	objs, err := deploy.Render(dir)
 	if err != nil {
-		t.Fatalf("kustomize build %s: %v", dir, err)
+		t.Fatal(err)
 	}
-	var out []*unstructured.Unstructured
-	for _, r := range res.Resources() {
-		m, err := r.Map()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, &unstructured.Unstructured{Object: m})
-	}
-	return out
+	return objs
 }
 
 // renderedOperatorRBAC renders deploy/operator and returns its RBAC, checking

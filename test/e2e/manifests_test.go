@@ -20,9 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/arkadiuss/openfief/deploy"
 	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/images"
 	"github.com/arkadiuss/openfief/internal/plugins"
@@ -143,17 +142,9 @@ func TestInstallManifests(t *testing.T) {
 // as `kubectl apply -k` would.
 func renderKustomization(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
-	if err != nil {
-		t.Fatalf("kustomize build %s: %v", dir, err)
-	}
-	var out []*unstructured.Unstructured
-	for _, r := range res.Resources() {
-		m, err := r.Map()
-		must(t, err)
-		out = append(out, &unstructured.Unstructured{Object: m})
-	}
-	return out
+	objs, err := deploy.Render(dir)
+	must(t, err)
+	return objs
 }
 
 // hostPlatform is this machine's platform as a Linux image platform, as

@@ -24,9 +24,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/arkadiuss/openfief/deploy"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -51,16 +50,13 @@ type proxyRBAC struct {
 func renderedProxyRBAC(t *testing.T) proxyRBAC {
 	t.Helper()
 	dir := filepath.Join("..", "..", "..", "deploy", "egress-proxy")
-	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	objs, err := deploy.Render(dir)
 	if err != nil {
-		t.Fatalf("kustomize build %s: %v", dir, err)
+		t.Fatal(err)
 	}
 	var r proxyRBAC
-	for _, res := range res.Resources() {
-		m, err := res.Map()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, res := range objs {
+		m := res.Object
 		var target any
 		switch res.GetKind() {
 		case "ServiceAccount":
