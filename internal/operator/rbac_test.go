@@ -183,80 +183,8 @@ func describeRule(r rbacv1.PolicyRule) string {
 	return fmt.Sprintf("%s %s %s", strings.Join(groups, ","), strings.Join(r.Resources, ","), strings.Join(r.Verbs, ","))
 }
 
-// refusal is one request the API server answered 403 Forbidden.
-type refusal struct {
-	method, path string
-	// group and resource (with "/subresource") of a resource request;
-	// empty for a non-resource URL.
-	group, resource string
-}
-
-func (r refusal) String() string {
-	if r.resource == "" {
-		return r.method + " " + r.path
-	}
-	return fmt.Sprintf("%s %s (%s in group %q)", r.method, r.path, r.resource, r.group)
-}
-
-// refusals records every 403 Forbidden a client's requests get.
-type refusals struct {
-	next http.RoundTripper
-	mu   sync.Mutex
-	seen []refusal
-}
-
-func (r *refusals) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := r.next.RoundTrip(req)
-	if err == nil && resp.StatusCode == http.StatusForbidden {
-		group, resource := resourceOf(req.URL.Path)
-		r.mu.Lock()
-		r.seen = append(r.seen, refusal{method: req.Method, path: req.URL.Path, group: group, resource: resource})
-		r.mu.Unlock()
-	}
-	return resp, err
-}
-
-// list returns the refusals so far.
-func (r *refusals) list() []refusal {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.seen)
-}
-
-// of returns the refusals of requests for a resource of rule.
-func (r *refusals) of(rule rbacv1.PolicyRule) []refusal {
-	var out []refusal
-	for _, f := range r.list() {
-		if f.resource != "" && slices.Contains(rule.APIGroups, f.group) && slices.Contains(rule.Resources, f.resource) {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// resourceOf reads the API group and the resource (with "/subresource") from
-// the path of a request to the API server: /api/v1/... or
-// /apis/<group>/<version>/..., then namespaces/<ns>/ for a namespaced
-// resource.
-func resourceOf(path string) (group, resource string) {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	switch {
-	case len(parts) >= 3 && parts[0] == "api":
-		parts = parts[2:]
-	case len(parts) >= 4 && parts[0] == "apis":
-		group, parts = parts[1], parts[3:]
-	default:
-		return "", ""
-	}
-	if len(parts) >= 3 && parts[0] == "namespaces" {
-		parts = parts[2:]
-	}
-	resource = parts[0]
-	if len(parts) >= 3 {
-		resource += "/" + parts[2]
-	}
-	return group, resource
-}
+// refusals records what the API server refuses an identity.
+type refusals = testutil.Refusals
 
 // runOperatorAs runs the operator as the binary builds it
 // (Options.ManagerOptions, AddToManager), with leader election through the
@@ -283,7 +211,7 @@ func runOperatorWithOptions(t testing.TB, c *devcluster.Cluster, user, lease str
 	cfg := rest.CopyConfig(c.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	refused := &refusals{}
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { refused.next = rt; return refused })
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { refused.Next = rt; return refused })
 	o.MetricsBindAddress, o.HealthProbeBindAddress, o.LeaderElection = "0", "", true
 	opts := o.ManagerOptions(s)
 	opts.LeaderElectionID = lease
@@ -396,7 +324,7 @@ func TestOperatorRunsUnderItsRole(t *testing.T) {
 	}
 	stop()
 
-	if got := refused.list(); len(got) > 0 {
+	if got := refused.List(); len(got) > 0 {
 		var b strings.Builder
 		for _, r := range got {
 			b.WriteString("\n  " + r.String())
@@ -452,9 +380,9 @@ func TestOperatorRoleWithoutARule(t *testing.T) {
 			})
 			refused, _ := run(t, less)
 			testutil.Eventually(t, 30*time.Second, "a refused request for "+describeRule(rule), func() (bool, string) {
-				return len(refused.of(rule)) > 0, fmt.Sprint(refused.list())
+				return len(refused.Of(rule)) > 0, fmt.Sprint(refused.List())
 			})
-			t.Logf("refused: %s", refused.of(rule)[0])
+			t.Logf("refused: %s", refused.Of(rule)[0])
 		})
 	}
 

@@ -73,7 +73,7 @@ func TestOperatorVerifiesPrivateImageUnderItsRole(t *testing.T) {
 	f.delete(p)
 	stop()
 
-	if got := refused.list(); len(got) > 0 {
+	if got := refused.List(); len(got) > 0 {
 		var b strings.Builder
 		for _, r := range got {
 			b.WriteString("\n  " + r.String())

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +26,7 @@ import (
 
 	"github.com/arkadiuss/openfief/deploy"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // The egress proxy under its own RBAC (issue 13): deploy/egress-proxy
@@ -236,68 +236,8 @@ func (r proxyRBAC) install(t *testing.T, cfg *rest.Config, cs kubernetes.Interfa
 	}
 }
 
-// refusal is one request the API server answered 403 Forbidden.
-type refusal struct {
-	method, path, group, resource string
-}
-
-func (r refusal) String() string {
-	return fmt.Sprintf("%s %s (%s in group %q)", r.method, r.path, r.resource, r.group)
-}
-
-// refusals records every 403 Forbidden a client's requests get.
-type refusals struct {
-	next http.RoundTripper
-	mu   sync.Mutex
-	seen []refusal
-}
-
-func (r *refusals) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := r.next.RoundTrip(req)
-	if err == nil && resp.StatusCode == http.StatusForbidden {
-		group, resource := resourceOf(req.URL.Path)
-		r.mu.Lock()
-		r.seen = append(r.seen, refusal{method: req.Method, path: req.URL.Path, group: group, resource: resource})
-		r.mu.Unlock()
-	}
-	return resp, err
-}
-
-func (r *refusals) list() []refusal {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.seen)
-}
-
-// of returns the refusals of requests for a resource of rule.
-func (r *refusals) of(rule rbacv1.PolicyRule) []refusal {
-	var out []refusal
-	for _, f := range r.list() {
-		if slices.Contains(rule.APIGroups, f.group) && slices.Contains(rule.Resources, f.resource) {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// resourceOf reads the API group and resource of a request path:
-// /api/v1/... or /apis/<group>/<version>/..., then namespaces/<ns>/ for a
-// namespaced resource.
-func resourceOf(path string) (group, resource string) {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	switch {
-	case len(parts) >= 3 && parts[0] == "api":
-		parts = parts[2:]
-	case len(parts) >= 4 && parts[0] == "apis":
-		group, parts = parts[1], parts[3:]
-	default:
-		return "", ""
-	}
-	if len(parts) >= 3 && parts[0] == "namespaces" {
-		parts = parts[2:]
-	}
-	return group, parts[0]
-}
+// refusals records what the API server refuses an identity.
+type refusals = testutil.Refusals
 
 // proxyRun is both adapters of the proxy, run as one identity.
 type proxyRun struct {
@@ -316,7 +256,7 @@ func runProxyAs(t *testing.T, cs kubernetes.Interface, cfg *rest.Config, user st
 	as := rest.CopyConfig(cfg)
 	as.Impersonate = rest.ImpersonationConfig{UserName: user}
 	run := &proxyRun{refused: &refusals{}}
-	as.Wrap(func(rt http.RoundTripper) http.RoundTripper { run.refused.next = rt; return run.refused })
+	as.Wrap(func(rt http.RoundTripper) http.RoundTripper { run.refused.Next = rt; return run.refused })
 	pcs, err := kubernetes.NewForConfig(as)
 	if err != nil {
 		t.Fatal(err)
@@ -357,7 +297,7 @@ func TestRenderedRBACRunsTheProxy(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if got := run.refused.list(); len(got) > 0 {
+	if got := run.refused.List(); len(got) > 0 {
 		t.Errorf("the API server refused the proxy as %s, so deploy/egress-proxy/rbac.yaml lacks a rule: %v", rbac.user(), got)
 	}
 }
@@ -376,13 +316,13 @@ func TestProxyRBACWithoutARule(t *testing.T) {
 			less.install(t, cfg, cs, true)
 			run := runProxyAs(t, cs, cfg, less.user())
 			deadline := time.Now().Add(20 * time.Second)
-			for len(run.refused.of(rule)) == 0 {
+			for len(run.refused.Of(rule)) == 0 {
 				if time.Now().After(deadline) {
-					t.Fatalf("no request for %v was refused; refused: %v", rule.Resources, run.refused.list())
+					t.Fatalf("no request for %v was refused; refused: %v", rule.Resources, run.refused.List())
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
-			t.Logf("refused: %s", run.refused.of(rule)[0])
+			t.Logf("refused: %s", run.refused.Of(rule)[0])
 			switch {
 			case slices.Contains(rule.Resources, "tokenreviews"):
 				if !apierrors.IsForbidden(run.reviewErr) {
