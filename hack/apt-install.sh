@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# apt-install.sh installs the Debian packages named on its command line that
+# are not installed yet, so a fresh machine needs nothing installed by hand
+# (the tests call it for what they run: runc and the CNI plugins for the real
+# node, PostgreSQL for the core's store, Chromium for the dashboard's browser
+# test). It runs apt-get only when something is missing, updates the package
+# lists at most once per run, and never starts a package's daemon (no systemd
+# here; policy-rc.d blocks it too).
+#
+# It needs root to install; without root it names what is missing and fails,
+# so a caller can say which test cannot run and why.
+set -euo pipefail
+
+missing=()
+for pkg in "$@"; do
+	if ! dpkg-query -W -f='${Status}' "${pkg}" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("${pkg}")
+	fi
+done
+((${#missing[@]} == 0)) && exit 0
+
+if ((EUID != 0)); then
+	echo "apt-install: missing Debian packages: ${missing[*]} (run as root, or apt-get install them)" >&2
+	exit 1
+fi
+
+# One installer at a time: tests of several packages may call this at once.
+exec 9>/var/lock/openfief-apt-install.lock
+flock 9
+# Someone else may have installed them while we waited.
+still=()
+for pkg in "${missing[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "${pkg}" 2>/dev/null | grep -q 'install ok installed'; then
+		still+=("${pkg}")
+	fi
+done
+((${#still[@]} == 0)) && exit 0
+
+echo "apt-install: installing ${still[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >&2
+apt-get install -y -qq --no-install-recommends "${still[@]}" >&2
