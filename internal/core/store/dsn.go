@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -35,13 +36,13 @@ func parseDSN(dsn string) (target, error) {
 	}
 	switch {
 	case path == "":
-		return target{}, errors.Join(ErrDSN, errors.New("empty SQLite path"))
+		return target{}, fmt.Errorf("%w: empty SQLite path", ErrDSN)
 	case !utf8.ValidString(path) || strings.ContainsAny(path, "\x00?"):
-		return target{}, errors.Join(ErrDSN, errors.New("a SQLite path must be UTF-8 without NUL or '?'"))
+		return target{}, fmt.Errorf("%w: a SQLite path must be UTF-8 without NUL or '?'", ErrDSN)
 	case strings.HasPrefix(strings.ToLower(path), "file:"):
-		return target{}, errors.Join(ErrDSN, errors.New("SQLite URIs are not accepted: give a plain path or sqlite:PATH"))
+		return target{}, fmt.Errorf("%w: SQLite URIs are not accepted: give a plain path or sqlite:PATH", ErrDSN)
 	case path == ":memory:" || strings.HasPrefix(path, ":"):
-		return target{}, errors.Join(ErrDSN, errors.New("in-memory SQLite is not accepted: give a file path"))
+		return target{}, fmt.Errorf("%w: in-memory SQLite is not accepted: give a file path", ErrDSN)
 	}
 	return target{dsn: path}, nil
 }

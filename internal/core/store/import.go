@@ -156,8 +156,9 @@ type table struct {
 const rowsPerStatement = 500
 
 // insert stores rows (len(t.cols) values each, flattened) in multi-row
-// statements and returns how many were new. With returning set, it reads
-// that column of every new row into seen.
+// statements and returns how many were new. Every full chunk reuses one
+// prepared statement; the last, shorter one is prepared alone. With
+// returning set, it reads that column of every new row into seen.
 func (im *importer) insert(ctx context.Context, t table, vals []any, returning string, seen map[string]bool) (int, error) {
 	ncols := len(t.cols)
 	per := min(rowsPerStatement, im.s.d.maxParams/ncols)
@@ -167,12 +168,37 @@ func (im *importer) insert(ctx context.Context, t table, vals []any, returning s
 	if returning != "" {
 		tail += " RETURNING " + returning
 	}
+	query := func(rows int) string {
+		return im.s.d.bind(head + strings.Repeat(tuple+", ", rows-1) + tuple + tail)
+	}
+	var full *sql.Stmt
+	defer func() {
+		if full != nil {
+			_ = full.Close()
+		}
+	}()
 	stored := 0
 	for start := 0; start < len(vals); start += per * ncols {
 		end := min(start+per*ncols, len(vals))
 		n := (end - start) / ncols
-		q := head + strings.Repeat(tuple+", ", n-1) + tuple + tail
-		added, err := im.insertChunk(ctx, q, vals[start:end], returning != "", seen)
+		var stmt *sql.Stmt
+		var err error
+		if n == per {
+			if full == nil {
+				if full, err = im.tx.PrepareContext(ctx, query(per)); err != nil {
+					return 0, fmt.Errorf("%s: %w", t.name, err)
+				}
+			}
+			stmt = full
+		} else {
+			if stmt, err = im.tx.PrepareContext(ctx, query(n)); err != nil {
+				return 0, fmt.Errorf("%s: %w", t.name, err)
+			}
+		}
+		added, err := im.insertChunk(ctx, stmt, vals[start:end], returning != "", seen)
+		if stmt != full {
+			_ = stmt.Close()
+		}
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", t.name, err)
 		}
@@ -181,19 +207,19 @@ func (im *importer) insert(ctx context.Context, t table, vals []any, returning s
 	return stored, nil
 }
 
-func (im *importer) insertChunk(ctx context.Context, q string, args []any, returning bool, seen map[string]bool) (int, error) {
+func (im *importer) insertChunk(ctx context.Context, stmt *sql.Stmt, args []any, returning bool, seen map[string]bool) (int, error) {
+	if err := im.s.step(&im.steps); err != nil {
+		return 0, err
+	}
 	if !returning {
-		r, err := im.exec(ctx, q, args...)
+		r, err := stmt.ExecContext(ctx, args...)
 		if err != nil {
 			return 0, err
 		}
 		n, err := r.RowsAffected()
 		return int(n), err
 	}
-	if err := im.s.step(&im.steps); err != nil {
-		return 0, err
-	}
-	rows, err := im.tx.QueryContext(ctx, im.s.d.bind(q), args...)
+	rows, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
 		return 0, err
 	}

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -42,7 +41,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		cfg, err := pgx.ParseConfig(t.dsn)
 		if err != nil {
 			// pgx's message quotes the DSN (password redacted, the rest not).
-			return nil, errors.Join(ErrDSN, errors.New("the PostgreSQL DSN does not parse (not shown: it may hold a password)"))
+			return nil, fmt.Errorf("%w: the PostgreSQL DSN does not parse (not shown: it may hold a password)", ErrDSN)
 		}
 		db := stdlib.OpenDB(*cfg)
 		db.SetMaxOpenConns(8)

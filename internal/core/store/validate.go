@@ -161,10 +161,19 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-// collector gathers the store's own FieldErrors.
-type collector struct{ fields []*delivery.FieldError }
+// collector gathers the store's own FieldErrors; a quick one only notes
+// that some field failed.
+type collector struct {
+	fields []*delivery.FieldError
+	quick  bool
+	failed bool
+}
 
 func (c *collector) add(field string, err error) {
+	c.failed = true
+	if c.quick {
+		return
+	}
 	c.fields = append(c.fields, &delivery.FieldError{Field: field, Err: err})
 }
 
@@ -190,44 +199,62 @@ func (c *collector) instrument(field string, in *connectorv1.Instrument) {
 }
 
 // checkText bounds every string the store keeps and refuses what either
-// database could not store as text.
+// database could not store as text. A quick pass finds whether any string
+// breaks a rule; only then does a second pass name the fields.
 func checkText(c *collector, d *connectorv1.Delivery) {
+	var quick collector
+	quick.quick = true
+	allText(&quick, d)
+	if !quick.failed {
+		return
+	}
+	allText(c, d)
+}
+
+// allText checks every string of d with c.text.
+func allText(c *collector, d *connectorv1.Delivery) {
+	path := func(format string, args ...any) string {
+		if c.quick {
+			return ""
+		}
+		return fmt.Sprintf(format, args...)
+	}
 	c.text("batch_id", d.GetBatchId(), MaxText)
 	c.text("institution.id", d.GetInstitution().GetId(), MaxText)
 	c.text("institution.name", d.GetInstitution().GetName(), MaxText)
 	c.text("watermark", d.GetWatermark(), MaxWatermark)
 	for i, t := range d.GetTransactions() {
-		f := fmt.Sprintf("transactions[%d]", i)
+		f := path("transactions[%d]", i)
 		c.text(f+".source_id", t.GetSourceId(), MaxText)
 		c.text(f+".description", t.GetDescription(), MaxText)
 		c.text(f+".payee", t.GetPayee(), MaxText)
 		for j, p := range t.GetPostings() {
-			pf := fmt.Sprintf("%s.postings[%d]", f, j)
+			pf := path("%s.postings[%d]", f, j)
 			c.text(pf+".account_id", p.GetAccountId(), MaxText)
 			c.text(pf+".memo", p.GetMemo(), MaxText)
 			c.instrument(pf+".instrument", p.GetInstrument())
 		}
 	}
 	for i, b := range d.GetBalanceAssertions() {
-		f := fmt.Sprintf("balance_assertions[%d]", i)
+		f := path("balance_assertions[%d]", i)
 		c.text(f+".account_id", b.GetAccountId(), MaxText)
 		c.instrument(f+".instrument", b.GetInstrument())
 	}
 	for i, p := range d.GetProblems() {
-		f := fmt.Sprintf("problems[%d]", i)
+		f := path("problems[%d]", i)
 		c.text(f+".code", p.GetCode(), MaxText)
 		c.text(f+".message", p.GetMessage(), MaxText)
 		c.text(f+".source_id", p.GetSourceId(), MaxText)
 		c.text(f+".location", p.GetLocation(), MaxText)
 	}
 	for i, p := range d.GetPrices() {
-		c.instrument(fmt.Sprintf("prices[%d].instrument", i), p.GetInstrument())
+		c.instrument(path("prices[%d].instrument", i), p.GetInstrument())
 	}
 	for i, r := range d.GetFxRates() {
-		c.text(fmt.Sprintf("fx_rates[%d].source_ref", i), r.GetSourceRef(), MaxText)
+		c.text(path("fx_rates[%d].source_ref", i), r.GetSourceRef(), MaxText)
 	}
 	for i, r := range d.GetIndexReadings() {
-		f := fmt.Sprintf("index_readings[%d]", i)
+		f := path("index_readings[%d]", i)
 		c.text(f+".index_id", r.GetIndexId(), MaxText)
 		c.text(f+".name", r.GetName(), MaxText)
 	}

@@ -1,0 +1,51 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/arkadiuss/openfief/internal/core/store/pgtest"
+)
+
+// pg is the PostgreSQL server of this test binary, or nil with pgSkip
+// saying why it could not start.
+var (
+	pg     *pgtest.Server
+	pgSkip string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if needsPostgres() {
+		srv, err := pgtest.Start(context.Background())
+		if err != nil {
+			pgSkip = fmt.Sprintf("PostgreSQL cannot start here: %v", err)
+		}
+		pg = srv
+		defer func() {
+			if pg != nil {
+				if err := pg.Stop(); err != nil {
+					fmt.Fprintf(os.Stderr, "stop PostgreSQL: %v\n", err)
+				}
+			}
+		}()
+	}
+	return m.Run()
+}
+
+// needsPostgres is false when -test.run or -test.bench can select nothing
+// that uses PostgreSQL (a SQLite-only or fuzz run starts no server).
+func needsPostgres() bool {
+	for _, a := range os.Args[1:] {
+		if a == "-test.fuzz" || strings.HasPrefix(a, "-test.fuzz=") || strings.HasPrefix(a, "-test.fuzzworker") {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,299 @@
+// Package pgtest starts a real PostgreSQL server for tests: Debian's
+// package (installed by hack/apt-install.sh when missing), initdb into a
+// temp dir, the server on 127.0.0.1 with a free port, run as the postgres
+// system user when the tests run as root (PostgreSQL refuses root), killed
+// with the test process, removed by Stop.
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Server is one PostgreSQL server with trust authentication for local TCP
+// connections only; it holds nothing but test data.
+type Server struct {
+	dir  string
+	port int
+	cmd  *exec.Cmd
+	done chan error
+	logs *os.File
+	next atomic.Int64
+}
+
+// Start installs PostgreSQL when missing, initializes a cluster in a new
+// temp dir and starts the server. Its error says why the server cannot run
+// here (the caller skips PostgreSQL tests with it).
+func Start(ctx context.Context) (*Server, error) {
+	bin, err := binDir()
+	if err != nil {
+		return nil, err
+	}
+	cred, err := credential()
+	if err != nil {
+		return nil, err
+	}
+	removeStale()
+	dir, err := os.MkdirTemp("", "openfief-pgtest-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{dir: dir, done: make(chan error, 1)}
+	if err := s.start(ctx, bin, cred); err != nil {
+		_ = s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// removeStale removes the directories of servers whose test process was
+// killed before Stop (the server itself died with it): no postmaster runs
+// there, and the directory is older than ten minutes.
+func removeStale() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "openfief-pgtest-*"))
+	for _, dir := range dirs {
+		info, err := os.Stat(dir)
+		if err != nil || time.Since(info.ModTime()) < 10*time.Minute {
+			continue
+		}
+		if pidFile, err := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid")); err == nil {
+			first, _, _ := strings.Cut(string(pidFile), "\n")
+			if pid, err := strconv.Atoi(strings.TrimSpace(first)); err == nil && syscall.Kill(pid, 0) != syscall.ESRCH {
+				continue // still running
+			}
+		}
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// binDir finds initdb and postgres under /usr/lib/postgresql/*/bin (the
+// newest version), installing Debian's postgresql package when none is
+// there.
+func binDir() (string, error) {
+	find := func() string {
+		dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+		slices.SortFunc(dirs, func(a, b string) int { return version(a) - version(b) })
+		for i := len(dirs) - 1; i >= 0; i-- {
+			if _, err := os.Stat(filepath.Join(dirs[i], "initdb")); err == nil {
+				return dirs[i]
+			}
+		}
+		return ""
+	}
+	if d := find(); d != "" {
+		return d, nil
+	}
+	script, err := repoFile("hack/apt-install.sh")
+	if err != nil {
+		return "", fmt.Errorf("PostgreSQL is not installed and %w", err)
+	}
+	if out, err := exec.Command(script, "postgresql").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("PostgreSQL is not installed and hack/apt-install.sh postgresql failed: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	if d := find(); d != "" {
+		return d, nil
+	}
+	return "", errors.New("hack/apt-install.sh postgresql left no /usr/lib/postgresql/*/bin/initdb")
+}
+
+func version(binDir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return v
+}
+
+// repoFile finds path relative to the repository root, walking up from the
+// working directory (a test runs in its package's directory).
+func repoFile(path string) (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return filepath.Join(dir, path), nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no repository root (go.work) above the working directory to find %s", path)
+		}
+		dir = parent
+	}
+}
+
+// credential is who runs the server: the postgres system user when we are
+// root (PostgreSQL refuses to run as root), else ourselves (nil).
+func credential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("running as root and there is no postgres system user to run PostgreSQL as: %w", err)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, fmt.Errorf("postgres user: %w", err)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// freePort asks the kernel for a free TCP port on 127.0.0.1.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (s *Server) start(ctx context.Context, bin string, cred *syscall.Credential) error {
+	data := filepath.Join(s.dir, "data")
+	if cred != nil {
+		if err := os.Chown(s.dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return fmt.Errorf("chown the temp dir to postgres: %w", err)
+		}
+	}
+	logs, err := os.Create(filepath.Join(s.dir, "server.log"))
+	if err != nil {
+		return err
+	}
+	s.logs = logs
+	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
+		"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-instructions")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	initdb.Dir = s.dir
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return fmt.Errorf("initdb: %v: %s", err, lastLines(string(out), 5))
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	s.port = port
+	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data,
+		"-c", "listen_addresses=127.0.0.1", "-c", "port="+strconv.Itoa(port),
+		"-c", "unix_socket_directories="+s.dir, "-c", "max_connections=100",
+		"-c", "logging_collector=off")
+	cmd.Dir = s.dir
+	cmd.Stdout, cmd.Stderr = logs, logs
+	// SIGQUIT is PostgreSQL's immediate shutdown: if the test process dies,
+	// the server and its backends go too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
+	s.cmd = cmd
+	started := make(chan error, 1)
+	// Pdeathsig fires when the thread that started the child exits: start
+	// it from a thread that stays locked until the server is gone.
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			s.done <- err
+			return
+		}
+		started <- nil
+		s.done <- cmd.Wait()
+		runtime.UnlockOSThread()
+	}()
+	if err := <-started; err != nil {
+		return fmt.Errorf("start postgres: %w", err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		conn, err := pgx.Connect(ctx, s.AdminDSN())
+		if err == nil {
+			return conn.Close(ctx)
+		}
+		select {
+		case werr := <-s.done:
+			s.done <- werr
+			return fmt.Errorf("postgres exited: %v: %s", werr, s.logTail())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("postgres did not accept connections within 60s: %v: %s", err, s.logTail())
+		}
+	}
+}
+
+func (s *Server) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "server.log"))
+	return lastLines(string(b), 10)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// AdminDSN is the DSN of the server's postgres database as its superuser.
+func (s *Server) AdminDSN() string { return s.DSN("postgres") }
+
+// DSN is the DSN of database db on the server.
+func (s *Server) DSN(db string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.port, db)
+}
+
+// NewDatabase creates a new, empty database and returns its DSN.
+func (s *Server) NewDatabase(ctx context.Context) (string, error) {
+	name := fmt.Sprintf("test_%d", s.next.Add(1))
+	conn, err := pgx.Connect(ctx, s.AdminDSN())
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", fmt.Errorf("create database %s: %w", name, err)
+	}
+	return s.DSN(name), nil
+}
+
+// TerminateBackends ends every client connection to the server but the
+// one it uses, as a server restart or a network failure would: a
+// transaction in flight on them is rolled back by the server.
+func (s *Server) TerminateBackends(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, s.AdminDSN())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	_, err = conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'`)
+	return err
+}
+
+// Stop shuts the server down (fast shutdown: open transactions roll back)
+// and removes its directory.
+func (s *Server) Stop() error {
+	var errs []error
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-s.done:
+		case <-time.After(30 * time.Second):
+			_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+			<-s.done
+		}
+	}
+	if s.logs != nil {
+		errs = append(errs, s.logs.Close())
+	}
+	errs = append(errs, os.RemoveAll(s.dir))
+	return errors.Join(errs...)
+}
