@@ -7,73 +7,34 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/arkadiuss/openfief/internal/core/auth"
+	"github.com/arkadiuss/openfief/internal/core/ownerapi"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
-// The owner API's paths, reached through the API server's service proxy
-// (docs/core.md).
-const (
-	// PathStatus answers the status of every instance the core knows.
-	PathStatus = "/v1/status"
-	// PathPluginPrefix starts the per-instance paths:
-	// /v1/plugins/<name>/status and /v1/plugins/<name>/import.
-	PathPluginPrefix = "/v1/plugins/"
-	// PathWhoAmI is the plugin API's one path: it answers the instance the
-	// token belongs to (D-27).
-	PathWhoAmI = "/plugin/v1/whoami"
-	// HeaderFileName carries an imported file's name (a hint only).
-	HeaderFileName = "X-OpenFief-File-Name"
-	// MaxImportBytes bounds an uploaded file (OF-10).
-	MaxImportBytes = 32 << 20
+// PathWhoAmI is the plugin API's one path: it answers the instance the
+// token belongs to (D-27).
+const PathWhoAmI = "/plugin/v1/whoami"
+
+// The owner API's contract, kept in ownerapi for the CLI.
+type (
+	// InstanceStatus is ownerapi.InstanceStatus.
+	InstanceStatus = ownerapi.InstanceStatus
+	// RowCounts is ownerapi.RowCounts.
+	RowCounts = ownerapi.RowCounts
 )
 
-// InstanceStatus is one instance's sync state as the owner API answers it.
-type InstanceStatus struct {
-	Plugin    string     `json:"plugin"`
-	Scheduled bool       `json:"scheduled"`
-	LastSync  *time.Time `json:"lastSync,omitempty"`
-	LastOK    bool       `json:"lastOK"`
-	LastError string     `json:"lastError,omitempty"`
-	NextSync  *time.Time `json:"nextSync,omitempty"`
-	Watermark string     `json:"watermark,omitempty"`
-	// RowsTotal is every row stored for the instance; Rows by table.
-	RowsTotal int       `json:"rowsTotal"`
-	Rows      RowCounts `json:"rows"`
-}
-
-// RowCounts are the rows stored for an instance, by table.
-type RowCounts struct {
-	Batches       int `json:"batches"`
-	Transactions  int `json:"transactions"`
-	Postings      int `json:"postings"`
-	Balances      int `json:"balances"`
-	Prices        int `json:"prices"`
-	FxRates       int `json:"fxRates"`
-	IndexReadings int `json:"indexReadings"`
-	Problems      int `json:"problems"`
-}
-
-// ImportResponse is what an import or preview answers.
-type ImportResponse struct {
-	Plugin        string `json:"plugin"`
-	Preview       bool   `json:"preview"`
-	Transactions  int    `json:"transactions"`
-	Postings      int    `json:"postings"`
-	Balances      int    `json:"balances"`
-	Prices        int    `json:"prices"`
-	FxRates       int    `json:"fxRates"`
-	IndexReadings int    `json:"indexReadings"`
-	Problems      int    `json:"problems"`
-	Duplicate     bool   `json:"duplicate"`
-}
-
-// errorResponse is every error answer's body.
-type errorResponse struct {
-	Error string `json:"error"`
-}
+const (
+	// PathStatus is ownerapi.PathStatus.
+	PathStatus = ownerapi.PathStatus
+	// PathPluginPrefix is ownerapi.PathPluginPrefix.
+	PathPluginPrefix = ownerapi.PathPluginPrefix
+	// HeaderFileName is ownerapi.HeaderFileName.
+	HeaderFileName = ownerapi.HeaderFileName
+	// MaxImportBytes is ownerapi.MaxImportBytes.
+	MaxImportBytes = ownerapi.MaxImportBytes
+)
 
 // ownerHandler serves the owner API: status and file imports.
 func (c *Core) ownerHandler() http.Handler {
@@ -156,7 +117,7 @@ func (c *Core) serveImport(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	writeJSON(w, http.StatusOK, ImportResponse{
+	writeJSON(w, http.StatusOK, ownerapi.ImportResponse{
 		Plugin: name, Preview: preview, Transactions: res.Transactions, Postings: res.Postings, Balances: res.Balances,
 		Prices: res.Prices, FxRates: res.FxRates, IndexReadings: res.IndexReadings, Problems: res.Problems,
 		Duplicate: res.Duplicate,
@@ -181,5 +142,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, err error) {
-	writeJSON(w, status, errorResponse{Error: err.Error()})
+	writeJSON(w, status, ownerapi.ErrorResponse{Error: err.Error()})
 }

@@ -30,8 +30,9 @@ func NewCommand(env *cli.Env) *cobra.Command {
 		Short: "Run the whole platform on this machine until Ctrl-C",
 		Long: `dev starts a local Kubernetes control plane built from source (etcd,
 kube-apiserver, kube-controller-manager, kube-scheduler and kwok playing the
-kubelets), installs the CRDs and the openfief namespace, runs the operator and
-the egress proxy in this process, and serves a loopback OCI registry with demo
+kubelets), installs the CRDs and the openfief namespace, runs the operator, the egress
+proxy and openfief-core (SQLite in the state directory) in this process, and
+serves a loopback OCI registry with demo
 plugin images signed by a local owner key that the operator trusts.
 
 It writes an admin kubeconfig, signers.json and an env file of shell exports
@@ -62,7 +63,7 @@ The control-plane binaries come from .bin/ (make controlplane builds them).`,
 				return err
 			}
 			defer func() {
-				fmt.Fprintln(env.Out, "Stopping: operator, egress proxy, registry, control plane...")
+				fmt.Fprintln(env.Out, "Stopping: core, egress proxy, operator, registry, control plane...")
 				stack.Stop()
 				_ = os.Remove(filepath.Join(abs, ReadyFile))
 				fmt.Fprintln(env.Out, "Stopped.")
@@ -90,8 +91,9 @@ The platform is running.
   trusted signers: %s
   registry:        %s
   egress proxy:    %s
+  core (owner API): %s
   demo images:
-`, s.KubeconfigPath, s.SignersFile, s.RegistryHost, s.ProxyAddress)
+`, s.KubeconfigPath, s.SignersFile, s.RegistryHost, s.ProxyAddress, s.CoreURL)
 	for _, d := range DemoImages() {
 		fmt.Fprintf(w, "    %-8s %s\n", d.Name, s.Images[d.Name])
 	}

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/devstack"
@@ -43,66 +44,10 @@ func TestDataPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	manifestJSON, err := os.ReadFile(filepath.Join(repoRoot(t), "plugins", "nbp-fx", "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	manifest, err := plugins.ParseManifestLabel(string(manifestJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := stack.PublishImage(ctx, "plugins/nbp-fx", manifest, map[string][]byte{"README": []byte("nbp-fx e2e image\n")})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const name = "nbp-a"
-	openfief(t, 0, "plugin", "install", name, "--image", ref.String(), "--signers", stack.SignersFile)
-	openfief(t, 0, "plugin", "approve", name, "--yes")
-	openfief(t, 0, "plugin", "wait", name, "--for", v1alpha1.ReasonRunning)
+	installNBP(t, name)
 
-	// What the operator computed for the pod.
-	var dep appsv1.Deployment
-	if !get(t, c, name, &dep) {
-		t.Fatal("no Deployment")
-	}
-	var cfg corev1.ConfigMap
-	if !get(t, c, name, &cfg) {
-		t.Fatal("no config ConfigMap")
-	}
-	var jwks corev1.ConfigMap
-	testutil.Eventually(t, waitTimeout, "openfief-sa-jwks published", func() (bool, string) {
-		err := c.Get(ctx, clientKey(plugins.SigningKeysConfigMap), &jwks)
-		return err == nil && jwks.Data[plugins.SigningKeysJWKSKey] != "", fmt.Sprint(err)
-	})
-
-	dir := t.TempDir()
-	env := podEnv(t, &dep, &cfg)
-	// The kubelet's part, done by hand: token files, the jwks mount, and the
-	// proxy reached on loopback instead of its ClusterIP.
-	env[plugins.EnvTokenFile] = writeToken(t, cs, dir, "core-token", plugins.ServiceAccountName(name), plugins.AudienceCore)
-	egressToken := env[plugins.EnvEgressTokenFile]
-	if egressToken == "" {
-		t.Fatal("the operator gave the pod no egress token although api.nbp.pl is granted")
-	}
-	env[plugins.EnvEgressTokenFile] = writeToken(t, cs, dir, "egress-token", plugins.ServiceAccountName(name), plugins.AudienceEgress)
-	jwksDir := filepath.Join(dir, "jwks")
-	must(t, os.MkdirAll(jwksDir, 0o700))
-	for k, v := range jwks.Data {
-		must(t, os.WriteFile(filepath.Join(jwksDir, k), []byte(v), 0o600))
-	}
-	env[plugins.EnvSAJWKSDir] = jwksDir
-	if !strings.HasPrefix(env[plugins.EnvHTTPSProxy], "http://") {
-		t.Fatalf("HTTPS_PROXY = %q", env[plugins.EnvHTTPSProxy])
-	}
-	env[plugins.EnvHTTPSProxy] = "http://" + stack.ProxyAddress
-	port := freePort(t)
-	env[plugins.EnvListenPort] = strconv.Itoa(port)
-	env["SSL_CERT_FILE"] = nbp.caFile
-	if env[plugins.EnvCoreSubject] != devstack.CoreSubject || env[plugins.EnvInstance] != name {
-		t.Errorf("pod env names core %q and instance %q", env[plugins.EnvCoreSubject], env[plugins.EnvInstance])
-	}
-
-	startPlugin(t, env, port)
+	port := runLocally(t, c, cs, name, 0)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	client := connectorv1connect.NewConnectorServiceClient(http.DefaultClient, base)
 
@@ -139,6 +84,84 @@ func TestDataPath(t *testing.T) {
 		t.Errorf("Sync with another instance's token: %v, want Unauthenticated", err)
 	}
 	openfief(t, 0, "plugin", "uninstall", name, "--yes", "--purge", "--wait", "60s")
+}
+
+// installNBP publishes the nbp-fx image with its manifest.json, signed by
+// the owner key, installs it as name, approves everything and waits until
+// it runs.
+func installNBP(t *testing.T, name string) {
+	t.Helper()
+	manifestJSON, err := os.ReadFile(filepath.Join(repoRoot(t), "plugins", "nbp-fx", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := plugins.ParseManifestLabel(string(manifestJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := stack.PublishImage(context.Background(), "plugins/nbp-fx", manifest, map[string][]byte{"README": []byte("nbp-fx e2e image\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	openfief(t, 0, "plugin", "install", name, "--image", ref.String(), "--signers", stack.SignersFile)
+	openfief(t, 0, "plugin", "approve", name, "--yes")
+	openfief(t, 0, "plugin", "wait", name, "--for", v1alpha1.ReasonRunning)
+}
+
+// runLocally runs the real nbp-fx binary as a local process for the
+// running plugin name, with the environment, token files and
+// openfief-sa-jwks content the operator computed for its pod (the
+// kubelet's part done by hand), and returns the port it serves on: port,
+// or a free one when port is 0.
+func runLocally(t *testing.T, c client.Client, cs kubernetes.Interface, name string, port int) int {
+	t.Helper()
+	ctx := context.Background()
+	// What the operator computed for the pod.
+	var dep appsv1.Deployment
+	if !get(t, c, name, &dep) {
+		t.Fatal("no Deployment")
+	}
+	var cfg corev1.ConfigMap
+	if !get(t, c, name, &cfg) {
+		t.Fatal("no config ConfigMap")
+	}
+	var jwks corev1.ConfigMap
+	testutil.Eventually(t, waitTimeout, "openfief-sa-jwks published", func() (bool, string) {
+		err := c.Get(ctx, clientKey(plugins.SigningKeysConfigMap), &jwks)
+		return err == nil && jwks.Data[plugins.SigningKeysJWKSKey] != "", fmt.Sprint(err)
+	})
+
+	dir := t.TempDir()
+	env := podEnv(t, &dep, &cfg)
+	// The kubelet's part, done by hand: token files, the jwks mount, and the
+	// proxy reached on loopback instead of its ClusterIP.
+	env[plugins.EnvTokenFile] = writeToken(t, cs, dir, "core-token", plugins.ServiceAccountName(name), plugins.AudienceCore)
+	egressToken := env[plugins.EnvEgressTokenFile]
+	if egressToken == "" {
+		t.Fatal("the operator gave the pod no egress token although api.nbp.pl is granted")
+	}
+	env[plugins.EnvEgressTokenFile] = writeToken(t, cs, dir, "egress-token", plugins.ServiceAccountName(name), plugins.AudienceEgress)
+	jwksDir := filepath.Join(dir, "jwks")
+	must(t, os.MkdirAll(jwksDir, 0o700))
+	for k, v := range jwks.Data {
+		must(t, os.WriteFile(filepath.Join(jwksDir, k), []byte(v), 0o600))
+	}
+	env[plugins.EnvSAJWKSDir] = jwksDir
+	if !strings.HasPrefix(env[plugins.EnvHTTPSProxy], "http://") {
+		t.Fatalf("HTTPS_PROXY = %q", env[plugins.EnvHTTPSProxy])
+	}
+	env[plugins.EnvHTTPSProxy] = "http://" + stack.ProxyAddress
+	if port == 0 {
+		port = freePort(t)
+	}
+	env[plugins.EnvListenPort] = strconv.Itoa(port)
+	env["SSL_CERT_FILE"] = nbp.caFile
+	if env[plugins.EnvCoreSubject] != devstack.CoreSubject || env[plugins.EnvInstance] != name {
+		t.Errorf("pod env names core %q and instance %q", env[plugins.EnvCoreSubject], env[plugins.EnvInstance])
+	}
+
+	startPlugin(t, env, port)
+	return port
 }
 
 // podEnv is the plugin container's environment as the operator set it, with

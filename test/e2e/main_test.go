@@ -1,12 +1,12 @@
 // Package e2e runs the plugin lifecycle end to end on the full local
 // platform (internal/devstack): a control plane built from source with the
-// Deployment controller, garbage collector, scheduler and kwok, the operator
-// and the egress proxy, driven with the owner's CLI. The operator and the
-// proxy run as their ServiceAccounts, bound by the RBAC of deploy/operator and
-// deploy/egress-proxy, and the suite fails if the API server refuses any of
-// their requests. The data path runs the real nbp-fx binary as a local
-// process, as the core would call it, through the real egress proxy to a
-// loopback stand-in for NBP. Last, the install manifests are applied, pinned to
+// Deployment controller, garbage collector, scheduler and kwok, the
+// operator, the egress proxy and openfief-core, driven with the owner's CLI.
+// The operator, the proxy and the core run as their ServiceAccounts, bound by
+// the RBAC of deploy/operator, deploy/egress-proxy and deploy/core, and the
+// suite fails if the API server refuses any of their requests. The data path
+// runs the real nbp-fx binary as a local process, called by the test and by
+// the core, through the real egress proxy to a loopback stand-in for NBP. Last, the install manifests are applied, pinned to
 // the operator and egress-proxy images built from this tree.
 package e2e
 
@@ -21,12 +21,42 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/arkadiuss/openfief/internal/core"
 	"github.com/arkadiuss/openfief/internal/devstack"
+	"github.com/arkadiuss/openfief/internal/plugins"
 )
+
+// localPlugins are the plugins the suite runs as local processes, by
+// instance: the core calls them there instead of at their Service, which no
+// process serves under kwok.
+var localPlugins = &localResolver{urls: map[string]string{}}
+
+type localResolver struct {
+	mu   sync.Mutex
+	urls map[string]string
+}
+
+func (r *localResolver) set(instance, url string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.urls[instance] = url
+}
+
+// resolve is the core's Resolver: a local process if one runs, else the
+// plugin's Service (which fails under kwok, and the core retries).
+func (r *localResolver) resolve(instance string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if u, ok := r.urls[instance]; ok {
+		return u
+	}
+	return core.ServiceResolver(plugins.Namespace, plugins.DefaultPluginPort)(instance)
+}
 
 // stack is the platform every test shares.
 var stack *devstack.Stack
@@ -66,6 +96,13 @@ func run(m *testing.M) int {
 		UnsafeAllowPrefixes:  []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 		RunAsServiceAccounts: true,
 		WrapTransport:        refused.wrap,
+		CoreResolve:          localPlugins.resolve,
+		// A schedule fast enough to see several syncs in a test, and
+		// retries patient enough for a plugin process still starting.
+		CoreScheduler: core.SchedulerOptions{
+			DefaultInterval: 2 * time.Second, FirstSyncDelay: 500 * time.Millisecond,
+			Backoff: 200 * time.Millisecond, MaxBackoff: time.Second, MaxAttempts: 30,
+		},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the platform:", err)
@@ -74,9 +111,9 @@ func run(m *testing.M) int {
 	defer stack.Stop()
 	code := m.Run()
 	if got := refused.list(); len(got) > 0 {
-		fmt.Fprintf(os.Stderr, "FAIL: the API server refused %d requests of the operator (%s) or the egress proxy (%s), "+
-			"which run with the RBAC of deploy/operator and deploy/egress-proxy: a rule is missing there:\n  %s\n",
-			len(got), devstack.OperatorUser, devstack.ProxyUser, strings.Join(got, "\n  "))
+		fmt.Fprintf(os.Stderr, "FAIL: the API server refused %d requests of the operator (%s), the egress proxy (%s) or the core (%s), "+
+			"which run with the RBAC of deploy/operator, deploy/egress-proxy and deploy/core: a rule is missing there:\n  %s\n",
+			len(got), devstack.OperatorUser, devstack.ProxyUser, devstack.CoreUser, strings.Join(got, "\n  "))
 		code = 1
 	}
 	return code
