@@ -42,6 +42,9 @@ func run(m *testing.M) int {
 // needsPostgres is false when -test.run or -test.bench can select nothing
 // that uses PostgreSQL (a SQLite-only or fuzz run starts no server).
 func needsPostgres() bool {
+	if os.Getenv(crashEnv) != "" {
+		return false // the SQLite crash test's child
+	}
 	for _, a := range os.Args[1:] {
 		if a == "-test.fuzz" || strings.HasPrefix(a, "-test.fuzz=") || strings.HasPrefix(a, "-test.fuzzworker") {
 			return false

@@ -29,6 +29,8 @@ import (
 // connections only; it holds nothing but test data.
 type Server struct {
 	dir  string
+	bin  string
+	cred *syscall.Credential
 	port int
 	cmd  *exec.Cmd
 	done chan error
@@ -53,8 +55,8 @@ func Start(ctx context.Context) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dir: dir, done: make(chan error, 1)}
-	if err := s.start(ctx, bin, cred); err != nil {
+	s := &Server{dir: dir, bin: bin, cred: cred}
+	if err := s.start(ctx); err != nil {
 		_ = s.Stop()
 		return nil, err
 	}
@@ -163,10 +165,11 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func (s *Server) start(ctx context.Context, bin string, cred *syscall.Credential) error {
+// start initializes the cluster and launches the server.
+func (s *Server) start(ctx context.Context) error {
 	data := filepath.Join(s.dir, "data")
-	if cred != nil {
-		if err := os.Chown(s.dir, int(cred.Uid), int(cred.Gid)); err != nil {
+	if s.cred != nil {
+		if err := os.Chown(s.dir, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
 			return fmt.Errorf("chown the temp dir to postgres: %w", err)
 		}
 	}
@@ -175,28 +178,34 @@ func (s *Server) start(ctx context.Context, bin string, cred *syscall.Credential
 		return err
 	}
 	s.logs = logs
-	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
+	initdb := exec.CommandContext(ctx, filepath.Join(s.bin, "initdb"), "-D", data, "-U", "postgres",
 		"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-instructions")
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL}
 	initdb.Dir = s.dir
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return fmt.Errorf("initdb: %v: %s", err, lastLines(string(out), 5))
 	}
-	port, err := freePort()
-	if err != nil {
+	if s.port, err = freePort(); err != nil {
 		return err
 	}
-	s.port = port
-	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data,
-		"-c", "listen_addresses=127.0.0.1", "-c", "port="+strconv.Itoa(port),
+	return s.launch(ctx)
+}
+
+// launch runs the server on the initialized cluster and waits until it
+// accepts connections.
+func (s *Server) launch(ctx context.Context) error {
+	cmd := exec.Command(filepath.Join(s.bin, "postgres"), "-D", filepath.Join(s.dir, "data"),
+		"-c", "listen_addresses=127.0.0.1", "-c", "port="+strconv.Itoa(s.port),
 		"-c", "unix_socket_directories="+s.dir, "-c", "max_connections=100",
 		"-c", "logging_collector=off")
 	cmd.Dir = s.dir
-	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.Stdout, cmd.Stderr = s.logs, s.logs
 	// SIGQUIT is PostgreSQL's immediate shutdown: if the test process dies,
 	// the server and its backends go too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
 	s.cmd = cmd
+	done := make(chan error, 1)
+	s.done = done
 	started := make(chan error, 1)
 	// Pdeathsig fires when the thread that started the child exits: start
 	// it from a thread that stays locked until the server is gone.
@@ -204,11 +213,11 @@ func (s *Server) start(ctx context.Context, bin string, cred *syscall.Credential
 		runtime.LockOSThread()
 		if err := cmd.Start(); err != nil {
 			started <- err
-			s.done <- err
+			done <- err
 			return
 		}
 		started <- nil
-		s.done <- cmd.Wait()
+		done <- cmd.Wait()
 		runtime.UnlockOSThread()
 	}()
 	if err := <-started; err != nil {
@@ -221,8 +230,8 @@ func (s *Server) start(ctx context.Context, bin string, cred *syscall.Credential
 			return conn.Close(ctx)
 		}
 		select {
-		case werr := <-s.done:
-			s.done <- werr
+		case werr := <-done:
+			done <- werr
 			return fmt.Errorf("postgres exited: %v: %s", werr, s.logTail())
 		case <-time.After(50 * time.Millisecond):
 		}
@@ -231,6 +240,25 @@ func (s *Server) start(ctx context.Context, bin string, cred *syscall.Credential
 		}
 	}
 }
+
+// Crash stops the server the way a crash or a power cut would: immediate
+// shutdown (SIGQUIT), no checkpoint, every connection cut mid-statement.
+// Restart brings it back through crash recovery.
+func (s *Server) Crash() error {
+	if err := s.cmd.Process.Signal(syscall.SIGQUIT); err != nil {
+		return err
+	}
+	err := <-s.done
+	s.done <- err
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		return err
+	}
+	return nil
+}
+
+// Restart starts the server again, on the same port and data, after Crash.
+func (s *Server) Restart(ctx context.Context) error { return s.launch(ctx) }
 
 func (s *Server) logTail() string {
 	b, _ := os.ReadFile(filepath.Join(s.dir, "server.log"))
@@ -283,13 +311,15 @@ WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'`)
 func (s *Server) Stop() error {
 	var errs []error
 	if s.cmd != nil && s.cmd.Process != nil {
-		_ = s.cmd.Process.Signal(syscall.SIGINT)
+		_ = s.cmd.Process.Signal(syscall.SIGINT) // fast shutdown; an error means it is gone
+		var exit error
 		select {
-		case <-s.done:
+		case exit = <-s.done:
 		case <-time.After(30 * time.Second):
 			_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-			<-s.done
+			exit = <-s.done
 		}
+		_ = exit // how a server stopped by a signal exited says nothing more
 	}
 	if s.logs != nil {
 		errs = append(errs, s.logs.Close())
