@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,5 +78,28 @@ func TestOpenBadPath(t *testing.T) {
 	}
 	if _, err := store.Open(context.Background(), ":memory:"); !errors.Is(err, store.ErrDSN) {
 		t.Fatalf("Open(:memory:) = %v, want ErrDSN", err)
+	}
+}
+
+// TestSQLiteFilePrivate: a new database file and its write-ahead log are
+// readable by their owner only.
+func TestSQLiteFilePrivate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "core.db")
+	s, err := store.Open(context.Background(), "sqlite:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	if err := s.RecordSync(context.Background(), "nbp-fx", store.SyncRecord{OK: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{path, path + "-wal"} {
+		info, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode := info.Mode().Perm(); mode != 0o600 {
+			t.Errorf("%s has mode %v, want 0600", filepath.Base(f), mode)
+		}
 	}
 }

@@ -3,7 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -48,6 +51,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		db.SetMaxIdleConns(8)
 		s = &Store{db: db, d: postgresDialect}
 	} else {
+		if err := createPrivate(t.dsn); err != nil {
+			return nil, err
+		}
 		db, err := sql.Open("sqlite", t.dsn+sqliteParams)
 		if err != nil {
 			return nil, fmt.Errorf("store: open SQLite: %w", err)
@@ -65,6 +71,20 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// createPrivate creates a missing SQLite file readable by its owner only
+// (0600): it holds a household's finances. SQLite gives its -wal and -shm
+// files the same mode. An existing file is left as it is.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("store: create the SQLite file: %w", err)
+	}
+	return f.Close()
 }
 
 // Close closes the database.
