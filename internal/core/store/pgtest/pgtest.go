@@ -327,3 +327,39 @@ func (s *Server) Stop() error {
 	errs = append(errs, os.RemoveAll(s.dir))
 	return errors.Join(errs...)
 }
+
+// PasswordRole creates a login role that must authenticate with password
+// over TCP (SCRAM-SHA-256, unlike every other role here), owning a new
+// database, and returns that database's DSN without the password.
+func (s *Server) PasswordRole(ctx context.Context, role, password string) (string, error) {
+	dsn, err := s.NewDatabase(ctx)
+	if err != nil {
+		return "", err
+	}
+	db := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
+	hba := filepath.Join(s.dir, "data", "pg_hba.conf")
+	old, err := os.ReadFile(hba)
+	if err != nil {
+		return "", err
+	}
+	line := fmt.Sprintf("host all %s 127.0.0.1/32 scram-sha-256\n", role)
+	if err := os.WriteFile(hba, append([]byte(line), old...), 0o600); err != nil {
+		return "", err
+	}
+	conn, err := pgx.Connect(ctx, s.AdminDSN())
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	for _, q := range []string{
+		fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", role, strings.ReplaceAll(password, "'", "''")),
+		fmt.Sprintf("ALTER DATABASE %s OWNER TO %s", db, role),
+		fmt.Sprintf("GRANT ALL ON SCHEMA public TO %s", role),
+		"SELECT pg_reload_conf()",
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return "", fmt.Errorf("%s: %w", strings.Fields(q)[0], err)
+		}
+	}
+	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", role, s.port, db), nil
+}
