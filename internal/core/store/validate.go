@@ -104,6 +104,16 @@ func validInstance(name string) bool {
 	return true
 }
 
+// Validate returns the *ValidationError Import would refuse d with, or nil,
+// without touching the database: a preview (INGEST_MODE_PREVIEW) shows the
+// owner the same refusals an import would.
+func Validate(instance string, kind Kind, d *connectorv1.Delivery) error {
+	if err := validate(instance, kind, d); err != nil {
+		return err
+	}
+	return nil
+}
+
 // validate checks an import's arguments and d against the SDK's delivery
 // rules (delivery.Validate) and the store's own: bounded sizes first (a
 // delivery too large is refused before anything else is read), then text

@@ -125,6 +125,9 @@ func checkWatermark(t *testing.T, s *store.Store, instance, want string) {
 
 func testStoresRows(t *testing.T, b Backend) {
 	s := open(t, b.NewDSN(t))
+	if err := store.Validate("nbp-fx", store.KindSync, Sync("b1", 0, 25, "w1")); err != nil {
+		t.Errorf("Validate of a valid delivery: %v", err)
+	}
 	res := mustImport(t, s, "nbp-fx", store.KindSync, Sync("b1", 0, 25, "w1"))
 	if diff := cmp.Diff(want(0, 25), res); diff != "" {
 		t.Errorf("Import (-want +got):\n%s", diff)
@@ -241,6 +244,9 @@ func testRefused(t *testing.T, b Backend) {
 			}
 			if res != (store.ImportResult{}) {
 				t.Errorf("refused import reports %+v", res)
+			}
+			if verr := store.Validate(instance, kind, r.delivery()); verr == nil || verr.Error() != err.Error() {
+				t.Errorf("Validate = %v, want Import's refusal %v", verr, err)
 			}
 		})
 	}
