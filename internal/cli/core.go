@@ -145,6 +145,6 @@ func printCoreStatus(w io.Writer, now time.Time, st ownerapi.InstanceStatus, err
 		fmt.Fprintln(w, "  Next sync:  none planned")
 	}
 	r := st.Rows
-	fmt.Fprintf(w, "  Rows:       %d stored (%d batches, %d transactions, %d postings, %d balances, %d prices, %d FX rates, %d index readings, %d problems)\n",
+	fmt.Fprintf(w, "  Rows:       %d stored (batches %d, transactions %d, postings %d, balances %d, prices %d, FX rates %d, index readings %d, problems %d)\n",
 		st.RowsTotal, r.Batches, r.Transactions, r.Postings, r.Balances, r.Prices, r.FxRates, r.IndexReadings, r.Problems)
 }

@@ -85,6 +85,13 @@ type Options struct {
 	// CoreScheduler replaces the core's schedule settings (interval,
 	// jitter, first delay, backoff); the zero value keeps the defaults.
 	CoreScheduler core.SchedulerOptions
+	// LocalPlugins plays the kubelet for the demo plugin: every Plugin
+	// that runs a demo image runs as a local nbp-fx process built from this
+	// tree, which the core calls, and, unless ProxyResolver is set, the
+	// egress proxy sends api.nbp.pl to a loopback stand-in (FakeNBP), since
+	// the demo has no internet. `openfief dev --local-plugins` and
+	// `make demo` set it.
+	LocalPlugins bool
 }
 
 // Stack is a running local platform.
@@ -106,6 +113,8 @@ type Stack struct {
 	// local mode (OPENFIEF_CORE_URL, docs/core.md).
 	Core    *core.Core
 	CoreURL string
+	// FakeNBP is the loopback NBP stand-in Options.LocalPlugins starts.
+	FakeNBP *FakeNBP
 	// EnvFile holds shell exports of the above, for scripts.
 	EnvFile string
 
@@ -144,6 +153,9 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	}()
 	p := progress{w: opts.Progress, total: 7}
 	if opts.RunAsServiceAccounts {
+		p.total++
+	}
+	if opts.LocalPlugins {
 		p.total++
 	}
 
@@ -206,8 +218,38 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.LocalPlugins && opts.ProxyResolver == nil {
+		nbp, err := StartFakeNBP()
+		if err != nil {
+			return nil, err
+		}
+		s.stops = append(s.stops, nbp.Close)
+		s.FakeNBP = nbp
+		opts.ProxyResolver, opts.ProxyDialer, opts.UnsafeAllowPrefixes = nbp.Resolver(), nbp.Dialer(), LoopbackPrefixes()
+	}
 	if err := p.step("starting the egress proxy", func() error { return s.startProxy(proxyClient, opts) }); err != nil {
 		return nil, err
+	}
+	if opts.LocalPlugins {
+		if err := p.step("building nbp-fx to run demo plugins as local processes (kwok runs no container)", func() error {
+			ca := ""
+			if s.FakeNBP != nil {
+				ca = s.FakeNBP.CAFile()
+			}
+			lctx, cancel := context.WithCancel(context.Background())
+			lp, err := s.startLocalPlugins(lctx, opts, ca)
+			if err != nil {
+				cancel()
+				return err
+			}
+			s.stops = append(s.stops, cancel)
+			if opts.CoreResolve == nil {
+				opts.CoreResolve = lp.resolve
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
 	}
 	if err := p.step("starting openfief-core (SQLite in "+filepath.Join(opts.Dir, "core.db")+")", func() error { return s.startCore(ctx, opts) }); err != nil {
 		return nil, err

@@ -69,14 +69,14 @@ func TestCoreSyncsConnector(t *testing.T) {
 	port := freePort(t)
 	localPlugins.set(name, fmt.Sprintf("http://127.0.0.1:%d", port))
 	installNBP(t, name)
-	before := nbp.requests.Load()
+	before := nbp.Requests.Load()
 	runLocally(t, c, cs, name, port)
 
 	testutil.Eventually(t, waitTimeout, "the core to store nbp-fx's rates", func() (bool, string) {
 		st := coreStatus(t, name)
 		return st.LastOK && st.Rows.FxRates >= 2 && st.Watermark != "", fmt.Sprintf("%+v", st)
 	})
-	if nbp.requests.Load() == before {
+	if nbp.Requests.Load() == before {
 		t.Error("the plugin did not reach NBP through the proxy")
 	}
 	first := coreStatus(t, name)
@@ -94,7 +94,7 @@ func TestCoreSyncsConnector(t *testing.T) {
 		t.Errorf("status %+v: want a next sync", again)
 	}
 	out := openfief(t, 0, "plugin", "status", name, "--core-url", stack.CoreURL)
-	for _, want := range []string{"Core (openfief-core):", "Last sync:", "succeeded", "Next sync:", fmt.Sprintf("%d FX rates", again.Rows.FxRates)} {
+	for _, want := range []string{"Core (openfief-core):", "Last sync:", "succeeded", "Next sync:", fmt.Sprintf("FX rates %d", again.Rows.FxRates)} {
 		if !strings.Contains(out, want) {
 			t.Errorf("plugin status lacks %q", want)
 		}
@@ -126,12 +126,12 @@ func TestCoreSyncsConnector(t *testing.T) {
 		return !st.Scheduled, fmt.Sprintf("%+v", st)
 	})
 	stopped := coreStatus(t, name)
-	calls := nbp.requests.Load()
+	calls := nbp.Requests.Load()
 	time.Sleep(3 * 2 * time.Second) // three intervals
 	if st := coreStatus(t, name); st.Rows.Batches != stopped.Rows.Batches || st.LastSync == nil || !st.LastSync.Equal(*stopped.LastSync) {
 		t.Errorf("after the revocation: %+v, was %+v", st, stopped)
 	}
-	if n := nbp.requests.Load(); n != calls {
+	if n := nbp.Requests.Load(); n != calls {
 		t.Errorf("NBP was asked %d more times after the revocation", n-calls)
 	}
 	if code := whoami(t, own); code != http.StatusUnauthorized {

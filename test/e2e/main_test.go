@@ -13,9 +13,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -63,7 +61,7 @@ var stack *devstack.Stack
 
 // nbp is the stand-in for api.nbp.pl: the proxy resolves that name to
 // loopback and connects port 443 to this server instead.
-var nbp *fakeNBP
+var nbp *devstack.FakeNBP
 
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
@@ -72,7 +70,7 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	var err error
-	nbp, err = startFakeNBP()
+	nbp, err = devstack.StartFakeNBP()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fake NBP:", err)
 		return 1
@@ -91,9 +89,9 @@ func run(m *testing.M) int {
 	refused := &refusals{}
 	stack, err = devstack.Start(context.Background(), devstack.Options{
 		Dir:                  dir,
-		ProxyResolver:        fixedResolver{"api.nbp.pl": netip.MustParseAddr("127.0.0.1")},
-		ProxyDialer:          &redirectDialer{to: map[string]string{"127.0.0.1:443": nbp.Addr()}},
-		UnsafeAllowPrefixes:  []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		ProxyResolver:        nbp.Resolver(),
+		ProxyDialer:          nbp.Dialer(),
+		UnsafeAllowPrefixes:  devstack.LoopbackPrefixes(),
 		RunAsServiceAccounts: true,
 		WrapTransport:        refused.wrap,
 		CoreResolve:          localPlugins.resolve,
@@ -148,33 +146,3 @@ func (r *refusals) list() []string {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
-
-// fixedResolver answers the proxy's lookups from a table; other names do
-// not exist. The proxy still applies its address policy to the answers.
-type fixedResolver map[string]netip.Addr
-
-func (r fixedResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if a, ok := r[strings.TrimSuffix(strings.ToLower(host), ".")]; ok {
-		return []netip.Addr{a}, nil
-	}
-	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-}
-
-// redirectDialer connects the addresses the proxy checked to the test's
-// servers, and records what it dialled.
-type redirectDialer struct {
-	to     map[string]string
-	mu     sync.Mutex
-	dialed []string
-}
-
-func (d *redirectDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	d.mu.Lock()
-	d.dialed = append(d.dialed, address)
-	d.mu.Unlock()
-	if to, ok := d.to[address]; ok {
-		address = to
-	}
-	var nd net.Dialer
-	return nd.DialContext(ctx, network, address)
-}
