@@ -108,10 +108,7 @@ func validInstance(name string) bool {
 // without touching the database: a preview (INGEST_MODE_PREVIEW) shows the
 // owner the same refusals an import would.
 func Validate(instance string, kind Kind, d *connectorv1.Delivery) error {
-	if err := validate(instance, kind, d); err != nil {
-		return err
-	}
-	return nil
+	return validate(instance, kind, d)
 }
 
 // validate checks an import's arguments and d against the SDK's delivery
