@@ -3,7 +3,9 @@ package core
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -274,5 +276,63 @@ func TestRevokeStopsCalls(t *testing.T) {
 	}
 	if _, err := s.ImportFile(t.Context(), "fx", "a.csv", "", false, strings.NewReader("x")); !errors.Is(err, ErrNotConnector) {
 		t.Fatalf("ImportFile after the revocation: %v", err)
+	}
+}
+
+// overlapConnector records how many calls to one instance run at once.
+type overlapConnector struct {
+	*scripted
+	mu           sync.Mutex
+	inside, most int
+}
+
+func (o *overlapConnector) enter() func() {
+	o.mu.Lock()
+	o.inside++
+	o.most = max(o.most, o.inside)
+	o.mu.Unlock()
+	return func() { o.mu.Lock(); o.inside--; o.mu.Unlock() }
+}
+
+func (o *overlapConnector) Sync(ctx context.Context, i string, req *connectorv1.SyncRequest) (*connectorv1.Delivery, error) {
+	defer o.enter()()
+	return o.scripted.Sync(ctx, i, req)
+}
+
+func (o *overlapConnector) ImportFile(_ context.Context, _ string, h *connectorv1.FileHeader, _ io.Reader) (*connectorv1.Delivery, error) {
+	defer o.enter()()
+	return &connectorv1.Delivery{BatchId: h.GetBatchId(), Institution: &connectorv1.Institution{Id: "x", Name: "X"}}, nil
+}
+
+// TestNoOverlap: an owner's ImportFile waits for the instance's Sync in
+// flight; the two never run at once.
+func TestNoOverlap(t *testing.T) {
+	st := openStore(t)
+	clk := newFakeClock()
+	release := make(chan struct{})
+	c := &overlapConnector{scripted: newScripted(func(ctx context.Context, req *connectorv1.SyncRequest) (*connectorv1.Delivery, error) {
+		<-release
+		return rates("2026-11-27")(ctx, req)
+	})}
+	s := schedule(t, clk, c, st, SchedulerOptions{})
+	s.Update([]Target{fx})
+	clk.fire(clk.next(t))
+	<-c.called // the Sync is in flight
+	imported := make(chan error, 1)
+	go func() {
+		_, err := s.ImportFile(t.Context(), "fx", "a.csv", "text/csv", false, strings.NewReader("x"))
+		imported <- err
+	}()
+	select {
+	case err := <-imported:
+		t.Fatalf("ImportFile finished during the Sync: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	if err := <-imported; err != nil {
+		t.Fatal(err)
+	}
+	if c.most != 1 {
+		t.Fatalf("%d calls at once, want 1", c.most)
 	}
 }
