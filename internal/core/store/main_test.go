@@ -39,14 +39,14 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// needsPostgres is false when -test.run or -test.bench can select nothing
-// that uses PostgreSQL (a SQLite-only or fuzz run starts no server).
+// needsPostgres is false for a fuzz run, a listing (make fuzz does both)
+// and the SQLite crash test's child: they start no server.
 func needsPostgres() bool {
 	if os.Getenv(crashEnv) != "" {
 		return false // the SQLite crash test's child
 	}
 	for _, a := range os.Args[1:] {
-		if a == "-test.fuzz" || strings.HasPrefix(a, "-test.fuzz=") || strings.HasPrefix(a, "-test.fuzzworker") {
+		if a == "-test.fuzz" || strings.HasPrefix(a, "-test.fuzz=") || strings.HasPrefix(a, "-test.fuzzworker") || strings.HasPrefix(a, "-test.list") {
 			return false
 		}
 	}
