@@ -62,6 +62,7 @@ func Run(t *testing.T, b Backend) {
 		{"SyncStatus", testSyncStatus},
 		{"Reopen", testReopen},
 		{"ExactText", testExactText},
+		{"DeclaredImbalanceStored", testDeclaredImbalance},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, b) })
@@ -485,5 +486,27 @@ func testExactText(t *testing.T, b Backend) {
 	}
 	if _, err := s.Transaction(context.Background(), "other", tx.GetSourceId()); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("another instance's transaction: %v, want ErrNotFound", err)
+	}
+}
+
+// testDeclaredImbalance: an unbalanced transaction the delivery reports
+// with an unbalanced_transaction problem (as the SDK's Builder does) is
+// stored with that problem, as the contract says; only a hidden one is
+// refused (RefusedStoresNothing).
+func testDeclaredImbalance(t *testing.T, b Backend) {
+	s := open(t, b.NewDSN(t))
+	d := Sync("b1", 0, 3, "w1")
+	d.Transactions[1].Postings[0].Amount = "-0.99"
+	d.Problems = append(d.Problems, &connectorv1.IngestProblem{
+		Severity: connectorv1.Severity_SEVERITY_ERROR, Code: delivery.ProblemUnbalanced,
+		Message: "postings do not balance: 0.11 PLN", SourceId: d.Transactions[1].GetSourceId(),
+	})
+	res := mustImport(t, s, "nbp-fx", store.KindSync, d)
+	if res.Transactions != 3 || res.Problems != 2 {
+		t.Errorf("Import = %+v, want 3 transactions and 2 problems", res)
+	}
+	got, err := s.Transaction(context.Background(), "nbp-fx", d.Transactions[1].GetSourceId())
+	if err != nil || got.GetPostings()[0].GetAmount() != "-0.99" {
+		t.Errorf("the unbalanced transaction read back: %v, %v", got, err)
 	}
 }
