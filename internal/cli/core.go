@@ -61,13 +61,24 @@ func (e *Env) coreAPI(coreURL string, timeout time.Duration) (*coreAPI, error) {
 	return &coreAPI{base: base, client: hc, via: "the API server's service proxy to " + ownerapi.ServiceName}, nil
 }
 
-// errCoreStatus is an answer of the core other than 200.
+// errCoreStatus is an answer other than 200: from the core itself
+// (fromCore, its JSON error), or from the API server's service proxy when no
+// core answered (no Service, no endpoint, no right to proxy).
 type errCoreStatus struct {
-	code int
-	msg  string
+	code     int
+	msg      string
+	fromCore bool
 }
 
-func (e *errCoreStatus) Error() string { return fmt.Sprintf("the core answered %d: %s", e.code, e.msg) }
+func (e *errCoreStatus) Error() string {
+	if !e.fromCore {
+		return fmt.Sprintf("no openfief-core answered (HTTP %d): %s", e.code, e.msg)
+	}
+	return fmt.Sprintf("the core answered %d: %s", e.code, e.msg)
+}
+
+// maxErrorText bounds the text of an error answer the CLI repeats.
+const maxErrorText = 512
 
 // do sends one request and decodes a 200 answer's JSON into out.
 func (c *coreAPI) do(ctx context.Context, method, path string, body io.Reader, header http.Header, out any) error {
@@ -89,9 +100,18 @@ func (c *coreAPI) do(ctx context.Context, method, path string, body io.Reader, h
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e ownerapi.ErrorResponse
-		msg := strings.TrimSpace(string(raw))
 		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
-			msg = e.Error
+			return &errCoreStatus{code: resp.StatusCode, msg: e.Error, fromCore: true}
+		}
+		msg := strings.TrimSpace(string(raw))
+		var st struct {
+			Kind, Message string
+		}
+		if json.Unmarshal(raw, &st) == nil && st.Kind == "Status" && st.Message != "" {
+			msg = st.Message // the API server's own reason, such as "no endpoints available"
+		}
+		if len(msg) > maxErrorText {
+			msg = msg[:maxErrorText] + "..."
 		}
 		return &errCoreStatus{code: resp.StatusCode, msg: msg}
 	}
@@ -115,8 +135,8 @@ func defaultCoreURL() string { return os.Getenv(EnvCoreURL) }
 func printCoreStatus(w io.Writer, now time.Time, st ownerapi.InstanceStatus, err error) {
 	if err != nil {
 		var ce *errCoreStatus
-		if errors.As(err, &ce) && ce.code == http.StatusNotFound {
-			fmt.Fprintln(w, "Core:         not installed here (no openfief-core answered)")
+		if errors.As(err, &ce) && !ce.fromCore {
+			fmt.Fprintf(w, "Core:         unknown: %v\n", ce)
 			return
 		}
 		fmt.Fprintf(w, "Core:         unknown: %v\n", err)

@@ -72,6 +72,8 @@ directly instead. The file is at most 32 MiB.`,
 			err = api.do(cmd.Context(), http.MethodPost, ownerapi.ImportPath(name, preview), f, h, &res)
 			var ce *errCoreStatus
 			switch {
+			case errors.As(err, &ce) && !ce.fromCore:
+				return exitf(ExitFailure, "%w", err)
 			case errors.As(err, &ce) && ce.code == http.StatusNotFound:
 				return exitf(ExitNotFound, "plugin %s: %s", name, ce.msg)
 			case errors.As(err, &ce) && (ce.code == http.StatusUnprocessableEntity || ce.code == http.StatusForbidden || ce.code == http.StatusRequestEntityTooLarge):

@@ -246,7 +246,18 @@ func (s *Scheduler) run(ctx context.Context, instance string, w *worker) {
 	if s.o.FirstSyncDelay > 0 {
 		first = s.jitter(s.o.FirstSyncDelay, 1)
 	}
-	w.setNext(s.o.Clock.Now().Add(first))
+	now := s.o.Clock.Now()
+	start := now.Add(first)
+	// A restarted core (or worker) keeps the schedule it recorded, so a
+	// restart does not call every connector at once; never later than one
+	// interval from now.
+	if st, err := s.o.Store.Status(ctx, instance); err == nil && st.NextSync.After(start) {
+		start = st.NextSync
+		if limit := now.Add(s.interval(instance)); start.After(limit) {
+			start = limit
+		}
+	}
+	w.setNext(start)
 	for {
 		wait := w.getNext().Sub(s.o.Clock.Now())
 		select {

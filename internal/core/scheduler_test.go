@@ -336,3 +336,28 @@ func TestNoOverlap(t *testing.T) {
 		t.Fatalf("%d calls at once, want 1", c.most)
 	}
 }
+
+// TestSyncKeepsRecordedSchedule: a worker that starts again (a restarted
+// core) waits for the next sync it recorded, at most one interval.
+func TestSyncKeepsRecordedSchedule(t *testing.T) {
+	for name, tc := range map[string]struct {
+		next, want time.Duration
+	}{
+		"recorded in 30m":       {30 * time.Minute, 30 * time.Minute},
+		"recorded beyond reach": {5 * time.Hour, time.Hour},
+		"recorded in the past":  {-time.Minute, DefaultFirstSyncDelay / 2},
+	} {
+		t.Run(name, func(t *testing.T) {
+			st := openStore(t)
+			clk := newFakeClock()
+			if err := st.RecordSync(t.Context(), "fx", store.SyncRecord{At: clk.Now().Add(-time.Hour), OK: true, Next: clk.Now().Add(tc.next)}); err != nil {
+				t.Fatal(err)
+			}
+			s := schedule(t, clk, newScripted(), st, SchedulerOptions{})
+			s.Update([]Target{fx})
+			if w := clk.next(t); w.d != tc.want {
+				t.Fatalf("first sync after %v, want %v", w.d, tc.want)
+			}
+		})
+	}
+}

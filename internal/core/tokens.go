@@ -32,8 +32,8 @@ type Tokens struct {
 }
 
 type mintedToken struct {
-	token          string
-	refresh, until time.Time
+	token   string
+	refresh time.Time
 }
 
 // NewTokens returns a Tokens minting for ServiceAccount namespace/sa.
@@ -62,9 +62,8 @@ func (t *Tokens) Token(ctx context.Context, instance string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("token for calling %s: %w", instance, err)
 	}
-	until := tr.Status.ExpirationTimestamp.Time
-	life := until.Sub(now)
-	t.byInstance[instance] = mintedToken{token: tr.Status.Token, refresh: now.Add(life * 4 / 5), until: until}
+	life := tr.Status.ExpirationTimestamp.Sub(now)
+	t.byInstance[instance] = mintedToken{token: tr.Status.Token, refresh: now.Add(life * 4 / 5)}
 	return tr.Status.Token, nil
 }
 
