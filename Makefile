@@ -10,7 +10,7 @@ TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto hack
 CONTROLLER_GEN := .bin/controller-gen
 FUZZTIME ?= 60s
 # Packages with fuzz targets (parsers of outside input).
-FUZZ_PACKAGES := ./internal/plugins/ ./internal/trust/cosign/ ./internal/configschema/ ./internal/operator/ ./internal/egress/ ./internal/connectors/nbpfx/ ./internal/connectors/ibkrflex/ ./sdk/go/ ./sdk/go/delivery/
+FUZZ_PACKAGES := ./internal/plugins/ ./internal/trust/cosign/ ./internal/configschema/ ./internal/operator/ ./internal/egress/ ./internal/connectors/nbpfx/ ./internal/connectors/ibkrflex/ ./internal/core/ ./sdk/go/ ./sdk/go/delivery/ ./internal/core/store/
 
 .PHONY: all
 all: build
@@ -47,6 +47,14 @@ cover: ## Statement coverage of the domain package.
 .PHONY: bench
 bench: ## Run the benchmarks (figures, not pass/fail).
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/plugins/ ./internal/trust/...
+
+.PHONY: bench-core
+bench-core: ## The core's store: a 10,000-transaction Sync stored as one batch, SQLite and PostgreSQL side by side (rows/s; PostgreSQL is started by the test, docs/core-storage.md).
+	$(GO) test -run '^$$' -bench BenchmarkImport10k -benchtime 5x -benchmem ./internal/core/store/
+
+.PHONY: bench-core-auth
+bench-core-auth: controlplane ## The core's plugin-token verification on the local API server: cached vs a TokenReview each time (docs/core.md).
+	$(GO) test -run '^$$' -bench BenchmarkVerify -benchtime 200x ./internal/core/auth/
 
 .PHONY: bench-operator
 bench-operator: controlplane ## Operator at scale: 500 Plugins on the local API server (convergence, writes per steady-state reconcile, peak RSS).

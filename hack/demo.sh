@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # make demo: the plugin lifecycle on a local platform, with the owner's CLI.
 #
-# Starts `openfief dev` (the full control plane built from source, the
-# operator, the egress proxy and a loopback registry with two signed demo
-# images), then walks one plugin through install, approval, an upgrade that
-# asks for one more host, approval, revocation and uninstall, printing each
-# command and the plugin table. Everything stops at the end (or on Ctrl-C).
+# Starts `openfief dev --local-plugins` (the full control plane built from
+# source, the operator, the egress proxy, openfief-core and a loopback
+# registry with two signed demo images; the demo plugin runs as a local
+# process, since kwok runs no container, and reaches a loopback NBP
+# stand-in), then walks one plugin through install, approval, the core's
+# first syncs, an upgrade that asks for one more host, approval, revocation
+# and uninstall, printing each command and the plugin table. Everything
+# stops at the end (or on Ctrl-C).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,7 +20,7 @@ echo "== building the openfief CLI"
 go build -o "${bin}" ./cmd/openfief
 
 state="$(mktemp -d "${TMPDIR:-/tmp}/openfief-demo.XXXXXX")"
-"${bin}" dev --state-dir "${state}" >"${state}/dev.log" 2>&1 &
+"${bin}" dev --local-plugins --state-dir "${state}" >"${state}/dev.log" 2>&1 &
 dev=$!
 cleanup() {
 	kill -INT "${dev}" 2>/dev/null || true
@@ -64,6 +67,14 @@ run plugin approve fx --yes
 run plugin wait fx --for Running --timeout 60s
 run plugin list
 
+step "openfief-core calls nbp-fx's Sync on its schedule and stores the rates it delivers"
+for _ in $(seq 1 60); do
+	"${bin}" plugin status fx 2>/dev/null | grep -q 'Last sync: .*succeeded' && break
+	sleep 1
+done
+run plugin status fx | sed -n '/^Core/,$p'
+"${bin}" plugin status fx | grep -q 'Last sync: .*succeeded' || { echo "the core did not sync fx within 60s" >&2; exit 1; }
+
 step "Upgrade to a version that asks for one more host (the previous version keeps running)"
 run plugin upgrade fx --image "${OPENFIEF_DEMO_IMAGE_V2}" --signers "${OPENFIEF_SIGNERS}"
 run plugin wait fx --for RunningPreviousVersion --timeout 60s
@@ -79,6 +90,7 @@ step "Revoke the grant (nothing runs; a deny-all NetworkPolicy is all that is le
 run plugin revoke fx --yes
 run plugin wait fx --for NoGrant --timeout 60s
 run plugin list
+run plugin status fx | sed -n '/^Core/,$p'
 
 step "Uninstall (the cluster's garbage collector removes the rest)"
 run plugin uninstall fx --yes --wait 60s

@@ -142,7 +142,7 @@ func printObject(w io.Writer, output string, obj runtime.Object) error {
 
 // newStatusCommand builds `openfief plugin status`: one plugin in detail.
 func newStatusCommand(env *Env) *cobra.Command {
-	var output string
+	var output, coreURL string
 	cmd := &cobra.Command{
 		Use:   "status NAME",
 		Short: "Show one plugin: what runs, its trust, what is pending and what it holds",
@@ -155,6 +155,9 @@ func newStatusCommand(env *Env) *cobra.Command {
   Pending      what is requested and not granted: what 'openfief plugin approve' would add
   Effective    what the running version holds: both requested and granted (status.effective)
   Conditions   Ready, SignatureVerified and ApprovalRequired, with their messages
+  Core         what openfief-core recorded: last sync, next sync, last error,
+               rows stored (through the API server's service proxy, or
+               --core-url / $OPENFIEF_CORE_URL)
 
 Pending is computed from the spec and the grant as they are now, the way the
 operator computes status.pendingApproval. -o json or -o yaml prints the Plugin.`,
@@ -184,12 +187,22 @@ operator computes status.pendingApproval. -o json or -o yaml prints the Plugin.`
 				return err
 			}
 			printStatus(env.Out, env.Now(), p, g)
+			api, err := env.coreAPI(coreURL, coreStatusTimeout)
+			if err != nil {
+				return err
+			}
+			st, err := api.status(ctx, name)
+			printCoreStatus(env.Out, env.Now(), st, err)
 			return nil
 		}),
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (default: a description)")
+	cmd.Flags().StringVar(&coreURL, "core-url", defaultCoreURL(), "read the sync status from the core's owner API at this URL instead of through the API server's service proxy (default $"+EnvCoreURL+")")
 	return cmd
 }
+
+// coreStatusTimeout bounds the status command's question to the core.
+const coreStatusTimeout = 10 * time.Second
 
 // printStatus describes one plugin for a person.
 func printStatus(w io.Writer, now time.Time, p *v1alpha1.Plugin, g *v1alpha1.PluginGrant) {

@@ -16,6 +16,7 @@ trusted signer signed its image (D-57).`,
   openfief plugin install nbp-fx --image IMAGE --config config.yaml
   openfief plugin approve nbp-fx
   openfief plugin status nbp-fx
+  openfief plugin import ibkr-main statement.xml
   openfief plugin upgrade nbp-fx --image NEW-IMAGE
   openfief plugin revoke nbp-fx --yes
   openfief plugin uninstall nbp-fx --purge`,
@@ -32,6 +33,7 @@ trusted signer signed its image (D-57).`,
 		newStatusCommand(env),
 		newUninstallCommand(env),
 		newWaitCommand(env),
+		newImportCommand(env),
 	)
 	return cmd
 }

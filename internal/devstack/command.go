@@ -24,20 +24,28 @@ func NewCommand(env *cli.Env) *cobra.Command {
 		nodes   int
 		verbose bool
 		binDir  string
+		local   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run the whole platform on this machine until Ctrl-C",
 		Long: `dev starts a local Kubernetes control plane built from source (etcd,
 kube-apiserver, kube-controller-manager, kube-scheduler and kwok playing the
-kubelets), installs the CRDs and the openfief namespace, runs the operator and
-the egress proxy in this process, and serves a loopback OCI registry with demo
+kubelets), installs the CRDs and the openfief namespace, runs the operator, the egress
+proxy and openfief-core (SQLite in the state directory) in this process, and
+serves a loopback OCI registry with demo
 plugin images signed by a local owner key that the operator trusts.
 
 It writes an admin kubeconfig, signers.json and an env file of shell exports
 into the state directory, prints the commands to try next, and stops
 everything cleanly on Ctrl-C. Pods are played by kwok: they are scheduled and
 become Ready, but no container runs.
+
+--local-plugins also plays the kubelet for the demo plugin: each Plugin that
+runs a demo image runs as a local nbp-fx process built from this tree, which
+openfief-core calls on its schedule, and the egress proxy sends api.nbp.pl to a
+loopback stand-in, since the demo needs no internet. 'openfief plugin status'
+then shows the core's syncs and the rows it stored.
 
 The control-plane binaries come from .bin/ (make controlplane builds them).`,
 		Example: `  openfief dev
@@ -57,12 +65,12 @@ The control-plane binaries come from .bin/ (make controlplane builds them).`,
 			}
 			ctx := cmd.Context()
 			fmt.Fprintf(env.Out, "Starting the OpenFief platform in %s\n", abs)
-			stack, err := Start(ctx, Options{Dir: abs, Nodes: nodes, Progress: env.Out, Logs: logs, BinDir: binDir})
+			stack, err := Start(ctx, Options{Dir: abs, Nodes: nodes, Progress: env.Out, Logs: logs, BinDir: binDir, LocalPlugins: local})
 			if err != nil {
 				return err
 			}
 			defer func() {
-				fmt.Fprintln(env.Out, "Stopping: operator, egress proxy, registry, control plane...")
+				fmt.Fprintln(env.Out, "Stopping: core, egress proxy, operator, registry, control plane...")
 				stack.Stop()
 				_ = os.Remove(filepath.Join(abs, ReadyFile))
 				fmt.Fprintln(env.Out, "Stopped.")
@@ -80,6 +88,7 @@ The control-plane binaries come from .bin/ (make controlplane builds them).`,
 	f.IntVar(&nodes, "nodes", 1, "number of fake nodes")
 	f.BoolVarP(&verbose, "verbose", "v", false, "also print the control plane's, operator's and proxy's logs")
 	f.StringVar(&binDir, "bin-dir", "", "directory of the control-plane binaries (default: the repository's .bin)")
+	f.BoolVar(&local, "local-plugins", false, "run demo plugins as local processes the core calls, with a loopback NBP stand-in")
 	return cmd
 }
 
@@ -90,8 +99,9 @@ The platform is running.
   trusted signers: %s
   registry:        %s
   egress proxy:    %s
+  core (owner API): %s
   demo images:
-`, s.KubeconfigPath, s.SignersFile, s.RegistryHost, s.ProxyAddress)
+`, s.KubeconfigPath, s.SignersFile, s.RegistryHost, s.ProxyAddress, s.CoreURL)
 	for _, d := range DemoImages() {
 		fmt.Fprintf(w, "    %-8s %s\n", d.Name, s.Images[d.Name])
 	}

@@ -1,7 +1,7 @@
 // Package devstack runs the whole OpenFief plugin platform on one machine:
 // the full local control plane (etcd, kube-apiserver, controller-manager,
-// scheduler, kwok), the CRDs and the openfief namespace, the operator and
-// the egress proxy in this process, and a loopback OCI registry holding demo
+// scheduler, kwok), the CRDs and the openfief namespace, the operator, the
+// egress proxy and openfief-core in this process, and a loopback OCI registry holding demo
 // plugin images signed with a local owner key that the operator trusts. It
 // backs `openfief dev`, `make demo` and the end-to-end suite (OF-5).
 //
@@ -38,6 +38,7 @@ import (
 
 	"github.com/arkadiuss/openfief/deploy"
 	"github.com/arkadiuss/openfief/internal/apiconv"
+	"github.com/arkadiuss/openfief/internal/core"
 	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/egress"
 	"github.com/arkadiuss/openfief/internal/egress/kube"
@@ -67,16 +68,30 @@ type Options struct {
 	ProxyResolver       egress.Resolver
 	ProxyDialer         egress.Dialer
 	UnsafeAllowPrefixes []netip.Prefix
-	// RunAsServiceAccounts runs the operator and the egress proxy as their
-	// ServiceAccounts (OperatorUser, ProxyUser) through impersonation, after
-	// applying the ServiceAccounts, roles and bindings that deploy/operator
-	// and deploy/egress-proxy of the source tree render: they may do
-	// exactly what an install lets them. The end-to-end suite sets it.
+	// RunAsServiceAccounts runs the operator, the egress proxy and the core
+	// as their ServiceAccounts (OperatorUser, ProxyUser, CoreUser) through
+	// impersonation, after applying the ServiceAccounts, roles and bindings
+	// that deploy/operator, deploy/egress-proxy and deploy/core of the source
+	// tree render: they may do exactly what an install lets them. The end-to-end suite sets it.
 	RunAsServiceAccounts bool
-	// WrapTransport, if set, wraps the operator's and the egress proxy's
-	// connections to the API server (the end-to-end suite records the
-	// requests refused with it).
+	// WrapTransport, if set, wraps the operator's, the egress proxy's and
+	// the core's connections to the API server (the end-to-end suite
+	// records the requests refused with it).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// CoreResolve replaces where the core calls a plugin; nil means the
+	// plugin's Service, which no process serves under kwok. The end-to-end
+	// suite points it at the plugin it runs as a local process.
+	CoreResolve core.Resolver
+	// CoreScheduler replaces the core's schedule settings (interval,
+	// jitter, first delay, backoff); the zero value keeps the defaults.
+	CoreScheduler core.SchedulerOptions
+	// LocalPlugins plays the kubelet for the demo plugin: every Plugin
+	// that runs a demo image runs as a local nbp-fx process built from this
+	// tree, which the core calls, and, unless ProxyResolver is set, the
+	// egress proxy sends api.nbp.pl to a loopback stand-in (FakeNBP), since
+	// the demo has no internet. `openfief dev --local-plugins` and
+	// `make demo` set it.
+	LocalPlugins bool
 }
 
 // Stack is a running local platform.
@@ -93,6 +108,13 @@ type Stack struct {
 	Images map[string]plugins.ImageRef
 	// ProxyAddress is the egress proxy's loopback host:port.
 	ProxyAddress string
+	// Core is openfief-core, running in this process; CoreURL is its owner
+	// API (http://127.0.0.1:port), which the CLI reaches directly in the
+	// local mode (OPENFIEF_CORE_URL, docs/core.md).
+	Core    *core.Core
+	CoreURL string
+	// FakeNBP is the loopback NBP stand-in Options.LocalPlugins starts.
+	FakeNBP *FakeNBP
 	// EnvFile holds shell exports of the above, for scripts.
 	EnvFile string
 
@@ -103,8 +125,9 @@ type Stack struct {
 
 // Namespace objects the stack creates besides the CRDs.
 const (
-	// CoreServiceAccount is the core's identity; the core itself is not part
-	// of this project yet, so only its Service and ServiceAccount exist.
+	// CoreServiceAccount is the core's identity. The core runs in this
+	// process; its Service exists for the operator, which reads the core's
+	// address and pod port from it.
 	CoreServiceAccount = "openfief-core"
 	coreSelectorValue  = "openfief-core"
 	proxySelectorValue = "openfief-egress-proxy"
@@ -128,8 +151,11 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 			started.Stop()
 		}
 	}()
-	p := progress{w: opts.Progress, total: 6}
+	p := progress{w: opts.Progress, total: 7}
 	if opts.RunAsServiceAccounts {
+		p.total++
+	}
+	if opts.LocalPlugins {
 		p.total++
 	}
 
@@ -169,7 +195,7 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		return nil, err
 	}
 	if opts.RunAsServiceAccounts {
-		if err := p.step("applying the ServiceAccounts and RBAC of deploy/operator and deploy/egress-proxy, to run both as those", func() error {
+		if err := p.step("applying the ServiceAccounts and RBAC of deploy/operator, deploy/egress-proxy and deploy/core, to run each as those", func() error {
 			return s.installIdentities(ctx)
 		}); err != nil {
 			return nil, err
@@ -192,7 +218,40 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.LocalPlugins && opts.ProxyResolver == nil {
+		nbp, err := StartFakeNBP()
+		if err != nil {
+			return nil, err
+		}
+		s.stops = append(s.stops, nbp.Close)
+		s.FakeNBP = nbp
+		opts.ProxyResolver, opts.ProxyDialer, opts.UnsafeAllowPrefixes = nbp.Resolver(), nbp.Dialer(), LoopbackPrefixes()
+	}
 	if err := p.step("starting the egress proxy", func() error { return s.startProxy(proxyClient, opts) }); err != nil {
+		return nil, err
+	}
+	if opts.LocalPlugins {
+		if err := p.step("building nbp-fx to run demo plugins as local processes (kwok runs no container)", func() error {
+			ca := ""
+			if s.FakeNBP != nil {
+				ca = s.FakeNBP.CAFile()
+			}
+			lctx, cancel := context.WithCancel(context.Background())
+			lp, err := s.startLocalPlugins(lctx, opts, ca)
+			if err != nil {
+				cancel()
+				return err
+			}
+			s.stops = append(s.stops, cancel)
+			if opts.CoreResolve == nil {
+				opts.CoreResolve = lp.resolve
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.step("starting openfief-core (SQLite in "+filepath.Join(opts.Dir, "core.db")+")", func() error { return s.startCore(ctx, opts) }); err != nil {
 		return nil, err
 	}
 	if err := p.step("writing "+filepath.Join(opts.Dir, "env"), func() error { return s.writeEnv(opts.Dir) }); err != nil {
@@ -384,6 +443,26 @@ func (s *Stack) startProxy(client kubernetes.Interface, opts Options) error {
 	return nil
 }
 
+// startCore runs openfief-core in this process as the binary does
+// (core.Start), as CoreUser when opts.RunAsServiceAccounts, with its SQLite
+// database in the state directory and both APIs on loopback.
+func (s *Stack) startCore(ctx context.Context, opts Options) error {
+	log := slog.New(slog.NewTextHandler(orDiscard(opts.Logs), nil))
+	o := core.DefaultOptions()
+	o.DSN = filepath.Join(opts.Dir, "core.db")
+	o.PluginAddr, o.OwnerAddr = "127.0.0.1:0", "127.0.0.1:0"
+	o.Resolve = opts.CoreResolve
+	o.Scheduler = opts.CoreScheduler
+	o.Log = log
+	c, err := core.Start(context.WithoutCancel(ctx), s.clientConfig(opts, CoreUser), o)
+	if err != nil {
+		return err
+	}
+	s.Core, s.CoreURL = c, "http://"+c.OwnerAddr()
+	s.stops = append(s.stops, c.Stop)
+	return nil
+}
+
 // proxyShutdownGrace is how long the dev proxy's tunnels may continue when
 // the stack stops.
 const proxyShutdownGrace = 5 * time.Second
@@ -395,6 +474,7 @@ func (s *Stack) writeEnv(dir string) error {
 	fmt.Fprintf(&b, "export OPENFIEF_SIGNERS=%q\n", s.SignersFile)
 	fmt.Fprintf(&b, "export OPENFIEF_REGISTRY=%q\n", s.RegistryHost)
 	fmt.Fprintf(&b, "export OPENFIEF_EGRESS_PROXY=%q\n", s.ProxyAddress)
+	fmt.Fprintf(&b, "export OPENFIEF_CORE_URL=%q\n", s.CoreURL)
 	for _, d := range DemoImages() {
 		fmt.Fprintf(&b, "export %s=%q\n", d.EnvVar, s.Images[d.Name].String())
 	}

@@ -17,12 +17,13 @@ import (
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
-// The identities the operator and the egress proxy run as with
-// Options.RunAsServiceAccounts: their ServiceAccounts in deploy/operator and
-// deploy/egress-proxy.
+// The identities the operator, the egress proxy and the core run as with
+// Options.RunAsServiceAccounts: their ServiceAccounts in deploy/operator,
+// deploy/egress-proxy and deploy/core.
 const (
 	OperatorUser = "system:serviceaccount:" + plugins.Namespace + ":openfief-operator"
 	ProxyUser    = "system:serviceaccount:" + plugins.Namespace + ":openfief-egress-proxy"
+	CoreUser     = CoreSubject
 )
 
 // identityKinds are what installIdentities applies of deploy/operator and
@@ -67,7 +68,7 @@ func (s *Stack) installIdentities(ctx context.Context) error {
 		subjects  []rbacv1.Subject
 	}
 	var bindings []binding
-	for _, dir := range []string{"operator", "egress-proxy"} {
+	for _, dir := range []string{"operator", "egress-proxy", "core"} {
 		objs, err := deploy.Render(filepath.Join(root, "deploy", dir))
 		if err != nil {
 			return err

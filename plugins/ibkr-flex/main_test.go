@@ -12,9 +12,10 @@ import (
 )
 
 // TestManifest checks that ibkr-flex asks for exactly what it needs (D-16,
-// D-42): the connector capability, the Flex Web Service host, and one
-// Secret slot, ibkr-flex-credentials, mounted where the adapter reads the
-// token and query ID; its config schema matches ibkrflex.Config.
+// D-42): the connector capability, the Flex Web Service host, one Secret
+// slot, ibkr-flex-credentials, mounted where the adapter reads the token and
+// query ID, and the data tier accounts (OF-11); its config schema matches
+// ibkrflex.Config.
 func TestManifest(t *testing.T) {
 	m, schema := manifesttest.Load(t)
 	if !slices.Equal(m.Capabilities, []plugins.Capability{plugins.CapabilityConnector}) {
@@ -30,8 +31,10 @@ func TestManifest(t *testing.T) {
 	if !slices.Equal(m.Secrets, want) {
 		t.Errorf("secrets = %v, want %v", m.Secrets, want)
 	}
-	if len(m.DataTiers) != 0 {
-		t.Errorf("data tiers %v: ibkr-flex needs none", m.DataTiers)
+	// It delivers transactions and balances, the household's account data,
+	// which the core accepts only with the accounts tier (OF-11).
+	if !slices.Equal(m.DataTiers, []string{"accounts"}) {
+		t.Errorf("data tiers %v, want [accounts]", m.DataTiers)
 	}
 	manifesttest.SameFields(t, schema, ibkrflex.Config{})
 	s := manifesttest.Schema(t, schema)

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/devstack"
@@ -43,6 +44,53 @@ func TestDataPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	const name = "nbp-a"
+	installNBP(t, name)
+
+	port := runLocally(t, c, cs, name, 0)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	client := connectorv1connect.NewConnectorServiceClient(http.DefaultClient, base)
+
+	coreToken := requestToken(t, cs, devstack.CoreServiceAccount, "openfief-plugin:"+name)
+	req := connect.NewRequest(&connectorv1.SyncRequest{BatchId: "e2e-batch-1"})
+	req.Header().Set("Authorization", "Bearer "+coreToken)
+	before := nbp.Requests.Load()
+	resp, err := client.Sync(ctx, req)
+	if err != nil {
+		t.Fatalf("Sync as the core: %v", err)
+	}
+	d := resp.Msg.GetDelivery()
+	if d.GetBatchId() != "e2e-batch-1" || len(d.GetFxRates()) < 2 || d.GetWatermark() == "" {
+		t.Fatalf("delivery: batch %q, %d rates, watermark %q", d.GetBatchId(), len(d.GetFxRates()), d.GetWatermark())
+	}
+	if nbp.Requests.Load() == before {
+		t.Error("the plugin did not reach NBP through the proxy")
+	}
+	found := false
+	for _, r := range d.GetFxRates() {
+		if r.String() != "" && strings.Contains(r.String(), "3.6589") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no USD rate 3.6589 (an exact decimal) in %v", d.GetFxRates())
+	}
+
+	// Another instance's token: the plugin refuses it before its handler.
+	other := requestToken(t, cs, devstack.CoreServiceAccount, "openfief-plugin:nbp-b")
+	req = connect.NewRequest(&connectorv1.SyncRequest{BatchId: "e2e-batch-2"})
+	req.Header().Set("Authorization", "Bearer "+other)
+	if _, err := client.Sync(ctx, req); connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Errorf("Sync with another instance's token: %v, want Unauthenticated", err)
+	}
+	openfief(t, 0, "plugin", "uninstall", name, "--yes", "--purge", "--wait", "60s")
+}
+
+// installNBP publishes the nbp-fx image with its manifest.json, signed by
+// the owner key, installs it as name, approves everything and waits until
+// it runs.
+func installNBP(t *testing.T, name string) {
+	t.Helper()
 	manifestJSON, err := os.ReadFile(filepath.Join(repoRoot(t), "plugins", "nbp-fx", "manifest.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -51,15 +99,23 @@ func TestDataPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := stack.PublishImage(ctx, "plugins/nbp-fx", manifest, map[string][]byte{"README": []byte("nbp-fx e2e image\n")})
+	ref, err := stack.PublishImage(context.Background(), "plugins/nbp-fx", manifest, map[string][]byte{"README": []byte("nbp-fx e2e image\n")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	const name = "nbp-a"
 	openfief(t, 0, "plugin", "install", name, "--image", ref.String(), "--signers", stack.SignersFile)
 	openfief(t, 0, "plugin", "approve", name, "--yes")
 	openfief(t, 0, "plugin", "wait", name, "--for", v1alpha1.ReasonRunning)
+}
 
+// runLocally runs the real nbp-fx binary as a local process for the
+// running plugin name, with the environment, token files and
+// openfief-sa-jwks content the operator computed for its pod (the
+// kubelet's part done by hand), and returns the port it serves on: port,
+// or a free one when port is 0.
+func runLocally(t *testing.T, c client.Client, cs kubernetes.Interface, name string, port int) int {
+	t.Helper()
+	ctx := context.Background()
 	// What the operator computed for the pod.
 	var dep appsv1.Deployment
 	if !get(t, c, name, &dep) {
@@ -95,50 +151,17 @@ func TestDataPath(t *testing.T) {
 		t.Fatalf("HTTPS_PROXY = %q", env[plugins.EnvHTTPSProxy])
 	}
 	env[plugins.EnvHTTPSProxy] = "http://" + stack.ProxyAddress
-	port := freePort(t)
+	if port == 0 {
+		port = freePort(t)
+	}
 	env[plugins.EnvListenPort] = strconv.Itoa(port)
-	env["SSL_CERT_FILE"] = nbp.caFile
+	env["SSL_CERT_FILE"] = nbp.CAFile()
 	if env[plugins.EnvCoreSubject] != devstack.CoreSubject || env[plugins.EnvInstance] != name {
 		t.Errorf("pod env names core %q and instance %q", env[plugins.EnvCoreSubject], env[plugins.EnvInstance])
 	}
 
 	startPlugin(t, env, port)
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	client := connectorv1connect.NewConnectorServiceClient(http.DefaultClient, base)
-
-	coreToken := requestToken(t, cs, devstack.CoreServiceAccount, "openfief-plugin:"+name)
-	req := connect.NewRequest(&connectorv1.SyncRequest{BatchId: "e2e-batch-1"})
-	req.Header().Set("Authorization", "Bearer "+coreToken)
-	before := nbp.requests.Load()
-	resp, err := client.Sync(ctx, req)
-	if err != nil {
-		t.Fatalf("Sync as the core: %v", err)
-	}
-	d := resp.Msg.GetDelivery()
-	if d.GetBatchId() != "e2e-batch-1" || len(d.GetFxRates()) < 2 || d.GetWatermark() == "" {
-		t.Fatalf("delivery: batch %q, %d rates, watermark %q", d.GetBatchId(), len(d.GetFxRates()), d.GetWatermark())
-	}
-	if nbp.requests.Load() == before {
-		t.Error("the plugin did not reach NBP through the proxy")
-	}
-	found := false
-	for _, r := range d.GetFxRates() {
-		if r.String() != "" && strings.Contains(r.String(), "3.6589") {
-			found = true
-		}
-	}
-	if !found {
-		t.Errorf("no USD rate 3.6589 (an exact decimal) in %v", d.GetFxRates())
-	}
-
-	// Another instance's token: the plugin refuses it before its handler.
-	other := requestToken(t, cs, devstack.CoreServiceAccount, "openfief-plugin:nbp-b")
-	req = connect.NewRequest(&connectorv1.SyncRequest{BatchId: "e2e-batch-2"})
-	req.Header().Set("Authorization", "Bearer "+other)
-	if _, err := client.Sync(ctx, req); connect.CodeOf(err) != connect.CodeUnauthenticated {
-		t.Errorf("Sync with another instance's token: %v, want Unauthenticated", err)
-	}
-	openfief(t, 0, "plugin", "uninstall", name, "--yes", "--purge", "--wait", "60s")
+	return port
 }
 
 // podEnv is the plugin container's environment as the operator set it, with

@@ -1,39 +1,67 @@
 // Package e2e runs the plugin lifecycle end to end on the full local
 // platform (internal/devstack): a control plane built from source with the
-// Deployment controller, garbage collector, scheduler and kwok, the operator
-// and the egress proxy, driven with the owner's CLI. The operator and the
-// proxy run as their ServiceAccounts, bound by the RBAC of deploy/operator and
-// deploy/egress-proxy, and the suite fails if the API server refuses any of
-// their requests. The data path runs the real nbp-fx binary as a local
-// process, as the core would call it, through the real egress proxy to a
-// loopback stand-in for NBP. Last, the install manifests are applied, pinned to
+// Deployment controller, garbage collector, scheduler and kwok, the
+// operator, the egress proxy and openfief-core, driven with the owner's CLI.
+// The operator, the proxy and the core run as their ServiceAccounts, bound by
+// the RBAC of deploy/operator, deploy/egress-proxy and deploy/core, and the
+// suite fails if the API server refuses any of their requests. The data path
+// runs the real nbp-fx binary as a local process, called by the test and by
+// the core, through the real egress proxy to a loopback stand-in for NBP. Last, the install manifests are applied, pinned to
 // the operator and egress-proxy images built from this tree.
 package e2e
 
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/arkadiuss/openfief/internal/core"
 	"github.com/arkadiuss/openfief/internal/devstack"
+	"github.com/arkadiuss/openfief/internal/plugins"
 )
+
+// localPlugins are the plugins the suite runs as local processes, by
+// instance: the core calls them there instead of at their Service, which no
+// process serves under kwok.
+var localPlugins = &localResolver{urls: map[string]string{}}
+
+type localResolver struct {
+	mu   sync.Mutex
+	urls map[string]string
+}
+
+func (r *localResolver) set(instance, url string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.urls[instance] = url
+}
+
+// resolve is the core's Resolver: a local process if one runs, else the
+// plugin's Service (which fails under kwok, and the core retries).
+func (r *localResolver) resolve(instance string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if u, ok := r.urls[instance]; ok {
+		return u
+	}
+	return core.ServiceResolver(plugins.Namespace, plugins.DefaultPluginPort)(instance)
+}
 
 // stack is the platform every test shares.
 var stack *devstack.Stack
 
 // nbp is the stand-in for api.nbp.pl: the proxy resolves that name to
 // loopback and connects port 443 to this server instead.
-var nbp *fakeNBP
+var nbp *devstack.FakeNBP
 
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
@@ -42,7 +70,7 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	var err error
-	nbp, err = startFakeNBP()
+	nbp, err = devstack.StartFakeNBP()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fake NBP:", err)
 		return 1
@@ -61,11 +89,18 @@ func run(m *testing.M) int {
 	refused := &refusals{}
 	stack, err = devstack.Start(context.Background(), devstack.Options{
 		Dir:                  dir,
-		ProxyResolver:        fixedResolver{"api.nbp.pl": netip.MustParseAddr("127.0.0.1")},
-		ProxyDialer:          &redirectDialer{to: map[string]string{"127.0.0.1:443": nbp.Addr()}},
-		UnsafeAllowPrefixes:  []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		ProxyResolver:        nbp.Resolver(),
+		ProxyDialer:          nbp.Dialer(),
+		UnsafeAllowPrefixes:  devstack.LoopbackPrefixes(),
 		RunAsServiceAccounts: true,
 		WrapTransport:        refused.wrap,
+		CoreResolve:          localPlugins.resolve,
+		// A schedule fast enough to see several syncs in a test, and
+		// retries patient enough for a plugin process still starting.
+		CoreScheduler: core.SchedulerOptions{
+			DefaultInterval: 2 * time.Second, FirstSyncDelay: 500 * time.Millisecond,
+			Backoff: 200 * time.Millisecond, MaxBackoff: time.Second, MaxAttempts: 30,
+		},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the platform:", err)
@@ -74,9 +109,9 @@ func run(m *testing.M) int {
 	defer stack.Stop()
 	code := m.Run()
 	if got := refused.list(); len(got) > 0 {
-		fmt.Fprintf(os.Stderr, "FAIL: the API server refused %d requests of the operator (%s) or the egress proxy (%s), "+
-			"which run with the RBAC of deploy/operator and deploy/egress-proxy: a rule is missing there:\n  %s\n",
-			len(got), devstack.OperatorUser, devstack.ProxyUser, strings.Join(got, "\n  "))
+		fmt.Fprintf(os.Stderr, "FAIL: the API server refused %d requests of the operator (%s), the egress proxy (%s) or the core (%s), "+
+			"which run with the RBAC of deploy/operator, deploy/egress-proxy and deploy/core: a rule is missing there:\n  %s\n",
+			len(got), devstack.OperatorUser, devstack.ProxyUser, devstack.CoreUser, strings.Join(got, "\n  "))
 		code = 1
 	}
 	return code
@@ -111,33 +146,3 @@ func (r *refusals) list() []string {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
-
-// fixedResolver answers the proxy's lookups from a table; other names do
-// not exist. The proxy still applies its address policy to the answers.
-type fixedResolver map[string]netip.Addr
-
-func (r fixedResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if a, ok := r[strings.TrimSuffix(strings.ToLower(host), ".")]; ok {
-		return []netip.Addr{a}, nil
-	}
-	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-}
-
-// redirectDialer connects the addresses the proxy checked to the test's
-// servers, and records what it dialled.
-type redirectDialer struct {
-	to     map[string]string
-	mu     sync.Mutex
-	dialed []string
-}
-
-func (d *redirectDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	d.mu.Lock()
-	d.dialed = append(d.dialed, address)
-	d.mu.Unlock()
-	if to, ok := d.to[address]; ok {
-		address = to
-	}
-	var nd net.Dialer
-	return nd.DialContext(ctx, network, address)
-}

@@ -1,0 +1,93 @@
+// Command openfief-core is the plugin-facing half of the OpenFief core
+// (OF-8): it calls every running connector's Sync on a schedule and imports
+// what it delivers (D-49, D-18), streams an owner's file to a connector's
+// ImportFile, verifies the openfief-core tokens plugins present (D-27) and
+// enforces data tiers (OF-11). See docs/core.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/arkadiuss/openfief/internal/core"
+)
+
+// intervals is the repeatable --sync-interval-for flag.
+type intervals map[string]time.Duration
+
+func (i intervals) String() string {
+	parts := make([]string, 0, len(i))
+	for k, v := range i {
+		parts = append(parts, k+"="+v.String())
+	}
+	return strings.Join(parts, ",")
+}
+
+func (i intervals) Set(s string) error {
+	name, d, err := core.ParseInterval(s)
+	if err != nil {
+		return err
+	}
+	i[name] = d
+	return nil
+}
+
+func main() {
+	o := core.DefaultOptions()
+	o.Scheduler.Intervals = intervals{}
+	var kubeconfig string
+	fs := flag.NewFlagSet("openfief-core", flag.ExitOnError)
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; empty means the in-cluster configuration")
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace of the Plugins and of the core's ServiceAccount")
+	fs.StringVar(&o.ServiceAccount, "service-account", o.ServiceAccount, "the core's own ServiceAccount, whose TokenRequest tokens call plugins (D-59)")
+	fs.StringVar(&o.DSN, "database", o.DSN, "a SQLite file path, or a postgres:// DSN (PostgreSQL)")
+	fs.StringVar(&o.PluginAddr, "plugin-listen", o.PluginAddr, "address plugins call the core on (their openfief-core token required)")
+	fs.StringVar(&o.OwnerAddr, "owner-listen", o.OwnerAddr, "address of the owner API (status, imports), reached through the API server's service proxy")
+	fs.IntVar(&o.PluginPort, "plugin-port", o.PluginPort, "port every plugin's Service serves on (the operator's plugin port)")
+	fs.DurationVar(&o.Scheduler.DefaultInterval, "sync-interval", o.Scheduler.DefaultInterval, "how often each connector is synced")
+	fs.Var(intervals(o.Scheduler.Intervals), "sync-interval-for", "NAME=DURATION: the sync interval of one instance (repeatable)")
+	fs.Float64Var(&o.Scheduler.Jitter, "sync-jitter", core.DefaultJitter, "largest fraction of the interval added at random")
+	fs.IntVar(&o.Scheduler.MaxAttempts, "sync-attempts", core.DefaultMaxAttempts, "calls of one batch at most (retries on Unavailable, DeadlineExceeded and database failures)")
+	fs.DurationVar(&o.Scheduler.CallTimeout, "call-timeout", core.DefaultCallTimeout, "bound on one call to a plugin")
+	fs.DurationVar(&o.TokenCacheTTL, "token-cache-ttl", 0, "how long an accepted plugin token review is reused (0: 1m; never past the token's expiry; negative disables)")
+	_ = fs.Parse(os.Args[1:])
+
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	if err := core.CheckInterval(o.Scheduler.DefaultInterval); err != nil {
+		log.Error("--sync-interval", "error", err.Error())
+		os.Exit(2)
+	}
+	o.Log = log
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	cfg, err := restConfig(kubeconfig)
+	if err == nil {
+		err = core.Run(ctx, cfg, o)
+	}
+	if err != nil {
+		log.Error("openfief-core failed", "error", err.Error())
+		os.Exit(1)
+	}
+}
+
+// restConfig is the in-cluster configuration, or kubeconfig's when given.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("in-cluster configuration (use --kubeconfig outside a cluster): %w", err)
+	}
+	return cfg, nil
+}

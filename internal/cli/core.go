@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/arkadiuss/openfief/internal/core/ownerapi"
+)
+
+// EnvCoreURL names the environment variable that points the CLI at the
+// core's owner API directly; `openfief dev` writes it into its env file,
+// because its in-process core has no Service endpoint (docs/core.md).
+const EnvCoreURL = "OPENFIEF_CORE_URL"
+
+// maxCoreAnswer bounds what the CLI reads of an owner API answer.
+const maxCoreAnswer = 1 << 20
+
+// coreAPI reaches openfief-core's owner API: directly at a URL, or through
+// the API server's service proxy with the owner's own credentials, so the
+// API server authorizes the call (get or create on services/proxy of
+// openfief-core, docs/core.md).
+type coreAPI struct {
+	base   string
+	client *http.Client
+	// via says how the core was reached, for messages.
+	via string
+}
+
+// coreAPI returns the owner API client: direct when coreURL is set,
+// otherwise through the service proxy of the current kubeconfig.
+func (e *Env) coreAPI(coreURL string, timeout time.Duration) (*coreAPI, error) {
+	if coreURL != "" {
+		u, err := url.Parse(coreURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, exitf(ExitUsage, "--core-url %q: want http(s)://host:port", coreURL)
+		}
+		return &coreAPI{base: strings.TrimSuffix(coreURL, "/"), client: &http.Client{Timeout: timeout}, via: coreURL}, nil
+	}
+	cfg, err := e.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = timeout
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, exitf(ExitFailure, "connecting to the API server: %w", err)
+	}
+	base := strings.TrimSuffix(cfg.Host, "/") + "/api/v1/namespaces/" + url.PathEscape(e.Namespace) +
+		"/services/" + ownerapi.ServiceName + ":" + ownerapi.ServicePort + "/proxy"
+	return &coreAPI{base: base, client: hc, via: "the API server's service proxy to " + ownerapi.ServiceName}, nil
+}
+
+// errCoreStatus is an answer other than 200: from the core itself
+// (fromCore, its JSON error), or from the API server's service proxy when no
+// core answered (no Service, no endpoint, no right to proxy).
+type errCoreStatus struct {
+	code     int
+	msg      string
+	fromCore bool
+}
+
+func (e *errCoreStatus) Error() string {
+	if !e.fromCore {
+		return fmt.Sprintf("no openfief-core answered (HTTP %d): %s", e.code, e.msg)
+	}
+	return fmt.Sprintf("the core answered %d: %s", e.code, e.msg)
+}
+
+// maxErrorText bounds the text of an error answer the CLI repeats.
+const maxErrorText = 512
+
+// do sends one request and decodes a 200 answer's JSON into out.
+func (c *coreAPI) do(ctx context.Context, method, path string, body io.Reader, header http.Header, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return err
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("reaching the core through %s: %w", c.via, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxCoreAnswer))
+	if err != nil {
+		return fmt.Errorf("reading the core's answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e ownerapi.ErrorResponse
+		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
+			return &errCoreStatus{code: resp.StatusCode, msg: e.Error, fromCore: true}
+		}
+		msg := strings.TrimSpace(string(raw))
+		var st struct {
+			Kind, Message string
+		}
+		if json.Unmarshal(raw, &st) == nil && st.Kind == "Status" && st.Message != "" {
+			msg = st.Message // the API server's own reason, such as "no endpoints available"
+		}
+		if len(msg) > maxErrorText {
+			msg = msg[:maxErrorText] + "..."
+		}
+		return &errCoreStatus{code: resp.StatusCode, msg: msg}
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("the core's answer does not decode: %w", err)
+	}
+	return nil
+}
+
+// status reads one instance's sync status.
+func (c *coreAPI) status(ctx context.Context, name string) (ownerapi.InstanceStatus, error) {
+	var st ownerapi.InstanceStatus
+	err := c.do(ctx, http.MethodGet, ownerapi.StatusPath(name), nil, nil, &st)
+	return st, err
+}
+
+// defaultCoreURL is the --core-url default: $OPENFIEF_CORE_URL.
+func defaultCoreURL() string { return os.Getenv(EnvCoreURL) }
+
+// printCoreStatus describes what the core recorded of a plugin's syncs.
+func printCoreStatus(w io.Writer, now time.Time, st ownerapi.InstanceStatus, err error) {
+	if err != nil {
+		var ce *errCoreStatus
+		if errors.As(err, &ce) && !ce.fromCore {
+			fmt.Fprintf(w, "Core:         unknown: %v\n", ce)
+			return
+		}
+		fmt.Fprintf(w, "Core:         unknown: %v\n", err)
+		return
+	}
+	fmt.Fprintln(w, "Core (openfief-core):")
+	if st.Scheduled {
+		fmt.Fprintln(w, "  Called:     yes, as a connector on a schedule")
+	} else {
+		fmt.Fprintln(w, "  Called:     no (not a running connector)")
+	}
+	switch {
+	case st.LastSync == nil:
+		fmt.Fprintln(w, "  Last sync:  never")
+	case st.LastOK:
+		fmt.Fprintf(w, "  Last sync:  %s (%s ago), succeeded\n", st.LastSync.UTC().Format(time.RFC3339), age(now, *st.LastSync))
+	default:
+		fmt.Fprintf(w, "  Last sync:  %s (%s ago), failed\n", st.LastSync.UTC().Format(time.RFC3339), age(now, *st.LastSync))
+	}
+	if st.LastError != "" {
+		fmt.Fprintf(w, "  Last error: %s\n", st.LastError)
+	}
+	if st.NextSync != nil && st.Scheduled {
+		fmt.Fprintf(w, "  Next sync:  %s\n", st.NextSync.UTC().Format(time.RFC3339))
+	} else {
+		fmt.Fprintln(w, "  Next sync:  none planned")
+	}
+	r := st.Rows
+	fmt.Fprintf(w, "  Rows:       %d stored (batches %d, transactions %d, postings %d, balances %d, prices %d, FX rates %d, index readings %d, problems %d)\n",
+		st.RowsTotal, r.Batches, r.Transactions, r.Postings, r.Balances, r.Prices, r.FxRates, r.IndexReadings, r.Problems)
+}

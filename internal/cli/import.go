@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/arkadiuss/openfief/internal/core/ownerapi"
+	"github.com/arkadiuss/openfief/internal/plugins"
+)
+
+// importTimeout bounds one upload and the connector's answer.
+const importTimeout = 5 * time.Minute
+
+// newImportCommand builds `openfief plugin import NAME FILE`.
+func newImportCommand(env *Env) *cobra.Command {
+	var (
+		preview bool
+		coreURL string
+	)
+	cmd := &cobra.Command{
+		Use:   "import NAME FILE",
+		Short: "Send a statement file to a connector plugin and store what it maps",
+		Long: `Upload FILE to openfief-core, which streams it to the connector plugin NAME's
+ImportFile and stores the delivery as one batch, whole or not at all. Importing
+the same file again stores nothing twice (D-18). --preview shows what the
+delivery holds and stores nothing.
+
+The CLI reaches the core through the API server's service proxy with your
+kubeconfig's credentials, so the API server decides whether you may (get or
+create on services/proxy of openfief-core in the namespace); --core-url, or
+$OPENFIEF_CORE_URL (which 'openfief dev' sets), calls a core at that URL
+directly instead. The file is at most 32 MiB.`,
+		Example: `  openfief plugin import ibkr-main statement.xml
+  openfief plugin import ibkr-main statement.xml --preview`,
+		Args: exactArgs(2),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			name, file := args[0], args[1]
+			if err := plugins.ValidateName(name); err != nil {
+				return exitf(ExitInvalid, "plugin name: %w", err)
+			}
+			f, err := os.Open(file)
+			if err != nil {
+				return exitf(ExitUsage, "%w", err)
+			}
+			defer func() { _ = f.Close() }() // read only: a close error loses nothing
+			info, err := f.Stat()
+			if err != nil {
+				return exitf(ExitUsage, "%w", err)
+			}
+			if info.Size() > ownerapi.MaxImportBytes {
+				return exitf(ExitInvalid, "%s is %d bytes; the core takes at most %d", file, info.Size(), ownerapi.MaxImportBytes)
+			}
+			api, err := env.coreAPI(coreURL, importTimeout)
+			if err != nil {
+				return err
+			}
+			h := http.Header{}
+			h.Set(ownerapi.HeaderFileName, filepath.Base(file))
+			if mt := mime.TypeByExtension(filepath.Ext(file)); mt != "" {
+				h.Set("Content-Type", mt)
+			} else {
+				h.Set("Content-Type", "application/octet-stream")
+			}
+			var res ownerapi.ImportResponse
+			err = api.do(cmd.Context(), http.MethodPost, ownerapi.ImportPath(name, preview), f, h, &res)
+			var ce *errCoreStatus
+			switch {
+			case errors.As(err, &ce) && !ce.fromCore:
+				return exitf(ExitFailure, "%w", err)
+			case errors.As(err, &ce) && ce.code == http.StatusNotFound:
+				return exitf(ExitNotFound, "plugin %s: %s", name, ce.msg)
+			case errors.As(err, &ce) && (ce.code == http.StatusUnprocessableEntity || ce.code == http.StatusForbidden || ce.code == http.StatusRequestEntityTooLarge):
+				return exitf(ExitInvalid, "plugin %s refused the file, nothing stored: %s", name, ce.msg)
+			case err != nil:
+				return exitf(ExitFailure, "%w", err)
+			}
+			verb := "stored"
+			if preview {
+				verb = "would bring (preview, nothing stored)"
+			}
+			fmt.Fprintf(env.Out, "%s: %s %d transactions (%d postings), %d balances, %d prices, %d FX rates, %d index readings, %d problems\n",
+				name, verb, res.Transactions, res.Postings, res.Balances, res.Prices, res.FxRates, res.IndexReadings, res.Problems)
+			if res.Duplicate {
+				fmt.Fprintln(env.Out, "(this batch had been imported before; only new rows were stored)")
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().BoolVar(&preview, "preview", false, "show what the file maps to and store nothing")
+	cmd.Flags().StringVar(&coreURL, "core-url", defaultCoreURL(), "call the core's owner API at this URL instead of through the API server's service proxy (default $"+EnvCoreURL+")")
+	return cmd
+}

@@ -1,0 +1,127 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"connectrpc.com/connect"
+
+	"github.com/arkadiuss/openfief/internal/plugins"
+	connectorv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1"
+	"github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1/connectorv1connect"
+)
+
+// TokenSource gives the bearer token for calling a plugin instance (D-59);
+// Tokens is the real one.
+type TokenSource interface {
+	Token(ctx context.Context, instance string) (string, error)
+}
+
+// Resolver returns the base URL a plugin instance serves the core on.
+type Resolver func(instance string) string
+
+// ServiceResolver resolves an instance to the Service the operator makes
+// for it: http://plugin-<name>.<namespace>.svc:<port>.
+func ServiceResolver(namespace string, port int) Resolver {
+	return func(instance string) string {
+		return "http://" + plugins.ServiceAccountName(instance) + "." + namespace + ".svc:" + strconv.Itoa(port)
+	}
+}
+
+// Caller calls a plugin's ConnectorService (D-49) with a token for that
+// instance alone.
+type Caller struct {
+	Tokens  TokenSource
+	Resolve Resolver
+	// HTTP is the client calls go through; nil means a plain client. The
+	// SDK serves HTTP/1.1 and h2c; unary calls and ImportFile's client
+	// stream both work on HTTP/1.1.
+	HTTP *http.Client
+}
+
+// fileChunk is the size of the chunks ImportFile streams.
+const fileChunk = 64 << 10
+
+func (c *Caller) client(ctx context.Context, instance string) (connectorv1connect.ConnectorServiceClient, string, error) {
+	token, err := c.Tokens.Token(ctx, instance)
+	if err != nil {
+		// Could not mint: the same as an unreachable plugin for the retries.
+		return nil, "", connect.NewError(connect.CodeUnavailable, err)
+	}
+	h := c.HTTP
+	if h == nil {
+		h = &http.Client{}
+	}
+	return connectorv1connect.NewConnectorServiceClient(h, c.Resolve(instance)), "Bearer " + token, nil
+}
+
+// Sync calls the instance's Sync.
+func (c *Caller) Sync(ctx context.Context, instance string, req *connectorv1.SyncRequest) (*connectorv1.Delivery, error) {
+	cl, auth, err := c.client(ctx, instance)
+	if err != nil {
+		return nil, err
+	}
+	r := connect.NewRequest(req)
+	r.Header().Set("Authorization", auth)
+	resp, err := cl.Sync(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Msg.GetDelivery() == nil {
+		return nil, connect.NewError(connect.CodeInternal, errors.New("the connector answered no delivery"))
+	}
+	return resp.Msg.GetDelivery(), nil
+}
+
+// ImportFile streams file to the instance's ImportFile after header.
+func (c *Caller) ImportFile(ctx context.Context, instance string, header *connectorv1.FileHeader, file io.Reader) (*connectorv1.Delivery, error) {
+	cl, auth, err := c.client(ctx, instance)
+	if err != nil {
+		return nil, err
+	}
+	stream := cl.ImportFile(ctx)
+	stream.RequestHeader().Set("Authorization", auth)
+	if err := stream.Send(&connectorv1.ImportFileRequest{Message: &connectorv1.ImportFileRequest_Header{Header: header}}); err != nil {
+		return nil, closeFor(stream, err)
+	}
+	buf := make([]byte, fileChunk)
+	for {
+		n, rerr := file.Read(buf)
+		if n > 0 {
+			chunk := append([]byte(nil), buf[:n]...)
+			if err := stream.Send(&connectorv1.ImportFileRequest{Message: &connectorv1.ImportFileRequest_Chunk{Chunk: chunk}}); err != nil {
+				return nil, closeFor(stream, err)
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			_, _ = stream.CloseAndReceive()
+			return nil, fmt.Errorf("reading the file: %w", rerr)
+		}
+	}
+	resp, err := stream.CloseAndReceive()
+	if err != nil {
+		return nil, err
+	}
+	if resp.Msg.GetDelivery() == nil {
+		return nil, connect.NewError(connect.CodeInternal, errors.New("the connector answered no delivery"))
+	}
+	return resp.Msg.GetDelivery(), nil
+}
+
+// closeFor returns the server's error when a Send failed because the server
+// already answered (Send then reports only io.EOF).
+func closeFor(stream *connect.ClientStreamForClient[connectorv1.ImportFileRequest, connectorv1.ImportFileResponse], err error) error {
+	if errors.Is(err, io.EOF) {
+		if _, rerr := stream.CloseAndReceive(); rerr != nil {
+			return rerr
+		}
+	}
+	return err
+}

@@ -1,0 +1,232 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/arkadiuss/openfief/internal/core/auth"
+	"github.com/arkadiuss/openfief/internal/core/store"
+	"github.com/arkadiuss/openfief/internal/plugins"
+)
+
+// Defaults of Options.
+const (
+	// DefaultServiceAccount is the core's ServiceAccount: the subject every
+	// plugin requires in the core's tokens (D-59).
+	DefaultServiceAccount = "openfief-core"
+	// DefaultPluginAddr is where plugins reach the core (the Service's
+	// "plugins" port, the operator's CorePodPort).
+	DefaultPluginAddr = ":8080"
+	// DefaultOwnerAddr serves the owner API, reached through the API
+	// server's service proxy (docs/core.md).
+	DefaultOwnerAddr = ":8081"
+	// DefaultDSN is the SQLite file on the core's volume.
+	DefaultDSN = "/var/lib/openfief-core/core.db"
+	// shutdownGrace is how long calls in flight may finish on shutdown.
+	shutdownGrace = 10 * time.Second
+)
+
+// Options configures the core; cmd/openfief-core fills it from flags and
+// `openfief dev` in code.
+type Options struct {
+	// Namespace is where the Plugins and the core's ServiceAccount are.
+	Namespace string
+	// ServiceAccount is the core's own, whose tokens call plugins.
+	ServiceAccount string
+	// DSN is postgres://... for PostgreSQL or a SQLite file path. Store, if
+	// set, is used instead (tests).
+	DSN   string
+	Store Store
+	// PluginAddr and OwnerAddr are the two listeners; "127.0.0.1:0" picks a
+	// free port (Core.PluginAddr and Core.OwnerAddr tell which).
+	PluginAddr, OwnerAddr string
+	// PluginPort is the port plugins serve on (the operator's Topology).
+	PluginPort int
+	// Resolve replaces the plugin Service address (the local mode and the
+	// tests point it at a local process).
+	Resolve Resolver
+	// Scheduler's settings; its Store and Connector are set by Start.
+	Scheduler SchedulerOptions
+	// TokenCacheTTL is auth.Options.CacheTTL.
+	TokenCacheTTL time.Duration
+	Log           *slog.Logger
+}
+
+// DefaultOptions returns the Options the binary starts from.
+func DefaultOptions() Options {
+	return Options{
+		Namespace: plugins.Namespace, ServiceAccount: DefaultServiceAccount, DSN: DefaultDSN,
+		PluginAddr: DefaultPluginAddr, OwnerAddr: DefaultOwnerAddr, PluginPort: plugins.DefaultPluginPort,
+		Scheduler: SchedulerOptions{DefaultInterval: DefaultSyncInterval},
+	}
+}
+
+// Core is a running openfief-core (OF-8): the Plugin watch, the scheduler,
+// the plugin API behind token verification and the owner API.
+type Core struct {
+	store   Store
+	closeDB func() error
+	sched   *Scheduler
+	plugins *Plugins
+	log     *slog.Logger
+
+	pluginLn, ownerLn net.Listener
+	servers           []*http.Server
+	cancel            context.CancelFunc
+	done              chan struct{}
+}
+
+// Start opens the store, starts watching Plugins, the scheduler and both
+// listeners, and returns once the first list of Plugins is in. cfg is the
+// core's identity at the API server: it needs get, list and watch on
+// plugins, create on serviceaccounts/token of its own ServiceAccount and
+// create on tokenreviews (deploy/core).
+func Start(ctx context.Context, cfg *rest.Config, o Options) (c *Core, err error) {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	def := DefaultOptions()
+	if o.Namespace == "" {
+		o.Namespace = def.Namespace
+	}
+	if o.ServiceAccount == "" {
+		o.ServiceAccount = def.ServiceAccount
+	}
+	if o.PluginPort == 0 {
+		o.PluginPort = def.PluginPort
+	}
+	if o.Resolve == nil {
+		o.Resolve = ServiceResolver(o.Namespace, o.PluginPort)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	c = &Core{log: o.Log, cancel: cancel, done: make(chan struct{}), store: o.Store, closeDB: func() error { return nil }}
+	defer func() {
+		if err != nil {
+			cancel()
+			_ = c.closeDB()
+			for _, ln := range []net.Listener{c.pluginLn, c.ownerLn} {
+				if ln != nil {
+					_ = ln.Close()
+				}
+			}
+		}
+	}()
+	if c.store == nil {
+		st, err := store.Open(ctx, o.DSN)
+		if err != nil {
+			return nil, fmt.Errorf("opening the store: %w", err)
+		}
+		c.store, c.closeDB = st, st.Close
+	}
+	tokens := NewTokens(cs.CoreV1(), o.Namespace, o.ServiceAccount, nil)
+	so := o.Scheduler
+	so.Store, so.Connector, so.Log = c.store, &Caller{Tokens: tokens, Resolve: o.Resolve}, o.Log
+	so.OnStop = tokens.Forget
+	c.sched = NewScheduler(ctx, so)
+	c.plugins, err = WatchPlugins(ctx, cfg, o.Namespace, c.sched.Update)
+	if err != nil {
+		return nil, err
+	}
+	verifier, err := auth.NewVerifier(cs.AuthenticationV1(), auth.Options{Serving: c.plugins.Running, CacheTTL: o.TokenCacheTTL})
+	if err != nil {
+		return nil, err
+	}
+	if c.pluginLn, err = net.Listen("tcp", o.PluginAddr); err != nil {
+		return nil, fmt.Errorf("plugin listener: %w", err)
+	}
+	if c.ownerLn, err = net.Listen("tcp", o.OwnerAddr); err != nil {
+		return nil, fmt.Errorf("owner listener: %w", err)
+	}
+	for ln, h := range map[net.Listener]http.Handler{c.pluginLn: c.pluginHandler(verifier, o.Log), c.ownerLn: c.ownerHandler()} {
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+		c.servers = append(c.servers, srv)
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				o.Log.Error("core listener stopped", "addr", ln.Addr().String(), "error", err.Error())
+			}
+		}()
+	}
+	go func() {
+		defer close(c.done)
+		<-ctx.Done()
+		sctx, scancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer scancel()
+		for _, srv := range c.servers {
+			_ = srv.Shutdown(sctx)
+		}
+		c.sched.Wait()
+		if err := c.closeDB(); err != nil {
+			o.Log.Error("closing the store", "error", err.Error())
+		}
+	}()
+	o.Log.Info("openfief-core serving", "plugins", c.pluginLn.Addr().String(), "owner", c.ownerLn.Addr().String())
+	return c, nil
+}
+
+// Run starts the core and serves until ctx is done.
+func Run(ctx context.Context, cfg *rest.Config, o Options) error {
+	c, err := Start(ctx, cfg, o)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	c.Stop()
+	return nil
+}
+
+// Stop stops calling plugins, closes both listeners (calls in flight get
+// shutdownGrace) and closes the store.
+func (c *Core) Stop() {
+	c.cancel()
+	<-c.done
+}
+
+// PluginAddr is the plugin listener's address.
+func (c *Core) PluginAddr() string { return c.pluginLn.Addr().String() }
+
+// OwnerAddr is the owner listener's address.
+func (c *Core) OwnerAddr() string { return c.ownerLn.Addr().String() }
+
+// Scheduler is the core's scheduler.
+func (c *Core) Scheduler() *Scheduler { return c.sched }
+
+// known is every instance the store or the scheduler knows, sorted.
+func (c *Core) known(r *http.Request) ([]string, error) {
+	names, err := c.store.Instances(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	names = append(names, c.sched.Instances()...)
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// status combines what the store recorded with the schedule.
+func (c *Core) status(r *http.Request, name string) (InstanceStatus, error) {
+	st, err := c.store.Status(r.Context(), name)
+	if err != nil && !errors.Is(err, store.ErrUnknownInstance) {
+		return InstanceStatus{}, err
+	}
+	out := fromStore(name, st)
+	if next, ok := c.sched.NextSync(name); ok {
+		out.Scheduled = true
+		if !next.IsZero() {
+			n := next.UTC()
+			out.NextSync = &n
+		}
+	}
+	return out, nil
+}

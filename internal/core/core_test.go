@@ -1,0 +1,180 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/apiconv"
+	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
+)
+
+// setRunning writes the status the operator writes for a running connector
+// (or, with running false, for a revoked grant).
+func setRunning(t *testing.T, cl client.Client, name string, running bool, tiers ...string) {
+	t.Helper()
+	var p v1alpha1.Plugin
+	if err := cl.Get(t.Context(), client.ObjectKey{Namespace: plugins.Namespace, Name: name}, &p); err != nil {
+		t.Fatal(err)
+	}
+	cond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRunning, Message: "runs", ObservedGeneration: p.Generation}
+	p.Status.Effective = &v1alpha1.EffectivePermissions{
+		Capabilities: []v1alpha1.Capability{v1alpha1.Capability(plugins.CapabilityConnector)}, DataTiers: tiers,
+	}
+	if !running {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, v1alpha1.ReasonNoGrant, "no grant"
+		p.Status.Effective = nil
+	}
+	apimeta.SetStatusCondition(&p.Status.Conditions, cond)
+	if err := cl.Status().Update(t.Context(), &p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func pluginToken(t *testing.T, cs kubernetes.Interface, name string) string {
+	t.Helper()
+	tr, err := cs.CoreV1().ServiceAccounts(plugins.Namespace).CreateToken(t.Context(), plugins.ServiceAccountName(name), &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{plugins.AudienceCore}, ExpirationSeconds: ptr.To[int64](600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+func ensureSA(t *testing.T, cs kubernetes.Interface, name string) {
+	t.Helper()
+	_, err := cs.CoreV1().ServiceAccounts(plugins.Namespace).Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// get sends a GET to url with an optional bearer token and decodes JSON.
+func get(t *testing.T, url, token string, into any) int {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if into != nil && resp.StatusCode == http.StatusOK {
+		if err := json.Unmarshal(body, into); err != nil {
+			t.Fatalf("%s: %v in %s", url, err, body)
+		}
+	}
+	return resp.StatusCode
+}
+
+// TestCore runs the core against the API server with a plugin served on
+// loopback behind the SDK: a Plugin that runs as a connector is synced and
+// its rows stored; the owner API shows the status and imports a file; the
+// plugin API accepts the running plugin's token only; revoking the grant
+// stops the calls and the plugin's access.
+func TestCore(t *testing.T) {
+	cs, cfg := cluster(t)
+	scheme, err := apiconv.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := servePlugin(t, jwksDir(t, cs), "core-fx", echoConnector{})
+	st := openStore(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	c, err := Start(ctx, cfg, Options{
+		Store: st, PluginAddr: "127.0.0.1:0", OwnerAddr: "127.0.0.1:0",
+		Resolve:   func(string) string { return url },
+		Scheduler: SchedulerOptions{FirstSyncDelay: -1, DefaultInterval: time.Hour},
+		Log:       slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	owner, pluginAPI := "http://"+c.OwnerAddr(), "http://"+c.PluginAddr()
+
+	if err := cl.Create(t.Context(), testutil.MakePlugin("core-fx", testutil.Image("fx")).Obj()); err != nil {
+		t.Fatal(err)
+	}
+	ensureSA(t, cs, plugins.ServiceAccountName("core-fx"))
+	token := pluginToken(t, cs, "core-fx")
+	if code := get(t, pluginAPI+PathWhoAmI, token, nil); code != http.StatusUnauthorized {
+		t.Fatalf("whoami before the plugin runs: %d, want 401", code)
+	}
+	setRunning(t, cl, "core-fx", true)
+
+	testutil.Eventually(t, 20*time.Second, "the first sync stored", func() (bool, string) {
+		var s InstanceStatus
+		code := get(t, owner+PathPluginPrefix+"core-fx/status", "", &s)
+		return code == http.StatusOK && s.LastOK && s.Rows.FxRates == 2, fmt.Sprintf("%d %+v", code, s)
+	})
+	var s InstanceStatus
+	get(t, owner+PathPluginPrefix+"core-fx/status", "", &s)
+	if !s.Scheduled || s.NextSync == nil || s.LastSync == nil || s.Watermark != "2026-11-27" || s.RowsTotal != 2 {
+		t.Errorf("status %+v", s)
+	}
+	var all []InstanceStatus
+	if code := get(t, owner+PathStatus, "", &all); code != http.StatusOK || len(all) != 1 || all[0].Plugin != "core-fx" {
+		t.Errorf("all statuses: %d %+v", code, all)
+	}
+
+	var who map[string]string
+	if code := get(t, pluginAPI+PathWhoAmI, token, &who); code != http.StatusOK || who["plugin"] != "core-fx" {
+		t.Fatalf("whoami: %d %v", code, who)
+	}
+
+	// An owner's import: the file streams to ImportFile, the delivery is stored.
+	post := func() (int, string) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, owner+PathPluginPrefix+"core-fx/import", strings.NewReader("a;b\n"))
+		req.Header.Set(HeaderFileName, "../../statement.csv")
+		req.Header.Set("Content-Type", "text/csv; charset=utf-8")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post(); code != http.StatusOK || !strings.Contains(body, `"problems":1`) {
+		t.Fatalf("import: %d %s", code, body)
+	}
+
+	// Revoking the grant: no more calls, the token no longer accepted.
+	setRunning(t, cl, "core-fx", false)
+	testutil.Eventually(t, 10*time.Second, "the scheduler to stop calling", func() (bool, string) {
+		return len(c.Scheduler().Instances()) == 0, fmt.Sprint(c.Scheduler().Instances())
+	})
+	if code := get(t, pluginAPI+PathWhoAmI, token, nil); code != http.StatusUnauthorized {
+		t.Errorf("whoami after the revocation: %d, want 401", code)
+	}
+	if code, body := post(); code != http.StatusNotFound {
+		t.Errorf("import after the revocation: %d %s, want 404", code, body)
+	}
+}

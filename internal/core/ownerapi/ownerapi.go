@@ -1,0 +1,86 @@
+// Package ownerapi is the contract of openfief-core's owner API: its paths
+// and the JSON it answers (docs/core.md). The core serves it; the CLI calls
+// it through the API server's service proxy. It imports only the standard
+// library, so the CLI links none of the core.
+package ownerapi
+
+import "time"
+
+// The owner API's paths.
+const (
+	// PathStatus answers the status of every instance the core knows.
+	PathStatus = "/v1/status"
+	// PathPluginPrefix starts the per-instance paths:
+	// /v1/plugins/<name>/status and /v1/plugins/<name>/import.
+	PathPluginPrefix = "/v1/plugins/"
+	// HeaderFileName carries an imported file's name (a hint only).
+	HeaderFileName = "X-OpenFief-File-Name"
+	// MaxImportBytes bounds an uploaded file (OF-10).
+	MaxImportBytes = 32 << 20
+	// ServicePort names the core Service's port of the owner API, which the
+	// CLI proxies to.
+	ServicePort = "owner"
+	// ServiceName is the core's Service.
+	ServiceName = "openfief-core"
+)
+
+// StatusPath is the status path of plugin name.
+func StatusPath(name string) string { return PathPluginPrefix + name + "/status" }
+
+// ImportPath is the import path of plugin name; preview asks for a preview.
+func ImportPath(name string, preview bool) string {
+	p := PathPluginPrefix + name + "/import"
+	if preview {
+		p += "?mode=preview"
+	}
+	return p
+}
+
+// InstanceStatus is one instance's sync state.
+type InstanceStatus struct {
+	Plugin string `json:"plugin"`
+	// Scheduled is true while the core calls the instance (it runs as a
+	// connector under a grant).
+	Scheduled bool       `json:"scheduled"`
+	LastSync  *time.Time `json:"lastSync,omitempty"`
+	LastOK    bool       `json:"lastOK"`
+	LastError string     `json:"lastError,omitempty"`
+	NextSync  *time.Time `json:"nextSync,omitempty"`
+	Watermark string     `json:"watermark,omitempty"`
+	// RowsTotal is every row stored for the instance; Rows by table.
+	RowsTotal int       `json:"rowsTotal"`
+	Rows      RowCounts `json:"rows"`
+}
+
+// RowCounts are the rows stored for an instance, by table.
+type RowCounts struct {
+	Batches       int `json:"batches"`
+	Transactions  int `json:"transactions"`
+	Postings      int `json:"postings"`
+	Balances      int `json:"balances"`
+	Prices        int `json:"prices"`
+	FxRates       int `json:"fxRates"`
+	IndexReadings int `json:"indexReadings"`
+	Problems      int `json:"problems"`
+}
+
+// ImportResponse is what an import or preview answers: the rows newly
+// stored, or in a preview the rows the delivery holds.
+type ImportResponse struct {
+	Plugin        string `json:"plugin"`
+	Preview       bool   `json:"preview"`
+	Transactions  int    `json:"transactions"`
+	Postings      int    `json:"postings"`
+	Balances      int    `json:"balances"`
+	Prices        int    `json:"prices"`
+	FxRates       int    `json:"fxRates"`
+	IndexReadings int    `json:"indexReadings"`
+	Problems      int    `json:"problems"`
+	// Duplicate is true when the same batch had been imported before.
+	Duplicate bool `json:"duplicate"`
+}
+
+// ErrorResponse is every error answer's body.
+type ErrorResponse struct {
+	Error string `json:"error"`
+}

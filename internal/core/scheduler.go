@@ -1,0 +1,449 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	mathrand "math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/arkadiuss/openfief/internal/core/store"
+	connectorv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1"
+)
+
+// Defaults of SchedulerOptions.
+const (
+	// DefaultSyncInterval is how often an instance is synced when the
+	// configuration names no interval for it.
+	DefaultSyncInterval = time.Hour
+	// MinSyncInterval is the shortest interval the core accepts.
+	MinSyncInterval = time.Second
+	// DefaultJitter is the largest fraction of the interval added at
+	// random, so instances started together do not call at once.
+	DefaultJitter = 0.1
+	// DefaultFirstSyncDelay bounds the random delay of an instance's first
+	// sync after it starts running.
+	DefaultFirstSyncDelay = 5 * time.Second
+	// DefaultMaxAttempts bounds the calls of one batch.
+	DefaultMaxAttempts = 5
+	// DefaultBackoff is the wait before the first retry; it doubles per
+	// retry up to DefaultMaxBackoff.
+	DefaultBackoff    = time.Second
+	DefaultMaxBackoff = time.Minute
+	// DefaultCallTimeout bounds one call to a plugin.
+	DefaultCallTimeout = 2 * time.Minute
+)
+
+// Connector calls a plugin's ConnectorService; *Caller is the real one.
+type Connector interface {
+	Sync(ctx context.Context, instance string, req *connectorv1.SyncRequest) (*connectorv1.Delivery, error)
+	ImportFile(ctx context.Context, instance string, header *connectorv1.FileHeader, file io.Reader) (*connectorv1.Delivery, error)
+}
+
+// SchedulerOptions configures NewScheduler.
+type SchedulerOptions struct {
+	Store     Store
+	Connector Connector
+	// DefaultInterval is used for instances Intervals does not name;
+	// zero means DefaultSyncInterval.
+	DefaultInterval time.Duration
+	// Intervals sets the sync interval per instance.
+	Intervals map[string]time.Duration
+	// Jitter is the largest fraction of the interval added at random
+	// (DefaultJitter when zero, none when negative).
+	Jitter float64
+	// FirstSyncDelay bounds the random delay before an instance's first
+	// sync (DefaultFirstSyncDelay when zero, none when negative).
+	FirstSyncDelay time.Duration
+	// MaxAttempts, Backoff, MaxBackoff and CallTimeout: zero means the
+	// defaults above.
+	MaxAttempts         int
+	Backoff, MaxBackoff time.Duration
+	CallTimeout         time.Duration
+	// Clock, Rand and NewBatchID replace the wall clock, the jitter source
+	// (a value in [0,1)) and the batch ID generator, for tests.
+	Clock      Clock
+	Rand       func() float64
+	NewBatchID func() string
+	Log        *slog.Logger
+	// OnStop is called with an instance the scheduler stopped calling.
+	OnStop func(instance string)
+}
+
+// Scheduler calls Sync on every running connector on its schedule (D-49):
+// one worker per instance, so never two calls at once for one instance (an
+// owner's ImportFile waits for a running Sync too); the stored watermark is
+// passed back (D-18); one batch ID per batch, reused on every retry; retries
+// with exponential backoff on Unavailable and DeadlineExceeded and on a
+// database that failed, none on any other answer (InvalidArgument,
+// FailedPrecondition: the connector would answer the same); every outcome is
+// recorded with RecordSync. An instance that stops running (revoked,
+// uninstalled, without the connector capability) has its worker cancelled:
+// no further call, and a call in flight is abandoned.
+type Scheduler struct {
+	o   SchedulerOptions
+	ctx context.Context
+
+	mu      sync.Mutex
+	workers map[string]*worker
+	wg      sync.WaitGroup
+}
+
+type worker struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	// call serialises calls to the instance (Sync and ImportFile).
+	call sync.Mutex
+
+	mu     sync.Mutex
+	target Target
+	next   time.Time
+}
+
+// NewScheduler returns a Scheduler whose workers run until ctx is done.
+func NewScheduler(ctx context.Context, o SchedulerOptions) *Scheduler {
+	if o.DefaultInterval == 0 {
+		o.DefaultInterval = DefaultSyncInterval
+	}
+	if o.Jitter == 0 {
+		o.Jitter = DefaultJitter
+	}
+	if o.FirstSyncDelay == 0 {
+		o.FirstSyncDelay = DefaultFirstSyncDelay
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.Backoff == 0 {
+		o.Backoff = DefaultBackoff
+	}
+	if o.MaxBackoff == 0 {
+		o.MaxBackoff = DefaultMaxBackoff
+	}
+	if o.CallTimeout == 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.Clock == nil {
+		o.Clock = realClock{}
+	}
+	if o.Rand == nil {
+		o.Rand = mathrand.Float64
+	}
+	if o.NewBatchID == nil {
+		o.NewBatchID = newBatchID
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return &Scheduler{o: o, ctx: ctx, workers: map[string]*worker{}}
+}
+
+// newBatchID returns 128 random bits in hex.
+func newBatchID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+// Update sets the running instances: workers start for new connectors, stop
+// for instances no longer among them, and take the new permissions of the
+// others. Plugins.WatchPlugins calls it on every change.
+func (s *Scheduler) Update(targets []Target) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	want := map[string]Target{}
+	for _, t := range targets {
+		if t.Connector {
+			want[t.Instance] = t
+		}
+	}
+	for name, w := range s.workers {
+		if _, ok := want[name]; !ok {
+			w.cancel()
+			delete(s.workers, name)
+			s.o.Log.Info("stopped calling the plugin", "plugin", name)
+			if s.o.OnStop != nil {
+				s.o.OnStop(name)
+			}
+		}
+	}
+	for name, t := range want {
+		if w, ok := s.workers[name]; ok {
+			w.mu.Lock()
+			w.target = t
+			w.mu.Unlock()
+			continue
+		}
+		ctx, cancel := context.WithCancel(s.ctx)
+		w := &worker{cancel: cancel, done: make(chan struct{}), target: t}
+		s.workers[name] = w
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer close(w.done)
+			s.run(ctx, name, w)
+		}()
+		s.o.Log.Info("calling the plugin on its schedule", "plugin", name, "interval", s.interval(name).String())
+	}
+}
+
+// Wait returns once every worker has stopped (after the scheduler's context
+// is done).
+func (s *Scheduler) Wait() { s.wg.Wait() }
+
+// Instances returns the connectors the scheduler calls now, sorted.
+func (s *Scheduler) Instances() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.workers))
+	for n := range s.workers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// NextSync returns when the instance's next sync is due, if it is called.
+func (s *Scheduler) NextSync(instance string) (time.Time, bool) {
+	s.mu.Lock()
+	w, ok := s.workers[instance]
+	s.mu.Unlock()
+	if !ok {
+		return time.Time{}, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.next, true
+}
+
+func (s *Scheduler) interval(instance string) time.Duration {
+	if d, ok := s.o.Intervals[instance]; ok && d > 0 {
+		return max(d, MinSyncInterval)
+	}
+	return max(s.o.DefaultInterval, MinSyncInterval)
+}
+
+// jitter returns a random duration in [0, frac*d).
+func (s *Scheduler) jitter(d time.Duration, frac float64) time.Duration {
+	if frac <= 0 || d <= 0 {
+		return 0
+	}
+	return time.Duration(s.o.Rand() * frac * float64(d))
+}
+
+// run is one instance's worker: wait, sync, repeat, until ctx is done.
+func (s *Scheduler) run(ctx context.Context, instance string, w *worker) {
+	first := time.Duration(0)
+	if s.o.FirstSyncDelay > 0 {
+		first = s.jitter(s.o.FirstSyncDelay, 1)
+	}
+	now := s.o.Clock.Now()
+	start := now.Add(first)
+	// A restarted core (or worker) keeps the schedule it recorded, so a
+	// restart does not call every connector at once; never later than one
+	// interval from now.
+	if st, err := s.o.Store.Status(ctx, instance); err == nil && st.NextSync.After(start) {
+		start = st.NextSync
+		if limit := now.Add(s.interval(instance)); start.After(limit) {
+			start = limit
+		}
+	}
+	w.setNext(start)
+	for {
+		wait := w.getNext().Sub(s.o.Clock.Now())
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.o.Clock.After(max(wait, 0)):
+		}
+		interval := s.interval(instance)
+		err := s.syncOnce(ctx, instance, w)
+		if ctx.Err() != nil {
+			return // stopped: revoked, uninstalled or shutting down
+		}
+		next := s.o.Clock.Now().Add(interval + s.jitter(interval, s.o.Jitter))
+		w.setNext(next)
+		rec := store.SyncRecord{At: s.o.Clock.Now(), OK: err == nil, Next: next}
+		if err != nil {
+			rec.Error = err.Error()
+			s.o.Log.Warn("sync failed", "plugin", instance, "error", rec.Error)
+		}
+		if rerr := s.o.Store.RecordSync(ctx, instance, rec); rerr != nil {
+			s.o.Log.Error("recording the sync", "plugin", instance, "error", rerr.Error())
+		}
+	}
+}
+
+func (w *worker) setNext(t time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.next = t
+}
+
+func (w *worker) getNext() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.next
+}
+
+func (w *worker) getTarget() Target {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.target
+}
+
+// syncOnce runs one batch: the stored watermark, one batch ID, the call and
+// the import, retried as Scheduler describes.
+func (s *Scheduler) syncOnce(ctx context.Context, instance string, w *worker) error {
+	w.call.Lock()
+	defer w.call.Unlock()
+	batch := s.o.NewBatchID()
+	for attempt := 1; ; attempt++ {
+		res, err := s.attempt(ctx, instance, w.getTarget(), batch)
+		if err == nil {
+			s.o.Log.Info("synced", "plugin", instance, "batch", batch, "attempt", attempt,
+				"transactions", res.Transactions, "balances", res.Balances, "prices", res.Prices,
+				"fxRates", res.FxRates, "indexReadings", res.IndexReadings, "problems", res.Problems, "duplicate", res.Duplicate)
+			return nil
+		}
+		if !retryable(err) || attempt >= s.o.MaxAttempts || ctx.Err() != nil {
+			if attempt > 1 {
+				return fmt.Errorf("after %d attempts: %w", attempt, err)
+			}
+			return err
+		}
+		wait := min(s.o.Backoff<<(attempt-1), s.o.MaxBackoff)
+		s.o.Log.Info("sync will be retried", "plugin", instance, "batch", batch, "attempt", attempt, "in", wait.String(), "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.o.Clock.After(wait):
+		}
+	}
+}
+
+// attempt is one call and, if it answers, one import.
+func (s *Scheduler) attempt(ctx context.Context, instance string, t Target, batch string) (store.ImportResult, error) {
+	watermark, err := s.o.Store.Watermark(ctx, instance)
+	if err != nil {
+		return store.ImportResult{}, storeError{fmt.Errorf("reading the watermark: %w", err)}
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.o.CallTimeout)
+	defer cancel()
+	d, err := s.o.Connector.Sync(cctx, instance, &connectorv1.SyncRequest{BatchId: batch, Watermark: watermark})
+	if err != nil {
+		return store.ImportResult{}, fmt.Errorf("calling Sync: %w", err)
+	}
+	return s.accept(ctx, instance, t, batch, store.KindSync, d)
+}
+
+// accept checks a delivery against the batch and the instance's data tiers
+// and imports it whole.
+func (s *Scheduler) accept(ctx context.Context, instance string, t Target, batch string, kind store.Kind, d *connectorv1.Delivery) (store.ImportResult, error) {
+	if d.GetBatchId() != batch {
+		return store.ImportResult{}, fmt.Errorf("%w: sent %q, got %q", ErrBatchMismatch, batch, d.GetBatchId())
+	}
+	if err := CheckTiers(d, t.DataTiers); err != nil {
+		return store.ImportResult{}, err
+	}
+	res, err := s.o.Store.Import(ctx, instance, kind, d)
+	if err != nil {
+		if isInvalidDelivery(err) {
+			return store.ImportResult{}, err // "store: delivery refused: <field>: <rule>"
+		}
+		return store.ImportResult{}, storeError{fmt.Errorf("storing the delivery: %w", err)}
+	}
+	return res, nil
+}
+
+// storeError marks a database failure: the batch is retried, since nothing
+// of it was stored.
+type storeError struct{ err error }
+
+func (e storeError) Error() string { return e.err.Error() }
+func (e storeError) Unwrap() error { return e.err }
+
+// retryable tells the answers a retry may change: the plugin or its
+// institution unavailable, a deadline exceeded, the database failing.
+func retryable(err error) bool {
+	var se storeError
+	if errors.As(err, &se) {
+		return true
+	}
+	switch connect.CodeOf(err) {
+	case connect.CodeUnavailable, connect.CodeDeadlineExceeded:
+		return true
+	}
+	return false
+}
+
+// ImportFile streams an owner's file to the instance's ImportFile and, unless
+// preview, imports the delivery as a file batch (D-49). It waits for a Sync
+// of the same instance in flight. It is not retried: the owner sees the
+// outcome and may send the file again, which imports nothing twice (D-18).
+func (s *Scheduler) ImportFile(ctx context.Context, instance, fileName, mediaType string, preview bool, file io.Reader) (store.ImportResult, error) {
+	s.mu.Lock()
+	w, ok := s.workers[instance]
+	s.mu.Unlock()
+	if !ok {
+		return store.ImportResult{}, fmt.Errorf("plugin %q: %w", instance, ErrNotConnector)
+	}
+	w.call.Lock()
+	defer w.call.Unlock()
+	batch := s.o.NewBatchID()
+	mode := connectorv1.IngestMode_INGEST_MODE_IMPORT
+	if preview {
+		mode = connectorv1.IngestMode_INGEST_MODE_PREVIEW
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.o.CallTimeout)
+	defer cancel()
+	d, err := s.o.Connector.ImportFile(cctx, instance, &connectorv1.FileHeader{
+		BatchId: batch, Mode: mode, FileName: baseName(fileName), MediaType: mediaType,
+	}, file)
+	if err != nil {
+		return store.ImportResult{}, fmt.Errorf("calling ImportFile: %w", err)
+	}
+	t := w.getTarget()
+	if preview {
+		if d.GetBatchId() != batch {
+			return store.ImportResult{}, fmt.Errorf("%w: sent %q, got %q", ErrBatchMismatch, batch, d.GetBatchId())
+		}
+		if err := CheckTiers(d, t.DataTiers); err != nil {
+			return store.ImportResult{}, err
+		}
+		return countDelivery(d), nil
+	}
+	return s.accept(ctx, instance, t, batch, store.KindFile, d)
+}
+
+// baseName drops any directory from an uploaded file's name: the contract
+// sends the name without one.
+func baseName(name string) string {
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	return name
+}
+
+// countDelivery is what a preview reports: the rows an import would bring.
+func countDelivery(d *connectorv1.Delivery) store.ImportResult {
+	postings := 0
+	for _, t := range d.GetTransactions() {
+		postings += len(t.GetPostings())
+	}
+	return store.ImportResult{
+		Transactions: len(d.GetTransactions()), Balances: len(d.GetBalanceAssertions()),
+		Prices: len(d.GetPrices()), FxRates: len(d.GetFxRates()),
+		IndexReadings: len(d.GetIndexReadings()), Problems: len(d.GetProblems()),
+		Postings: postings,
+	}
+}

@@ -1,0 +1,146 @@
+package core
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/arkadiuss/openfief/internal/core/auth"
+	"github.com/arkadiuss/openfief/internal/core/ownerapi"
+	"github.com/arkadiuss/openfief/internal/plugins"
+)
+
+// PathWhoAmI is the plugin API's one path: it answers the instance the
+// token belongs to (D-27).
+const PathWhoAmI = "/plugin/v1/whoami"
+
+// The owner API's contract, kept in ownerapi for the CLI.
+type (
+	// InstanceStatus is ownerapi.InstanceStatus.
+	InstanceStatus = ownerapi.InstanceStatus
+	// RowCounts is ownerapi.RowCounts.
+	RowCounts = ownerapi.RowCounts
+)
+
+const (
+	// PathStatus is ownerapi.PathStatus.
+	PathStatus = ownerapi.PathStatus
+	// PathPluginPrefix is ownerapi.PathPluginPrefix.
+	PathPluginPrefix = ownerapi.PathPluginPrefix
+	// HeaderFileName is ownerapi.HeaderFileName.
+	HeaderFileName = ownerapi.HeaderFileName
+	// MaxImportBytes is ownerapi.MaxImportBytes.
+	MaxImportBytes = ownerapi.MaxImportBytes
+)
+
+// ownerHandler serves the owner API: status and file imports.
+func (c *Core) ownerHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET "+PathStatus, c.serveStatusAll)
+	mux.HandleFunc("GET "+PathPluginPrefix+"{name}/status", c.serveStatus)
+	mux.HandleFunc("POST "+PathPluginPrefix+"{name}/import", c.serveImport)
+	return mux
+}
+
+// pluginHandler serves the plugin API behind RequirePlugin (D-27).
+func (c *Core) pluginHandler(v *auth.Verifier, log *slog.Logger) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+PathWhoAmI, func(w http.ResponseWriter, r *http.Request) {
+		instance, _ := auth.Instance(r.Context())
+		writeJSON(w, http.StatusOK, map[string]string{"plugin": instance})
+	})
+	inner := auth.RequirePlugin(v, log, mux)
+	outer := http.NewServeMux()
+	outer.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	outer.Handle("/", inner)
+	return outer
+}
+
+func (c *Core) serveStatusAll(w http.ResponseWriter, r *http.Request) {
+	names, err := c.known(r)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	out := make([]InstanceStatus, 0, len(names))
+	for _, n := range names {
+		st, err := c.status(r, n)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, err)
+			return
+		}
+		out = append(out, st)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (c *Core) serveStatus(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if err := plugins.ValidateName(name); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	st, err := c.status(r, name)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (c *Core) serveImport(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if err := plugins.ValidateName(name); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	preview := r.URL.Query().Get("mode") == "preview"
+	body := http.MaxBytesReader(w, r.Body, MaxImportBytes)
+	res, err := c.sched.ImportFile(r.Context(), name, r.Header.Get(HeaderFileName), mediaType(r.Header.Get("Content-Type")), preview, body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("the file is larger than %d bytes", MaxImportBytes))
+		case errors.Is(err, ErrNotConnector):
+			writeError(w, http.StatusNotFound, err)
+		case errors.Is(err, ErrOutsideTiers), errors.Is(err, ErrBatchMismatch):
+			writeError(w, http.StatusForbidden, err)
+		case retryable(err):
+			writeError(w, http.StatusServiceUnavailable, err)
+		default:
+			writeError(w, http.StatusUnprocessableEntity, err)
+		}
+		return
+	}
+	writeJSON(w, http.StatusOK, ownerapi.ImportResponse{
+		Plugin: name, Preview: preview, Transactions: res.Transactions, Postings: res.Postings, Balances: res.Balances,
+		Prices: res.Prices, FxRates: res.FxRates, IndexReadings: res.IndexReadings, Problems: res.Problems,
+		Duplicate: res.Duplicate,
+	})
+}
+
+// mediaType keeps a Content-Type's media type when it is a plain
+// type/subtype, for the FileHeader's hint.
+func mediaType(ct string) string {
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.TrimSpace(strings.ToLower(mt))
+	if len(mt) > 127 || strings.Count(mt, "/") != 1 || strings.ContainsAny(mt, " \t\r\n\"") {
+		return ""
+	}
+	return mt
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v) // the client is gone if this fails
+}
+
+func writeError(w http.ResponseWriter, status int, err error) {
+	writeJSON(w, status, ownerapi.ErrorResponse{Error: err.Error()})
+}

@@ -1,0 +1,46 @@
+package core
+
+import (
+	"context"
+	"errors"
+
+	"github.com/arkadiuss/openfief/internal/core/store"
+	connectorv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1"
+)
+
+// Store is what the core needs of its database; *store.Store is it.
+type Store interface {
+	Import(ctx context.Context, instance string, kind store.Kind, d *connectorv1.Delivery) (store.ImportResult, error)
+	Watermark(ctx context.Context, instance string) (string, error)
+	RecordSync(ctx context.Context, instance string, r store.SyncRecord) error
+	Status(ctx context.Context, instance string) (store.InstanceStatus, error)
+	Instances(ctx context.Context) ([]string, error)
+}
+
+// isInvalidDelivery tells a delivery the store refused by its rules (not
+// retried: the connector would deliver the same) from a database failure.
+func isInvalidDelivery(err error) bool {
+	var ve *store.ValidationError
+	return errors.As(err, &ve)
+}
+
+// fromStore is the owner API's view of what the store recorded; an
+// instance the store does not know yet has an empty status.
+func fromStore(name string, st store.InstanceStatus) InstanceStatus {
+	out := InstanceStatus{Plugin: name, LastOK: st.LastOK, LastError: st.LastError, Watermark: st.Watermark}
+	if !st.LastSync.IsZero() {
+		t := st.LastSync.UTC()
+		out.LastSync = &t
+	}
+	if !st.NextSync.IsZero() {
+		t := st.NextSync.UTC()
+		out.NextSync = &t
+	}
+	r := st.Rows
+	out.Rows = RowCounts{
+		Batches: r.Batches, Transactions: r.Transactions, Postings: r.Postings, Balances: r.Balances,
+		Prices: r.Prices, FxRates: r.FxRates, IndexReadings: r.IndexReadings, Problems: r.Problems,
+	}
+	out.RowsTotal = r.Transactions + r.Postings + r.Balances + r.Prices + r.FxRates + r.IndexReadings + r.Problems
+	return out
+}

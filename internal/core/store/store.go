@@ -1,0 +1,103 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+)
+
+// Store is the core's database: SQLite or PostgreSQL behind one schema. It
+// is safe for concurrent use.
+type Store struct {
+	db *sql.DB
+	d  dialect
+	// hook, set only by tests, runs between the statements of an import
+	// (its argument counts the statements so far); an error it returns
+	// fails the import there.
+	hook func(step int) error
+}
+
+// sqliteParams make every connection wait for the file's lock instead of
+// failing, take the write lock when a transaction begins (no deadlocked
+// upgrades), check foreign keys, and sync the write-ahead log on commit.
+const sqliteParams = "?_txlock=immediate&_busy_timeout=30000&_foreign_keys=1&_journal_mode=WAL&_synchronous=FULL"
+
+// Open connects to the database dsn names and migrates it to the schema
+// this binary carries. "postgres://..." or "postgresql://..." selects
+// PostgreSQL; "sqlite:PATH" or any other string is a SQLite file path,
+// created when missing. Errors never repeat the DSN (it may hold a
+// password).
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	t, err := parseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	var s *Store
+	if t.postgres {
+		cfg, err := pgx.ParseConfig(t.dsn)
+		if err != nil {
+			// pgx's message quotes the DSN (password redacted, the rest not).
+			return nil, fmt.Errorf("%w: the PostgreSQL DSN does not parse (not shown: it may hold a password)", ErrDSN)
+		}
+		db := stdlib.OpenDB(*cfg)
+		db.SetMaxOpenConns(8)
+		db.SetMaxIdleConns(8)
+		s = &Store{db: db, d: postgresDialect}
+	} else {
+		if err := createPrivate(t.dsn); err != nil {
+			return nil, err
+		}
+		db, err := sql.Open("sqlite", t.dsn+sqliteParams)
+		if err != nil {
+			return nil, fmt.Errorf("store: open SQLite: %w", err)
+		}
+		db.SetMaxOpenConns(4)
+		db.SetMaxIdleConns(4)
+		s = &Store{db: db, d: sqliteDialect}
+	}
+	if err := s.db.PingContext(ctx); err != nil {
+		_ = s.db.Close()
+		return nil, fmt.Errorf("store: connect to %s: %w", s.d.name, err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		_ = s.db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// createPrivate creates a missing SQLite file readable by its owner only
+// (0600): it holds a household's finances. SQLite gives its -wal and -shm
+// files the same mode. An existing file is left as it is.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("store: create the SQLite file: %w", err)
+	}
+	return f.Close()
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Dialect names the database behind s: "sqlite" or "postgres".
+func (s *Store) Dialect() string { return s.d.name }
+
+// step runs the test hook, if any, between two statements of an import.
+func (s *Store) step(n *int) error {
+	*n++
+	if s.hook == nil {
+		return nil
+	}
+	return s.hook(*n)
+}

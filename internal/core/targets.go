@@ -1,0 +1,50 @@
+package core
+
+import (
+	"slices"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/plugins"
+)
+
+// Target is a plugin instance that runs under a grant now, as its Plugin's
+// status tells: what the core may call and whose calls it accepts.
+type Target struct {
+	// Instance is the Plugin's name.
+	Instance string
+	// Connector is true when the running version holds the connector
+	// capability: only then does the core call Sync and ImportFile (D-49).
+	Connector bool
+	// DataTiers are the running version's effective data tiers, sorted
+	// (OF-11).
+	DataTiers []string
+}
+
+// TargetOf reads a Plugin's status: it is a target when its Ready condition
+// is True for the current generation's status (Running, or
+// RunningPreviousVersion while an upgrade waits for approval) and the status
+// names what the running version holds. A Plugin being deleted, without a
+// grant, or not yet reconciled is not.
+func TargetOf(p *v1alpha1.Plugin) (Target, bool) {
+	if p.DeletionTimestamp != nil || p.Status.Effective == nil {
+		return Target{}, false
+	}
+	ready := apimeta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
+	if ready == nil || ready.Status != metav1.ConditionTrue {
+		return Target{}, false
+	}
+	switch ready.Reason {
+	case v1alpha1.ReasonRunning, v1alpha1.ReasonRunningPreviousVersion:
+	default:
+		return Target{}, false
+	}
+	t := Target{
+		Instance:  p.Name,
+		Connector: slices.Contains(p.Status.Effective.Capabilities, v1alpha1.Capability(plugins.CapabilityConnector)),
+		DataTiers: slices.Sorted(slices.Values(p.Status.Effective.DataTiers)),
+	}
+	return t, true
+}

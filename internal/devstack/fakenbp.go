@@ -1,0 +1,151 @@
+package devstack
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/arkadiuss/openfief/internal/egress"
+)
+
+// FakeNBP stands in for NBP's API on loopback over HTTPS, with a
+// certificate for api.nbp.pl from a CA of its own. It answers table A
+// queries with one table dated the last day asked for. The end-to-end suite
+// and `openfief dev --local-plugins` (the demo, which has no internet)
+// point the egress proxy's resolution of api.nbp.pl at it.
+type FakeNBP struct {
+	srv    *http.Server
+	ln     net.Listener
+	caFile string
+	dir    string
+	// Requests counts the requests it answered.
+	Requests atomic.Int64
+}
+
+// StartFakeNBP serves a FakeNBP until Close.
+func StartFakeNBP() (*FakeNBP, error) {
+	dir, err := os.MkdirTemp("", "fake-nbp-")
+	if err != nil {
+		return nil, err
+	}
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "openfief fake NBP CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	leafKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leafTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "api.nbp.pl"}, DNSNames: []string{"api.nbp.pl"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, ca, &leafKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	f := &FakeNBP{ln: ln, caFile: caFile, dir: dir}
+	f.srv = &http.Server{
+		Handler:           http.HandlerFunc(f.serve),
+		ReadHeaderTimeout: 5 * time.Second,
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leafDER}, PrivateKey: leafKey}}},
+	}
+	go func() { _ = f.srv.ServeTLS(ln, "", "") }()
+	return f, nil
+}
+
+// Addr is the server's loopback host:port.
+func (f *FakeNBP) Addr() string { return f.ln.Addr().String() }
+
+// Close stops the server and removes its files.
+func (f *FakeNBP) Close() {
+	_ = f.srv.Close()
+	_ = os.RemoveAll(f.dir)
+}
+
+// serve answers GET /api/exchangerates/tables/A/{start}/{end}/ with one
+// table dated end.
+func (f *FakeNBP) serve(w http.ResponseWriter, r *http.Request) {
+	f.Requests.Add(1)
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if len(parts) != 6 || parts[0] != "api" || parts[2] != "tables" || parts[3] != "A" {
+		http.NotFound(w, r)
+		return
+	}
+	end := parts[5]
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	fmt.Fprintf(w, `[{"table":"A","no":"999/A/NBP/%s","effectiveDate":%q,"rates":[`+
+		`{"currency":"dolar amerykański","code":"USD","mid":3.6589},{"currency":"euro","code":"EUR","mid":4.2301}]}]`, end[:4], end)
+}
+
+// CAFile is the PEM file of the CA that signed its certificate; a plugin
+// process trusts it through SSL_CERT_FILE.
+func (f *FakeNBP) CAFile() string { return f.caFile }
+
+// Resolver answers the egress proxy's lookup of api.nbp.pl with loopback
+// and of any other name with "no such host"; the proxy still applies its
+// address policy to the answer (LoopbackPrefixes exempts loopback).
+func (f *FakeNBP) Resolver() egress.Resolver { return fixedResolver{fakeNBPHost: loopback} }
+
+// Dialer connects the proxy's checked connection to loopback:443 to the
+// FakeNBP, and any other address as it is.
+func (f *FakeNBP) Dialer() egress.Dialer {
+	return redirectDialer{netip.AddrPortFrom(loopback, 443).String(): f.Addr()}
+}
+
+// LoopbackPrefixes is the range the proxy must be told to allow for the
+// FakeNBP (egress.Options.UnsafeAllowPrefixes): loopback only.
+func LoopbackPrefixes() []netip.Prefix { return []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} }
+
+const fakeNBPHost = "api.nbp.pl"
+
+var loopback = netip.MustParseAddr("127.0.0.1")
+
+// fixedResolver answers lookups from a table; other names do not exist.
+type fixedResolver map[string]netip.Addr
+
+func (r fixedResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := r[strings.TrimSuffix(strings.ToLower(host), ".")]; ok {
+		return []netip.Addr{a}, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// redirectDialer connects the addresses it maps elsewhere.
+type redirectDialer map[string]string
+
+func (d redirectDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	if to, ok := d[address]; ok {
+		address = to
+	}
+	var nd net.Dialer
+	return nd.DialContext(ctx, network, address)
+}
