@@ -1,0 +1,84 @@
+package dashboard
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+)
+
+// ContentSecurityPolicy is sent with every response: the page may load
+// only its own embedded script, style and images, connect only to itself
+// (the event stream), and be framed by no one (OF-12).
+const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; " +
+	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// tokenParam is the query parameter of the URL the command prints.
+const tokenParam = "token"
+
+// newToken returns 128 random bits, hex-encoded.
+func newToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// access guards every request: a Host header naming this server on
+// loopback (a DNS-rebinding page names its own host), only GET and HEAD,
+// and the run's token, from the cookie or, once, from the URL. A token in
+// the URL is moved into an HttpOnly, SameSite=Strict cookie and the browser
+// is sent to the same page without it, so it leaves no trace in the
+// address bar or in the page's links.
+type access struct {
+	token string
+	port  int
+	next  http.Handler
+}
+
+// cookieName is per port: cookies are shared by every port of a host.
+func (a *access) cookieName() string { return "openfief-dashboard-" + strconv.Itoa(a.port) }
+
+func (a *access) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", ContentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Cache-Control", "no-store")
+	port := strconv.Itoa(a.port)
+	if r.Host != "127.0.0.1:"+port && r.Host != "localhost:"+port {
+		http.Error(w, "refused: this dashboard answers only to 127.0.0.1:"+port+" or localhost:"+port, http.StatusMisdirectedRequest)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		h.Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if q := r.URL.Query(); q.Has(tokenParam) {
+		if !a.valid(q.Get(tokenParam)) {
+			http.Error(w, "refused: the token is not this dashboard's; open the URL `openfief dashboard` printed", http.StatusUnauthorized)
+			return
+		}
+		http.SetCookie(w, &http.Cookie{Name: a.cookieName(), Value: a.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		clean := *r.URL
+		q.Del(tokenParam)
+		clean.RawQuery = q.Encode()
+		http.Redirect(w, r, clean.RequestURI(), http.StatusSeeOther)
+		return
+	}
+	c, err := r.Cookie(a.cookieName())
+	if err != nil || !a.valid(c.Value) {
+		http.Error(w, "refused: no valid token; open the URL `openfief dashboard` printed", http.StatusUnauthorized)
+		return
+	}
+	a.next.ServeHTTP(w, r)
+}
+
+// valid compares a presented token with the run's in constant time.
+func (a *access) valid(presented string) bool {
+	return subtle.ConstantTimeCompare([]byte(presented), []byte(a.token)) == 1
+}
