@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/arkadiuss/openfief/internal/testutil"
+)
+
+// TestDashboardCommand runs `openfief dashboard --no-browser` against the
+// shared control plane: it prints a URL with a token, serves the plugins of
+// its namespace only to that token, and exits 0 on cancellation (Ctrl-C).
+// The page itself is tested in a browser in internal/dashboard.
+func TestDashboardCommand(t *testing.T) {
+	k := newKube(t)
+	ns := "dash-cmd"
+	if err := k.c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	p := testutil.MakePlugin("dash-a", testutil.Image("dash-a")).Capabilities("connector").Obj()
+	p.Namespace = ns
+	if err := k.c.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+
+	var out syncBuffer
+	env := NewEnv(Streams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, env, []string{"--kubeconfig", k.kubeconfig, "-n", ns, "dashboard", "--no-browser"})
+	}()
+	urlRE := regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+/\?token=[0-9a-f]{32}`)
+	var url string
+	testutil.Eventually(t, 30*time.Second, "the dashboard's URL", func() (bool, string) {
+		url = urlRE.FindString(out.String())
+		return url != "", out.String()
+	})
+	base := strings.Split(url, "?")[0]
+
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	var page string
+	testutil.Eventually(t, 30*time.Second, "the plugins page", func() (bool, string) {
+		resp, err := c.Get(url)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		page = string(b)
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+	for _, w := range []string{`<tr data-name="dash-a">`, "Plugins in namespace " + ns} {
+		if !strings.Contains(page, w) {
+			t.Errorf("the page lacks %q:\n%s", w, page)
+		}
+	}
+	resp, err := http.Get(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("without the token: %s, want 401", resp.Status)
+	}
+
+	cancel()
+	select {
+	case code := <-done:
+		if code != ExitOK {
+			t.Errorf("exit code %d after Ctrl-C, want 0:\n%s", code, out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the dashboard did not stop after cancellation")
+	}
+	if n := strings.Count(out.String(), strings.TrimPrefix(url, base+"?token=")); n != 1 {
+		t.Errorf("the token appears %d times in the output, want once (the URL):\n%s", n, out.String())
+	}
+}
+
+// TestDashboardCommandRefusesBadPort: a port out of range is a usage error.
+func TestDashboardCommandRefusesBadPort(t *testing.T) {
+	r := openfief(t, nil, runOpts{}, "dashboard", "--port", "70000", "--no-browser")
+	expect(t, r, ExitUsage, "--port 70000")
+}
+
+// TestApproveCommand names the cluster and namespace the command ran
+// against, quoted for a shell.
+func TestApproveCommand(t *testing.T) {
+	for name, tc := range map[string]struct {
+		kubeconfig, context, namespace string
+		want                           string
+	}{
+		"defaults":   {"", "", DefaultNamespace, "openfief plugin approve fx"},
+		"all flags":  {"/tmp/k.yaml", "dev", "other", "openfief plugin approve fx --kubeconfig /tmp/k.yaml --context dev -n other"},
+		"shell text": {"/tmp/my dir/it's", "", DefaultNamespace, `openfief plugin approve fx --kubeconfig '/tmp/my dir/it'\''s'`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			env := NewEnv(Streams{})
+			env.Kubeconfig, env.Context, env.Namespace = tc.kubeconfig, tc.context, tc.namespace
+			if got := env.ApproveCommand("fx"); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to write and read from two goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
