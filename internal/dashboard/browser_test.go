@@ -20,6 +20,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/cli"
 	"github.com/arkadiuss/openfief/internal/dashboard"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/trust/cosign/cosigntest"
 )
 
 // updateScreenshot makes TestDashboardInBrowser write docs/dashboard.png.
@@ -33,6 +34,7 @@ var (
 	upgradeV1        = plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityConnector}, Egress: []string{"api.nbp.pl"}, DataTiers: []string{"rates"}}
 	upgradeV2        = plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityConnector}, Egress: []string{"api.nbp.pl", "static.nbp.pl"}, DataTiers: []string{"rates"}}
 	noGrantManifest  = plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityView}}
+	unsignedManifest = plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityView}, DataTiers: []string{"holdings"}}
 	// hostileManifest's config schema carries markup a careless page would
 	// run: a script and an image whose error handler sets window.__xss.
 	hostileSchema   = `{"type":"object","title":"<img src=x onerror=\"window.__xss=2\">","description":"<script>window.__xss=1</script>"}`
@@ -54,6 +56,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	v1 := p.signed(t, "plugins/fx-upgrade", upgradeV1)
 	v2 := p.signed(t, "plugins/fx-upgrade", upgradeV2)
 	noGrant := p.signed(t, "plugins/fx-nogrant", noGrantManifest)
+	unsigned := p.reg.PushImage(t, "plugins/fx-unsigned", cosigntest.ManifestLabel(t, unsignedManifest))
 	hostile := p.signed(t, "plugins/hostile", hostileManifest)
 	p.startOperator(t)
 
@@ -71,6 +74,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	p.install(t, "fx-upgrade", v1, upgradeV1)
 	p.install(t, "fx-nogrant", noGrant, noGrantManifest)
 	p.install(t, "hostile", hostile, hostileManifest)
+	p.install(t, "fx-unsigned", unsigned, unsignedManifest)
 	for _, name := range []string{"fx-verified", "fx-signed", "fx-upgrade"} {
 		openfief("plugin", "approve", name, "--yes")
 	}
@@ -81,7 +85,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	p.waitReady(t, "fx-upgrade", "RunningPreviousVersion")
 	p.waitReady(t, "fx-nogrant", "NoGrant")
 	p.waitReady(t, "hostile", "NoGrant")
-	t.Logf("platform up, five plugins reconciled in %s", time.Since(began).Round(time.Millisecond))
+	p.waitReady(t, "fx-unsigned", "NoGrant")
+	t.Logf("platform up, six plugins reconciled in %s", time.Since(began).Round(time.Millisecond))
 
 	env := cli.NewEnv(cli.Streams{})
 	env.Kubeconfig = kubeconfig
@@ -123,6 +128,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		"fx-upgrade":  {"RunningPreviousVersion", "runs", "◐ Signed, not verified", ownerName, digest(v2), "⚠ Approval pending (1)", "egress static.nbp.pl:443"},
 		"fx-nogrant":  {"NoGrant", "nothing runs", "◐ Signed, not verified", ownerName, digest(noGrant), "⚠ Approval pending (1)", "capability view"},
 		"hostile":     {"NoGrant", "◐ Signed, not verified", "⚠ Approval pending (2)", "egress hostile.example.com:443"},
+		"fx-unsigned": {"NoGrant", "nothing runs", "✖ Refused: unsigned", "(Unsigned)", "—", "no trusted signer", digest(unsigned)},
 	} {
 		got, ok := rows[name]
 		if !ok {
@@ -134,14 +140,17 @@ func TestDashboardInBrowser(t *testing.T) {
 				t.Errorf("row %s lacks %q:\n%s", name, w, got)
 			}
 		}
+		if name == "fx-unsigned" && strings.Contains(got, "Signed") {
+			t.Errorf("row %s, unsigned, reads as signed:\n%s", name, got)
+		}
 		if name != "fx-verified" && strings.Contains(got, "✔ Verified") {
 			t.Errorf("row %s, not in the catalog, reads as Verified:\n%s", name, got)
 		}
 	}
-	if len(rows) != 5 {
-		t.Errorf("%d rows, want 5: %v", len(rows), rows)
+	if len(rows) != 6 {
+		t.Errorf("%d rows, want 6: %v", len(rows), rows)
 	}
-	if order := b.eval(`Array.from(document.querySelectorAll("#plugins tbody tr")).map(tr => tr.dataset.name).join(",")`); order != "fx-nogrant,fx-signed,fx-upgrade,fx-verified,hostile" {
+	if order := b.eval(`Array.from(document.querySelectorAll("#plugins tbody tr")).map(tr => tr.dataset.name).join(",")`); order != "fx-nogrant,fx-signed,fx-unsigned,fx-upgrade,fx-verified,hostile" {
 		t.Errorf("rows in the order %s, want sorted by name", order)
 	}
 	if title := b.eval(`document.querySelector('tr[data-name="fx-verified"] td[title]:nth-of-type(4)').title`); title != verified.String() {
@@ -180,10 +189,14 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	t.Run("live update without reload", func(t *testing.T) {
 		b.eval(`window.__sameDocument = "yes"`)
+		b.eval(`document.querySelector('tr[data-name="fx-upgrade"] a').focus(), "ok"`)
 		openfief("plugin", "approve", "fx-upgrade", "--yes")
 		b.waitFor(`(() => { const tr = document.querySelector('tr[data-name="fx-upgrade"]'); return tr && tr.innerText.includes("Nothing pending") && !tr.innerText.includes("RunningPreviousVersion") && tr.innerText.includes("Running") })()`)
 		if got := b.eval(`window.__sameDocument`); got != "yes" {
 			t.Errorf("the page was reloaded (window state lost: %q)", got)
+		}
+		if got := b.eval(`document.activeElement.textContent`); got != "fx-upgrade" {
+			t.Errorf("the redraw moved the keyboard focus to %q, want it kept on fx-upgrade's link", got)
 		}
 	})
 
@@ -235,7 +248,11 @@ func TestDashboardInBrowser(t *testing.T) {
 		if got := b.eval(`getComputedStyle(document.getElementById("plugins-region")).overflowX`); got != "auto" {
 			t.Errorf("the table's region scrolls with overflow-x %q, want auto", got)
 		}
-		b.do(chromedp.NavigateBack())
+		b.do(chromedp.Navigate(base + "plugins/hostile"))
+		b.waitFor(`document.body.dataset.updates >= 1`)
+		if got := b.eval(`String(document.documentElement.scrollWidth <= document.documentElement.clientWidth) + " " + document.documentElement.scrollWidth + "/" + document.documentElement.clientWidth`); !strings.HasPrefix(got, "true") {
+			t.Errorf("the plugin's page overflows a 390 px screen sideways (scrollWidth/clientWidth %s)", strings.TrimPrefix(got, "false "))
+		}
 	})
 
 	t.Logf("browser part took %s", time.Since(browserStart).Round(time.Millisecond))

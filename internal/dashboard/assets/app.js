@@ -38,7 +38,25 @@
     return td;
   }
 
+  // focused remembers which control of which row has the keyboard focus,
+  // so a redraw does not take it away.
+  function focused() {
+    var a = document.activeElement;
+    var tr = a && a.closest ? a.closest("tr[data-name]") : null;
+    return tr ? { name: tr.dataset.name, copy: a.classList.contains("copy") } : null;
+  }
+
+  function refocus(f) {
+    if (!f) return;
+    Array.prototype.forEach.call(document.querySelectorAll("#plugins tbody tr"), function (tr) {
+      if (tr.dataset.name !== f.name) return;
+      var target = tr.querySelector(f.copy ? "button.copy" : "a");
+      if (target) target.focus();
+    });
+  }
+
   function renderTable(t) {
+    var keep = focused();
     var tbody = document.querySelector("#plugins tbody");
     var rows = document.createDocumentFragment();
     t.rows.forEach(function (r) {
@@ -61,6 +79,7 @@
       rows.appendChild(tr);
     }
     tbody.replaceChildren(rows);
+    refocus(keep);
   }
 
   function items(list) {
