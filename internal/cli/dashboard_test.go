@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -15,7 +16,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/dashboard"
 	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
@@ -92,6 +96,45 @@ func TestDashboardCommand(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), strings.TrimPrefix(url, base+"?token=")); n != 1 {
 		t.Errorf("the token appears %d times in the output, want once (the URL):\n%s", n, out.String())
+	}
+}
+
+// TestApprovePending approves what a plugin waits for as `plugin approve
+// --yes` does, but only for the versions the owner confirmed.
+func TestApprovePending(t *testing.T) {
+	k := newKube(t)
+	ns := "dash-approve"
+	if err := k.c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	p := testutil.MakePlugin("dash-b", testutil.Image("dash-b")).Capabilities("connector").Egress("api.nbp.pl").Obj()
+	p.Namespace = ns
+	if err := k.c.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	env := NewEnv(Streams{})
+	env.Kubeconfig, env.Namespace = k.kubeconfig, ns
+	ctx := context.Background()
+	if _, err := env.ApprovePending(ctx, dashboard.ApprovalRequest{Name: "dash-b", PluginVersion: "1", GrantVersion: ""}); !errors.Is(err, dashboard.ErrChanged) {
+		t.Fatalf("an approval of another version of the plugin: %v, want ErrChanged", err)
+	}
+	msg, err := env.ApprovePending(ctx, dashboard.ApprovalRequest{Name: "dash-b", PluginVersion: p.ResourceVersion})
+	if err != nil || msg != "plugingrant/dash-b created" {
+		t.Fatalf("approve: %q, %v", msg, err)
+	}
+	var g v1alpha1.PluginGrant
+	if err := k.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dash-b"}, &g); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Spec.Egress) != 1 || g.Spec.Egress[0] != "api.nbp.pl:443" || len(g.Spec.Capabilities) != 1 {
+		t.Errorf("grant %+v, want connector and api.nbp.pl:443", g.Spec)
+	}
+	// The page that showed no grant is out of date now.
+	if _, err := env.ApprovePending(ctx, dashboard.ApprovalRequest{Name: "dash-b", PluginVersion: p.ResourceVersion}); !errors.Is(err, dashboard.ErrChanged) {
+		t.Errorf("a second approval from the same page: %v, want ErrChanged", err)
+	}
+	if _, err := env.ApprovePending(ctx, dashboard.ApprovalRequest{Name: "dash-b", PluginVersion: p.ResourceVersion, GrantVersion: g.ResourceVersion}); ExitCode(err) != ExitNothingToDo {
+		t.Errorf("approving with nothing pending: %v, want exit %d", err, ExitNothingToDo)
 	}
 }
 

@@ -27,15 +27,18 @@ func newToken() (string, error) {
 }
 
 // access guards every request: a Host header naming this server on
-// loopback (a DNS-rebinding page names its own host), only GET and HEAD,
-// and the run's token, from the cookie or, once, from the URL. A token in
+// loopback (a DNS-rebinding page names its own host), only GET and HEAD
+// (and, when approving is on, a POST from the page's own origin), and the
+// run's token, from the cookie or, once, from the URL. A token in
 // the URL is moved into an HttpOnly, SameSite=Strict cookie and the browser
 // is sent to the same page without it, so it leaves no trace in the
 // address bar or in the page's links.
 type access struct {
 	token string
 	port  int
-	next  http.Handler
+	// allowPost admits POSTs from the page's own origin, for approvals.
+	allowPost bool
+	next      http.Handler
 }
 
 // cookieName is per port: cookies are shared by every port of a host.
@@ -53,12 +56,27 @@ func (a *access) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "refused: this dashboard answers only to 127.0.0.1:"+port+" or localhost:"+port, http.StatusMisdirectedRequest)
 		return
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		h.Set("Allow", "GET, HEAD")
+	switch {
+	case r.Method == http.MethodGet || r.Method == http.MethodHead:
+	case r.Method == http.MethodPost && a.allowPost:
+		// Only the page itself may post: its own origin (browsers send
+		// Origin with every POST) and a JSON body, which no cross-site form
+		// can send without a preflight this server never answers. The
+		// SameSite=Strict cookie is the third lock.
+		if r.Header.Get("Origin") != "http://"+r.Host || r.Header.Get("Content-Type") != "application/json" {
+			http.Error(w, "refused: approvals come only from this dashboard's own page", http.StatusForbidden)
+			return
+		}
+	default:
+		if a.allowPost {
+			h.Set("Allow", "GET, HEAD, POST")
+		} else {
+			h.Set("Allow", "GET, HEAD")
+		}
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	if q := r.URL.Query(); q.Has(tokenParam) {
+	if q := r.URL.Query(); q.Has(tokenParam) && r.Method != http.MethodPost {
 		if !a.valid(q.Get(tokenParam)) {
 			http.Error(w, "refused: the token is not this dashboard's; open the URL `openfief dashboard` printed", http.StatusUnauthorized)
 			return

@@ -105,3 +105,48 @@ func TestNewToken(t *testing.T) {
 		seen[tok] = true
 	}
 }
+
+// TestAccessPost: approvals are posted only when the dashboard allows them,
+// from the page's own origin, as JSON, with the cookie.
+func TestAccessPost(t *testing.T) {
+	const token = "0123456789abcdef0123456789abcdef"
+	cookie := &http.Cookie{Name: "openfief-dashboard-4242", Value: token}
+	for name, tc := range map[string]struct {
+		allowPost         bool
+		origin, mediaType string
+		cookie            *http.Cookie
+		host              string
+		want              int
+	}{
+		"allowed":                  {allowPost: true, origin: "http://127.0.0.1:4242", mediaType: "application/json", cookie: cookie, want: http.StatusOK},
+		"allowed on localhost":     {allowPost: true, origin: "http://localhost:4242", mediaType: "application/json", cookie: cookie, host: "localhost:4242", want: http.StatusOK},
+		"read-only dashboard":      {origin: "http://127.0.0.1:4242", mediaType: "application/json", cookie: cookie, want: http.StatusMethodNotAllowed},
+		"no origin":                {allowPost: true, mediaType: "application/json", cookie: cookie, want: http.StatusForbidden},
+		"other origin":             {allowPost: true, origin: "http://evil.example.com", mediaType: "application/json", cookie: cookie, want: http.StatusForbidden},
+		"origin of the other name": {allowPost: true, origin: "http://localhost:4242", mediaType: "application/json", cookie: cookie, want: http.StatusForbidden},
+		"form body":                {allowPost: true, origin: "http://127.0.0.1:4242", mediaType: "application/x-www-form-urlencoded", cookie: cookie, want: http.StatusForbidden},
+		"no cookie":                {allowPost: true, origin: "http://127.0.0.1:4242", mediaType: "application/json", want: http.StatusUnauthorized},
+	} {
+		t.Run(name, func(t *testing.T) {
+			reached := false
+			a := &access{token: token, port: 4242, allowPost: tc.allowPost, next: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached = true })}
+			r := httptest.NewRequest(http.MethodPost, "/plugins/fx/approve", strings.NewReader(`{}`))
+			r.Host = "127.0.0.1:4242"
+			if tc.host != "" {
+				r.Host = tc.host
+			}
+			if tc.origin != "" {
+				r.Header.Set("Origin", tc.origin)
+			}
+			r.Header.Set("Content-Type", tc.mediaType)
+			if tc.cookie != nil {
+				r.AddCookie(tc.cookie)
+			}
+			w := httptest.NewRecorder()
+			a.ServeHTTP(w, r)
+			if w.Code != tc.want || reached != (tc.want == http.StatusOK) {
+				t.Errorf("status %d (handler reached: %v), want %d: %s", w.Code, reached, tc.want, w.Body)
+			}
+		})
+	}
+}

@@ -12,9 +12,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/arkadiuss/openfief/internal/cli"
@@ -91,7 +93,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	env := cli.NewEnv(cli.Streams{})
 	env.Kubeconfig = kubeconfig
 	srv, err := dashboard.New(dashboard.Options{
-		Config: p.cluster.Config, Namespace: plugins.Namespace, Catalog: p.catalog, ApproveCommand: env.ApproveCommand,
+		Config: p.cluster.Config, Namespace: plugins.Namespace, Catalog: p.catalog,
+		ApproveCommand: env.ApproveCommand, Approve: env.ApprovePending,
 	}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -215,6 +218,47 @@ func TestDashboardInBrowser(t *testing.T) {
 		if got := b.eval(`document.getElementById("approve-command").textContent`); got != want {
 			t.Errorf("approve command %q, want %q", got, want)
 		}
+	})
+
+	t.Run("approve from the page", func(t *testing.T) {
+		dialogs := b.answerDialogs()
+		// Declined: nothing is written.
+		dialogs.accept.Store(false)
+		b.do(chromedp.Click("#approve"))
+		question := dialogs.next(t)
+		for _, w := range []string{"Approve for plugin fx-nogrant: capability view?", "Signature: ◐ Signed, not verified", "writes the PluginGrant fx-nogrant"} {
+			if !strings.Contains(question, w) {
+				t.Errorf("the confirmation %q lacks %q", question, w)
+			}
+		}
+		b.waitFor(`document.getElementById("approve-result").textContent === "Not approved."`)
+		if p.grantExists(t, "fx-nogrant") {
+			t.Fatal("a declined confirmation wrote the grant")
+		}
+		// A request for versions the owner did not see is refused.
+		c := authedClient(t, url)
+		if status := postApproval(t, c, base, "hostile", base[:len(base)-1], `{"plugin":"1","grant":""}`); status != http.StatusConflict {
+			t.Errorf("an approval of an older version: %d, want 409", status)
+		}
+		if status := postApproval(t, c, base, "hostile", "", `{"plugin":"1","grant":""}`); status != http.StatusForbidden {
+			t.Errorf("an approval without Origin: %d, want 403", status)
+		}
+		if status := postApproval(t, c, base, "hostile", "http://evil.example.com", `{"plugin":"1","grant":""}`); status != http.StatusForbidden {
+			t.Errorf("an approval from another origin: %d, want 403", status)
+		}
+		if p.grantExists(t, "hostile") {
+			t.Fatal("a refused approval wrote the grant")
+		}
+		// Confirmed: the grant is written and the page follows.
+		dialogs.accept.Store(true)
+		b.do(chromedp.Click("#approve"))
+		dialogs.next(t)
+		b.waitFor(`document.getElementById("approve-result").textContent === "plugingrant/fx-nogrant created"`)
+		b.waitFor(`document.getElementById("detail").innerText.includes("Nothing: the grant holds everything the manifest asks for.")`)
+		if !p.grantExists(t, "fx-nogrant") {
+			t.Fatal("the confirmed approval wrote no grant")
+		}
+		p.waitReady(t, "fx-nogrant", "Running")
 	})
 
 	t.Run("hostile manifest is text", func(t *testing.T) {
@@ -428,4 +472,76 @@ func (b *browser) rows() map[string]string {
 		b.t.Fatalf("%v: %s", err, raw)
 	}
 	return out
+}
+
+// dialogs answers the page's JavaScript dialogs: each one's message goes to
+// seen, and it is accepted or dismissed as accept says.
+type dialogs struct {
+	accept atomic.Bool
+	seen   chan string
+}
+
+// next returns the message of the next dialog the page opened.
+func (d *dialogs) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case m := <-d.seen:
+		return m
+	case <-time.After(30 * time.Second):
+		t.Fatal("the page opened no confirmation dialog")
+		return ""
+	}
+}
+
+// answerDialogs starts answering the page's dialogs until the browser ends.
+func (b *browser) answerDialogs() *dialogs {
+	d := &dialogs{seen: make(chan string, 4)}
+	go func() {
+		for ev, err := range chromedp.Events(b.ctx, page.JavascriptDialogOpening) {
+			if err != nil {
+				return
+			}
+			if _, err := chromedp.Call(b.ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: d.accept.Load()}); err != nil {
+				return
+			}
+			d.seen <- ev.Message
+		}
+	}()
+	return d
+}
+
+// authedClient is an HTTP client holding the dashboard's cookie.
+func authedClient(t *testing.T, url string) *http.Client {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return c
+}
+
+// postApproval posts an approval of plugin name as from origin ("" sends
+// none) and returns the status.
+func postApproval(t *testing.T, c *http.Client, base, name, origin, body string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+"plugins/"+name+"/approve", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

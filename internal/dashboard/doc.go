@@ -6,7 +6,10 @@
 //
 // It reads the cluster with the owner's own credentials and decides nothing
 // itself: pending approval comes from plugins.NeedsApproval, signer kinds
-// from plugins.TrustPolicy, the approve command from the CLI. Every request
+// from plugins.TrustPolicy, the approve command from the CLI. It writes
+// nothing unless given an ApproveFunc (the CLI's, behind --allow-approve):
+// then each plugin's page can approve what is pending after the owner
+// confirms it, for the versions the page showed. Every request
 // must carry the run's random token; everything a vendor wrote is rendered
 // as text (html/template on the server, textContent in the browser) under a
 // strict Content-Security-Policy, and every asset is embedded.

@@ -215,3 +215,13 @@ func (p *platform) waitReady(t *testing.T, name, reason string) {
 		return false, "no Ready condition for the current generation"
 	})
 }
+
+// grantExists reports whether the PluginGrant name exists.
+func (p *platform) grantExists(t *testing.T, name string) bool {
+	t.Helper()
+	err := p.c.Get(context.Background(), client.ObjectKey{Namespace: plugins.Namespace, Name: name}, &v1alpha1.PluginGrant{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return err == nil
+}

@@ -32,6 +32,10 @@ type Options struct {
 	// plugin waits for; the CLI supplies it, so the page shows exactly what
 	// the CLI takes.
 	ApproveCommand func(name string) string
+	// Approve, when set, puts an Approve button on each plugin's page that
+	// asks for confirmation and then approves everything pending through it;
+	// nil keeps the dashboard read-only.
+	Approve ApproveFunc
 	// Now is the clock ages are computed against; time.Now when nil.
 	Now func() time.Time
 }
@@ -83,8 +87,9 @@ func New(opts Options, port int) (*Server, error) {
 	mux.HandleFunc("GET /{$}", s.serveTable)
 	mux.HandleFunc("GET /plugins/{name}", s.servePlugin)
 	mux.HandleFunc("GET /events", s.serveEvents)
+	mux.HandleFunc("POST /plugins/{name}/approve", s.serveApprove)
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", staticOnly(http.FileServerFS(static))))
-	s.handler = &access{token: token, port: s.port, next: mux}
+	s.handler = &access{token: token, port: s.port, allowPost: opts.Approve != nil, next: mux}
 	return s, nil
 }
 
@@ -125,7 +130,7 @@ func (s *Server) Serve(ctx context.Context) error {
 // snapshot reads the watches with the clock and the approve command.
 func (s *Server) snapshot(r *http.Request) (snapshot, error) {
 	snap, err := s.watches.snapshot(r.Context())
-	snap.now, snap.approve = s.opts.Now(), s.opts.ApproveCommand
+	snap.now, snap.approve, snap.canApprove = s.opts.Now(), s.opts.ApproveCommand, s.opts.Approve != nil
 	return snap, err
 }
 

@@ -80,6 +80,18 @@ type Detail struct {
 	Sections   []Section   `json:"sections"`
 	Command    string      `json:"command,omitempty"`
 	Conditions []Condition `json:"conditions"`
+	// Approve is set when the page may approve what is pending: the
+	// question the owner confirms and the versions it was asked about.
+	Approve *ApproveOffer `json:"approve,omitempty"`
+}
+
+// ApproveOffer is the Approve button of a plugin's page: the confirmation
+// question, which lists everything the approval adds, and the resource
+// versions of the Plugin and grant it describes.
+type ApproveOffer struct {
+	Question      string `json:"question"`
+	PluginVersion string `json:"plugin"`
+	GrantVersion  string `json:"grant"`
 }
 
 // snapshot is what the watches hold at one moment.
@@ -94,6 +106,9 @@ type snapshot struct {
 	// approve returns the CLI command that approves a plugin's pending
 	// requests.
 	approve func(name string) string
+	// canApprove puts an Approve button on the pages of plugins with
+	// something pending.
+	canApprove bool
 }
 
 // table builds the plugins page, rows sorted by name.
@@ -147,6 +162,19 @@ func (s snapshot) detail(name string) Detail {
 	}
 	if !pending.IsEmpty() && s.approve != nil {
 		d.Command = s.approve(p.Name)
+	}
+	if !pending.IsEmpty() && s.canApprove {
+		grantVersion := ""
+		if g != nil {
+			grantVersion = g.ResourceVersion
+		}
+		sig := d.Signature.Text
+		d.Approve = &ApproveOffer{
+			Question: fmt.Sprintf("Approve for plugin %s: %s?\n\nSignature: %s (%s).\nThis writes the PluginGrant %s with your credentials; the operator then runs the plugin with it.",
+				p.Name, pendingCell(pending).Detail, sig, d.Signature.Detail, p.Name),
+			PluginVersion: p.ResourceVersion,
+			GrantVersion:  grantVersion,
+		}
 	}
 	return d
 }

@@ -119,6 +119,18 @@ func TestSnapshot(t *testing.T) {
 	if d := s.detail("a"); d.Command != "" {
 		t.Errorf("a has nothing pending, yet its page shows %q", d.Command)
 	}
+	if d := s.detail("b"); d.Approve != nil {
+		t.Errorf("a read-only dashboard offers an approval: %+v", d.Approve)
+	}
+	s.canApprove = true
+	d := s.detail("b")
+	if d.Approve == nil || d.Approve.GrantVersion != "" || !strings.Contains(d.Approve.Question, "Approve for plugin b: capability connector, egress api.nbp.pl:443?") ||
+		!strings.Contains(d.Approve.Question, "◐ Signed, not verified") {
+		t.Errorf("b's approval offer %+v", d.Approve)
+	}
+	if d := s.detail("a"); d.Approve != nil {
+		t.Errorf("a has nothing pending, yet its page offers %+v", d.Approve)
+	}
 	if d := s.detail("c"); !d.Gone {
 		t.Errorf("a page for a plugin that does not exist: %+v", d)
 	}

@@ -142,6 +142,17 @@
         box.appendChild(copyButton(d.command, "Copy command"));
         sec.appendChild(box);
       }
+      if (s.id === "pending" && d.approve) {
+        var div = el("div", null, "approve");
+        var ab = el("button", "Approve all that is pending…");
+        ab.type = "button";
+        ab.id = "approve";
+        ab.dataset.question = d.approve.question;
+        ab.dataset.plugin = d.approve.plugin;
+        ab.dataset.grant = d.approve.grant;
+        div.appendChild(ab);
+        sec.appendChild(div);
+      }
       out.appendChild(sec);
     });
     var cs = section("conditions", "Conditions");
@@ -185,7 +196,34 @@
     main.replaceChildren(out);
   }
 
+  // approve asks the owner to confirm, then posts the approval with the
+  // versions the page showed; the server refuses it if they changed.
+  function approve(b) {
+    var result = document.getElementById("approve-result");
+    if (!window.confirm(b.dataset.question)) {
+      result.textContent = "Not approved.";
+      return;
+    }
+    b.disabled = true;
+    result.textContent = "Approving…";
+    fetch("/plugins/" + encodeURIComponent(body.dataset.name) + "/approve", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ plugin: b.dataset.plugin, grant: b.dataset.grant }),
+      credentials: "same-origin",
+    }).then(function (resp) {
+      return resp.json().then(function (a) { result.textContent = (resp.ok ? "" : "Refused: ") + a.message; });
+    }, function () {
+      result.textContent = "Refused: the dashboard could not be reached.";
+    }).then(function () { b.disabled = false; });
+  }
+
   document.addEventListener("click", function (ev) {
+    var ab = ev.target.closest ? ev.target.closest("button#approve") : null;
+    if (ab) {
+      approve(ab);
+      return;
+    }
     var b = ev.target.closest ? ev.target.closest("button.copy") : null;
     if (!b) return;
     var done = function (msg) { b.textContent = msg; };
