@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 
@@ -70,7 +68,9 @@ Ctrl-C.`,
 			fmt.Fprintf(env.Out, "OpenFief dashboard for namespace %s: %s\n", env.Namespace, srv.URL())
 			fmt.Fprintln(env.Out, "The URL holds this run's access token: do not share it. Ctrl-C stops the dashboard.")
 			if !noBrowser {
-				if err := openBrowser(srv.URL()); err != nil {
+				cleanup, err := openBrowser(srv)
+				defer cleanup()
+				if err != nil {
 					fmt.Fprintf(env.ErrOut, "Could not open a browser (%v); open the URL above yourself.\n", err)
 				}
 			}
@@ -124,21 +124,6 @@ func (e *Env) ApprovePending(ctx context.Context, req dashboard.ApprovalRequest)
 		return "", err
 	}
 	return fmt.Sprintf("plugingrant/%s %s", req.Name, verb), nil
-}
-
-// openBrowser starts $BROWSER, else xdg-open, on url without waiting for it.
-// The URL is passed as an argument, never through a shell.
-func openBrowser(url string) error {
-	name := os.Getenv("BROWSER")
-	if name == "" {
-		name = "xdg-open"
-	}
-	c := exec.Command(name, url)
-	if err := c.Start(); err != nil {
-		return err
-	}
-	go func() { _ = c.Wait() }()
-	return nil
 }
 
 // ApproveCommand is the openfief command that approves everything the

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -61,8 +63,14 @@ func TestDashboardCommand(t *testing.T) {
 	}
 	c := &http.Client{Jar: jar, Timeout: 10 * time.Second}
 	var page string
+	// The first visit sets the cookie and a page that moves on to base.
 	testutil.Eventually(t, 30*time.Second, "the plugins page", func() (bool, string) {
-		resp, err := c.Get(url)
+		first, err := c.Get(url)
+		if err != nil {
+			return false, err.Error()
+		}
+		first.Body.Close()
+		resp, err := c.Get(base)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -96,6 +104,62 @@ func TestDashboardCommand(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), strings.TrimPrefix(url, base+"?token=")); n != 1 {
 		t.Errorf("the token appears %d times in the output, want once (the URL):\n%s", n, out.String())
+	}
+}
+
+// TestDashboardOpensBrowserWithoutToken: the browser is started on a
+// launcher file only the owner can read, so the token is in no command
+// line; the file leads to the URL and is gone when the dashboard stops.
+func TestDashboardOpensBrowserWithoutToken(t *testing.T) {
+	k := newKube(t)
+	dir := t.TempDir()
+	argsFile := filepath.Join(dir, "args")
+	script := filepath.Join(dir, "browser")
+	writeFile(t, script, "#!/bin/sh\nprintf '%s\\n' \"$@\" > "+argsFile+".tmp && mv "+argsFile+".tmp "+argsFile+"\n")
+	if err := os.Chmod(script, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BROWSER", script)
+
+	var out syncBuffer
+	env := NewEnv(Streams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, env, []string{"--kubeconfig", k.kubeconfig, "dashboard"}) }()
+	var args []byte
+	testutil.Eventually(t, 30*time.Second, "the browser to be started", func() (bool, string) {
+		var err error
+		args, err = os.ReadFile(argsFile)
+		return err == nil, out.String()
+	})
+	url := regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+/\?token=[0-9a-f]{32}`).FindString(out.String())
+	token := strings.TrimPrefix(url[strings.Index(url, "?"):], "?token=")
+	arg := strings.TrimSpace(string(args))
+	if strings.Contains(arg, token) || !strings.HasPrefix(arg, "file:///") {
+		t.Fatalf("the browser was started with %q, want a file:// launcher without the token", arg)
+	}
+	launcher := strings.TrimPrefix(arg, "file://")
+	info, err := os.Stat(launcher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Mode().Perm() != 0o600 {
+		t.Errorf("the launcher's mode is %v, want 0600", info.Mode().Perm())
+	}
+	page, err := os.ReadFile(launcher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), `content="0;url=`+url+`"`) {
+		t.Errorf("the launcher does not lead to %s:\n%s", url, page)
+	}
+	cancel()
+	if code := <-done; code != ExitOK {
+		t.Errorf("exit code %d, want 0:\n%s", code, out.String())
+	}
+	if _, err := os.Stat(launcher); !os.IsNotExist(err) {
+		t.Errorf("the launcher is still there after the dashboard stopped: %v", err)
 	}
 }
 

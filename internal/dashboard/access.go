@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"fmt"
+	"html"
 	"net/http"
 	"strconv"
 )
@@ -31,7 +33,7 @@ func newToken() (string, error) {
 // (and, when approving is on, a POST from the page's own origin), and the
 // run's token, from the cookie or, once, from the URL. A token in
 // the URL is moved into an HttpOnly, SameSite=Strict cookie and the browser
-// is sent to the same page without it, so it leaves no trace in the
+// is sent on to the same page without it, so it leaves no trace in the
 // address bar or in the page's links.
 type access struct {
 	token string
@@ -85,7 +87,7 @@ func (a *access) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		clean := *r.URL
 		q.Del(tokenParam)
 		clean.RawQuery = q.Encode()
-		http.Redirect(w, r, clean.RequestURI(), http.StatusSeeOther)
+		moveOn(w, clean.RequestURI())
 		return
 	}
 	c, err := r.Cookie(a.cookieName())
@@ -94,6 +96,22 @@ func (a *access) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.next.ServeHTTP(w, r)
+}
+
+// moveOn sends the browser to target with a page of this origin (a meta
+// refresh, which the CSP allows) rather than a 303: when the first visit
+// came from another site, such as the launcher file, a redirect would stay
+// part of that cross-site navigation and the browser would withhold the
+// SameSite=Strict cookie just set; a navigation this page starts is
+// same-site. target comes from the request's own path and query, escaped.
+func moveOn(w http.ResponseWriter, target string) {
+	t := html.EscapeString(target)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=%s"><title>OpenFief dashboard</title></head>
+<body><p><a href="%s">Continue to the OpenFief dashboard</a></p></body></html>
+`, t, t)
 }
 
 // valid compares a presented token with the run's in constant time.

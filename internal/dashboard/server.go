@@ -109,6 +109,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	defer cancel()
 	if err := s.watches.start(ctx); err != nil {
 		_ = s.ln.Close()
+		if ctx.Err() != nil {
+			return nil // stopped (Ctrl-C) before the watches synced
+		}
 		return err
 	}
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
