@@ -97,3 +97,11 @@ run plugin uninstall fx --yes --wait 60s
 run plugin list
 
 printf '\n== demo finished in %ss\n' "$(($(date +%s) - start))"
+cat <<'EOF'
+
+== next, try the dashboard: every plugin's signature, signer and pending approval, live in your browser
+  .bin/openfief dev                      # terminal 1: the platform, until Ctrl-C
+  source .openfief-dev/env               # terminal 2, then:
+  .bin/openfief plugin install fx --image "$OPENFIEF_DEMO_IMAGE_V1"
+  .bin/openfief dashboard                # prints the URL with this run's token and opens your browser
+EOF

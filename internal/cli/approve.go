@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -147,16 +148,9 @@ with code 10.`,
 			if err := env.confirm(ctx, yes, fmt.Sprintf("Approve this for plugin %s?", name), "approving plugin "+name); err != nil {
 				return err
 			}
-			verb := "configured"
-			if g == nil {
-				g = &v1alpha1.PluginGrant{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace}, Spec: apiconv.GrantToAPI(a.Grant)}
-				err, verb = c.Create(ctx, g, fieldOwner), "created"
-			} else {
-				g.Spec = apiconv.GrantToAPI(a.Grant)
-				err = c.Update(ctx, g, fieldOwner)
-			}
+			verb, err := env.writeGrant(ctx, c, name, g, a)
 			if err != nil {
-				return writeError("writing plugingrant "+name, err)
+				return err
 			}
 			fmt.Fprintf(env.Out, "plugingrant/%s %s\n", name, verb)
 			return nil
@@ -171,6 +165,26 @@ with code 10.`,
 	f.StringArrayVar(&sel.DataTiers, "data-tier", nil, "approve only this data tier (repeatable)")
 	f.StringArrayVar(&sel.PullSecrets, "pull-secret", nil, "add this image pull Secret to the grant (repeatable)")
 	return cmd
+}
+
+// writeGrant writes an approval's grant: it creates the PluginGrant name
+// when g is nil, else updates g, whose resource version makes the write
+// fail if the grant changed since it was read. It returns "created" or
+// "configured".
+func (e *Env) writeGrant(ctx context.Context, c client.Client, name string, g *v1alpha1.PluginGrant, a plugins.Approval) (string, error) {
+	var err error
+	verb := "configured"
+	if g == nil {
+		g = &v1alpha1.PluginGrant{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.Namespace}, Spec: apiconv.GrantToAPI(a.Grant)}
+		err, verb = c.Create(ctx, g, fieldOwner), "created"
+	} else {
+		g.Spec = apiconv.GrantToAPI(a.Grant)
+		err = c.Update(ctx, g, fieldOwner)
+	}
+	if err != nil {
+		return "", writeError("writing plugingrant "+name, err)
+	}
+	return verb, nil
 }
 
 // describeApproval lists what an approval adds, with each Secret slot's

@@ -235,7 +235,7 @@ func (e *Env) afterWrite(ctx context.Context, c client.Client, name string, res 
 	}
 	fmt.Fprintln(e.Out, "Pending approval (requested, not granted):")
 	describePending(e.Out, "  ", pending, *res.Manifest)
-	fmt.Fprintf(e.Out, "Approve with: openfief plugin approve %s\n", name)
+	fmt.Fprintf(e.Out, "Approve with: %s\n", e.ApproveCommand(name))
 	return nil
 }
 

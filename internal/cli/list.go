@@ -186,7 +186,7 @@ operator computes status.pendingApproval. -o json or -o yaml prints the Plugin.`
 			if err != nil {
 				return err
 			}
-			printStatus(env.Out, env.Now(), p, g)
+			printStatus(env.Out, env.Now(), p, g, env.ApproveCommand)
 			api, err := env.coreAPI(coreURL, coreStatusTimeout)
 			if err != nil {
 				return err
@@ -205,7 +205,7 @@ operator computes status.pendingApproval. -o json or -o yaml prints the Plugin.`
 const coreStatusTimeout = 10 * time.Second
 
 // printStatus describes one plugin for a person.
-func printStatus(w io.Writer, now time.Time, p *v1alpha1.Plugin, g *v1alpha1.PluginGrant) {
+func printStatus(w io.Writer, now time.Time, p *v1alpha1.Plugin, g *v1alpha1.PluginGrant, approve func(string) string) {
 	fmt.Fprintf(w, "Name:         %s\n", p.Name)
 	fmt.Fprintf(w, "Namespace:    %s\n", p.Namespace)
 	fmt.Fprintf(w, "Age:          %s\n", age(now, p.CreationTimestamp.Time))
@@ -240,7 +240,7 @@ func printStatus(w io.Writer, now time.Time, p *v1alpha1.Plugin, g *v1alpha1.Plu
 	if pending.IsEmpty() {
 		fmt.Fprintln(w, "Pending:      nothing")
 	} else {
-		fmt.Fprintf(w, "Pending (approve with: openfief plugin approve %s):\n", p.Name)
+		fmt.Fprintf(w, "Pending (approve with: %s):\n", approve(p.Name))
 		describePending(w, "  ", pending, m)
 	}
 	if e := p.Status.Effective; e != nil {

@@ -120,7 +120,8 @@ func TestListAndStatus(t *testing.T) {
 			"(a previous version: the current spec does not run yet)",
 			"Egress:        api.nbp.pl:443, static.nbp.pl:8443",
 			"Granted (PluginGrant ls-a):",
-			"Pending (approve with: openfief plugin approve ls-a):\n  Egress:        static.nbp.pl:8443\n",
+			// The approve command names the same kubeconfig and namespace.
+			"Pending (approve with: openfief plugin approve ls-a --kubeconfig "+shellQuote(k.kubeconfig)+" -n "+ns+"):\n  Egress:        static.nbp.pl:8443\n",
 			"Effective (what runs holds):",
 			"fx-token (Secret fx-token) at /etc/fx",
 			"the previous version runs; the current one awaits approval",

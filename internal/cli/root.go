@@ -71,7 +71,7 @@ type CommandFactory func(env *Env) *cobra.Command
 // Commands that live outside this package (`openfief dev`, in
 // internal/devstack, which links the operator) are passed as extra
 // factories by cmd/openfief.
-var commandFactories = []CommandFactory{newPluginCommand}
+var commandFactories = []CommandFactory{newPluginCommand, newDashboardCommand}
 
 // NewRootCommand builds `openfief` with its global flags, the registered
 // top-level commands and any extra ones, all on env.

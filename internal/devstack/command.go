@@ -112,6 +112,7 @@ Try, in another terminal:
   openfief plugin install fx --image "$OPENFIEF_DEMO_IMAGE_V1"
   openfief plugin approve fx --yes
   openfief plugin list
+  openfief dashboard                                            # the same, live in your browser
   kubectl get plugins,deployments,networkpolicies -n openfief   # any tool works with $KUBECONFIG
 
 Press Ctrl-C to stop everything.

@@ -206,8 +206,11 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		return nil, err
 	}
 	s.signer = signer
-	if err := p.step("building the nbp-fx plugin image (or reusing .cache/images) and serving it, signed, from a loopback registry", func() error {
-		return s.startRegistry(ctx, opts.Dir, signer, opts.Progress)
+	if err := p.step("building the nbp-fx plugin image (or reusing .cache/images) and serving it, signed, from a loopback registry; its key in openfief-trusted-signers", func() error {
+		if err := s.startRegistry(ctx, opts.Dir, signer, opts.Progress); err != nil {
+			return err
+		}
+		return s.publishSigners(ctx, client)
 	}); err != nil {
 		return nil, err
 	}
@@ -342,6 +345,24 @@ func (s *Stack) startRegistry(ctx context.Context, dir string, signer *ocisign.K
 	}
 	s.SignersFile = filepath.Join(dir, "signers.json")
 	return os.WriteFile(s.SignersFile, signers, 0o600)
+}
+
+// publishSigners writes the owner's signers.json into the ConfigMap
+// openfief-trusted-signers too, where an install keeps it (the operator here
+// reads the file): the CLI and the dashboard read the owner's signers from
+// the cluster, so they trust and name the local owner key as the operator
+// does (D-45).
+func (s *Stack) publishSigners(ctx context.Context, client kubernetes.Interface) error {
+	raw, err := os.ReadFile(s.SignersFile)
+	if err != nil {
+		return err
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: plugins.OwnerSignersConfigMap, Namespace: plugins.Namespace},
+		Data:       map[string]string{plugins.OwnerSignersKey: string(raw)},
+	}
+	_, err = client.CoreV1().ConfigMaps(plugins.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+	return err
 }
 
 // PublishImage pushes a plugin image with manifest m to the stack's registry

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -102,10 +103,46 @@ func decide(policy plugins.TrustPolicy, signed plugins.SignedImage, declared *pl
 	}
 	if d.Level == plugins.Verified {
 		return Verification{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonVerified, Signer: d.Signer.Name,
-			Message: fmt.Sprintf("signed by %s, the catalog's publisher for this digest", d.Signer.Name)}
+			Message: verifiedPrefix + d.Signer.Name + verifiedSuffix}
 	}
 	return Verification{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSignedByTrustedSigner, Signer: d.Signer.Name,
-		Message: fmt.Sprintf("signed by trusted signer %s; not a verified catalog plugin", d.Signer.Name)}
+		Message: signedPrefix + d.Signer.Name + signedSuffix}
+}
+
+// The SignatureVerified messages of an admitted image name its signer
+// between these; SignerFromMessage reads the name back.
+const (
+	verifiedPrefix = "signed by "
+	verifiedSuffix = ", the catalog's publisher for this digest"
+	signedPrefix   = "signed by trusted signer "
+	signedSuffix   = "; not a verified catalog plugin"
+)
+
+// SignerFromMessage returns the signer a SignatureVerified condition of
+// reason Verified or SignedByTrustedSigner names in its message, as Check
+// writes it (the status has no field of its own for the current image's
+// signer; status.deployed names only the running version's). It returns ""
+// for any other reason or a message it does not recognise.
+func SignerFromMessage(reason, message string) string {
+	prefix, suffix := "", ""
+	switch reason {
+	case v1alpha1.ReasonVerified:
+		prefix, suffix = verifiedPrefix, verifiedSuffix
+	case v1alpha1.ReasonSignedByTrustedSigner:
+		prefix, suffix = signedPrefix, signedSuffix
+	default:
+		return ""
+	}
+	rest, ok := strings.CutPrefix(message, prefix)
+	if !ok {
+		return ""
+	}
+	// A name that holds the suffix itself would be ambiguous: fail closed.
+	if strings.Count(rest, suffix) != 1 {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, suffix)
+	return name
 }
 
 // signedImage returns the verified signatures and label of ref's digest,

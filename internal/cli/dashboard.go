@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/arkadiuss/openfief/internal/apiconv"
+	"github.com/arkadiuss/openfief/internal/dashboard"
+	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/trust/catalog"
+)
+
+// newDashboardCommand builds `openfief dashboard`: the local verification
+// page (OF-9, OF-12).
+func newDashboardCommand(env *Env) *cobra.Command {
+	var (
+		port         int
+		noBrowser    bool
+		allowApprove bool
+	)
+	cmd := &cobra.Command{
+		Use:   "dashboard [--port N] [--no-browser]",
+		Short: "Serve a local page of the plugins' verification status, live",
+		Long: `Serve a page on 127.0.0.1 that shows every plugin of the namespace: whether its
+image is Verified (the catalog pins its digest and its publisher signed it) or
+only signed by a trusted signer, who signed it, its digest, what waits for your
+approval and the command that approves it (D-56). It follows the cluster
+through watches and updates the open page as Plugins and PluginGrants change.
+
+It reads with your kubeconfig's credentials and writes nothing, unless
+--allow-approve puts an Approve button on each plugin's page: it asks you to
+confirm exactly what it adds, then writes the PluginGrant as 'openfief plugin
+approve NAME --yes' does, refusing if the plugin or grant changed since the
+page showed them. The URL it
+prints carries a random token that every request must present, so other users
+of this machine cannot read the page; keep it to yourself. It opens your
+browser ($BROWSER, else xdg-open) unless --no-browser is given, and stops on
+Ctrl-C.`,
+		Example: `  openfief dashboard
+  openfief dashboard --port 8417 --no-browser
+  openfief dashboard --allow-approve`,
+		Args: exactArgs(0),
+		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			if port < 0 || port > 65535 {
+				return usageError(fmt.Errorf("--port %d: want 0 (any free port) to 65535", port))
+			}
+			cfg, err := env.RESTConfig()
+			if err != nil {
+				return err
+			}
+			cat, err := catalog.Load()
+			if err != nil {
+				return exitf(ExitFailure, "embedded catalog: %w", err)
+			}
+			opts := dashboard.Options{Config: cfg, Namespace: env.Namespace, Catalog: cat, ApproveCommand: env.ApproveCommand, Now: env.Now}
+			if allowApprove {
+				opts.Approve = env.ApprovePending
+			}
+			srv, err := dashboard.New(opts, port)
+			if err != nil {
+				return exitf(ExitFailure, "%w", err)
+			}
+			fmt.Fprintf(env.Out, "OpenFief dashboard for namespace %s: %s\n", env.Namespace, srv.URL())
+			fmt.Fprintln(env.Out, "The URL holds this run's access token: do not share it. Ctrl-C stops the dashboard.")
+			if !noBrowser {
+				cleanup, err := openBrowser(srv)
+				defer cleanup()
+				if err != nil {
+					fmt.Fprintf(env.ErrOut, "Could not open a browser (%v); open the URL above yourself.\n", err)
+				}
+			}
+			if err := srv.Serve(cmd.Context()); err != nil {
+				return exitf(ExitFailure, "dashboard: %w", err)
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().IntVar(&port, "port", 0, "the port on 127.0.0.1 to serve on (default: any free port)")
+	cmd.Flags().BoolVar(&noBrowser, "no-browser", false, "print the URL only; do not open a browser")
+	cmd.Flags().BoolVar(&allowApprove, "allow-approve", false, "put an Approve button on each plugin's page (asks for confirmation, then writes its PluginGrant)")
+	return cmd
+}
+
+// ApprovePending approves everything the plugin req.Name waits for, as
+// `openfief plugin approve NAME --yes` does (plugins.Approve, then the same
+// grant write), for the dashboard's Approve button. It refuses with
+// dashboard.ErrChanged when the Plugin or its grant is no longer at the
+// version the owner confirmed, so nothing is approved that the owner did not
+// see.
+func (e *Env) ApprovePending(ctx context.Context, req dashboard.ApprovalRequest) (string, error) {
+	c, err := e.Client()
+	if err != nil {
+		return "", err
+	}
+	p, err := e.getPlugin(ctx, c, req.Name)
+	if err != nil {
+		return "", err
+	}
+	g, err := e.getGrant(ctx, c, req.Name)
+	if err != nil {
+		return "", err
+	}
+	grantVersion := ""
+	if g != nil {
+		grantVersion = g.ResourceVersion
+	}
+	if p.ResourceVersion != req.PluginVersion || grantVersion != req.GrantVersion {
+		return "", dashboard.ErrChanged
+	}
+	a, err := plugins.Approve(req.Name, apiconv.ManifestFromAPI(p.Spec.Manifest), grantFromAPI(g), plugins.Selection{})
+	if err != nil {
+		return "", approvalError(req.Name, nil, err)
+	}
+	verb, err := e.writeGrant(ctx, c, req.Name, g, a)
+	if err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+			return "", dashboard.ErrChanged
+		}
+		return "", err
+	}
+	return fmt.Sprintf("plugingrant/%s %s", req.Name, verb), nil
+}
+
+// ApproveCommand is the openfief command that approves everything the
+// plugin name waits for, with the --kubeconfig, --context and --namespace
+// this command was given, so it runs against the same cluster. `plugin
+// status`, `plugin install` and the dashboard all show this one.
+func (e *Env) ApproveCommand(name string) string {
+	args := []string{"openfief", "plugin", "approve", shellQuote(name)}
+	if e.Kubeconfig != "" {
+		args = append(args, "--kubeconfig", shellQuote(e.Kubeconfig))
+	}
+	if e.Context != "" {
+		args = append(args, "--context", shellQuote(e.Context))
+	}
+	if e.Namespace != DefaultNamespace {
+		args = append(args, "-n", shellQuote(e.Namespace))
+	}
+	return strings.Join(args, " ")
+}
+
+// shellSafe are words a POSIX shell takes as they are.
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if shellSafe.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,555 @@
+package dashboard_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/arkadiuss/openfief/internal/cli"
+	"github.com/arkadiuss/openfief/internal/dashboard"
+	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/trust/cosign/cosigntest"
+)
+
+// updateScreenshot makes TestDashboardInBrowser write docs/dashboard.png.
+var updateScreenshot = flag.Bool("update-screenshot", false, "write the browser test's screenshot to docs/dashboard.png")
+
+// Manifests of the test plugins: each differs, so each image has its own
+// digest.
+var (
+	verifiedManifest = plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityConnector}, Egress: []string{"api.nbp.pl"}}
+	signedManifest   = plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityConnector}, Egress: []string{"api.ecb.europa.eu"}}
+	upgradeV1        = plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityConnector}, Egress: []string{"api.nbp.pl"}, DataTiers: []string{"rates"}}
+	upgradeV2        = plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityConnector}, Egress: []string{"api.nbp.pl", "static.nbp.pl"}, DataTiers: []string{"rates"}}
+	noGrantManifest  = plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityView}}
+	unsignedManifest = plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityView}, DataTiers: []string{"holdings"}}
+	// hostileManifest's config schema carries markup a careless page would
+	// run: a script and an image whose error handler sets window.__xss.
+	hostileSchema   = `{"type":"object","title":"<img src=x onerror=\"window.__xss=2\">","description":"<script>window.__xss=1</script>"}`
+	hostileManifest = plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityConnector}, Egress: []string{"hostile.example.com"}, ConfigSchema: json.RawMessage(hostileSchema)}
+)
+
+// TestDashboardInBrowser runs `openfief dashboard`'s server against a real
+// platform and reads it in headless Chromium: what each row says for a
+// Verified, an only-signed, an upgrade waiting for approval and an
+// ungranted plugin; a grant changed with the CLI updates the open page
+// without a reload; a hostile manifest shows as text and runs nothing; the
+// CSP is sent and enforced; a request without the token is refused; and the
+// page fits a phone's width.
+func TestDashboardInBrowser(t *testing.T) {
+	chromium := chromiumPath(t)
+	began := time.Now()
+	p, verified := newPlatform(t, verifiedManifest)
+	signed := p.signed(t, "plugins/fx-signed", signedManifest)
+	v1 := p.signed(t, "plugins/fx-upgrade", upgradeV1)
+	v2 := p.signed(t, "plugins/fx-upgrade", upgradeV2)
+	noGrant := p.signed(t, "plugins/fx-nogrant", noGrantManifest)
+	unsigned := p.reg.PushImage(t, "plugins/fx-unsigned", cosigntest.ManifestLabel(t, unsignedManifest))
+	hostile := p.signed(t, "plugins/hostile", hostileManifest)
+	p.startOperator(t)
+
+	kubeconfig := p.cluster.KubeconfigPath
+	openfief := func(args ...string) {
+		t.Helper()
+		var out bytes.Buffer
+		full := append([]string{"--kubeconfig", kubeconfig}, args...)
+		if code := cli.Main(context.Background(), full, cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &out}); code != cli.ExitOK {
+			t.Fatalf("openfief %s exited %d:\n%s", strings.Join(args, " "), code, out.String())
+		}
+	}
+	p.install(t, "fx-verified", verified, verifiedManifest)
+	p.install(t, "fx-signed", signed, signedManifest)
+	p.install(t, "fx-upgrade", v1, upgradeV1)
+	p.install(t, "fx-nogrant", noGrant, noGrantManifest)
+	p.install(t, "hostile", hostile, hostileManifest)
+	p.install(t, "fx-unsigned", unsigned, unsignedManifest)
+	for _, name := range []string{"fx-verified", "fx-signed", "fx-upgrade"} {
+		openfief("plugin", "approve", name, "--yes")
+	}
+	p.waitReady(t, "fx-upgrade", "Running")
+	p.upgrade(t, "fx-upgrade", v2, upgradeV2)
+	p.waitReady(t, "fx-verified", "Running")
+	p.waitReady(t, "fx-signed", "Running")
+	p.waitReady(t, "fx-upgrade", "RunningPreviousVersion")
+	p.waitReady(t, "fx-nogrant", "NoGrant")
+	p.waitReady(t, "hostile", "NoGrant")
+	p.waitReady(t, "fx-unsigned", "NoGrant")
+	t.Logf("platform up, six plugins reconciled in %s", time.Since(began).Round(time.Millisecond))
+
+	env := cli.NewEnv(cli.Streams{})
+	env.Kubeconfig = kubeconfig
+	srv, err := dashboard.New(dashboard.Options{
+		Config: p.cluster.Config, Namespace: plugins.Namespace, Catalog: p.catalog,
+		ApproveCommand: env.ApproveCommand, Approve: env.ApprovePending,
+	}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("dashboard: %v", err)
+		}
+	})
+	url := srv.URL()
+	base := strings.Split(url, "?")[0]
+	waitServing(t, base)
+
+	t.Run("http", func(t *testing.T) { checkHTTP(t, url, base) })
+
+	browserStart := time.Now()
+	b := newBrowser(t, chromium)
+	b.do(chromedp.EmulateViewport(1280, 900))
+	// The command opens the browser on a launcher file, so the token is in
+	// no command line; from it, the page must load with the cookie.
+	launcher, err := srv.Launcher(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.do(chromedp.Navigate("file://" + launcher))
+	b.waitFor(`document.body.dataset.updates >= 1`)
+	if loc := b.eval(`location.href`); loc != base {
+		t.Errorf("after the first visit the address is %q, want the token gone: %q", loc, base)
+	}
+
+	rows := b.rows()
+	digest := func(ref plugins.ImageRef) string { return "sha256:" + strings.TrimPrefix(ref.Digest(), "sha256:")[:12] }
+	for name, want := range map[string][]string{
+		"fx-verified": {"Running", "✔ Verified", "in the catalog, signed by its publisher (Verified)", publisherName, "Catalog publisher: public key SHA256:", digest(verified), "Nothing pending"},
+		"fx-signed":   {"Running", "◐ Signed, not verified", "(SignedByTrustedSigner)", ownerName, "Owner's signer: public key SHA256:", digest(signed), "Nothing pending"},
+		"fx-upgrade":  {"RunningPreviousVersion", "runs", "◐ Signed, not verified", ownerName, digest(v2), "⚠ Approval pending (1)", "egress static.nbp.pl:443"},
+		"fx-nogrant":  {"NoGrant", "nothing runs", "◐ Signed, not verified", ownerName, digest(noGrant), "⚠ Approval pending (1)", "capability view"},
+		"hostile":     {"NoGrant", "◐ Signed, not verified", "⚠ Approval pending (2)", "egress hostile.example.com:443"},
+		"fx-unsigned": {"NoGrant", "nothing runs", "✖ Refused: unsigned", "(Unsigned)", "—", "no trusted signer", digest(unsigned)},
+	} {
+		got, ok := rows[name]
+		if !ok {
+			t.Errorf("no row for %s; rows: %v", name, rows)
+			continue
+		}
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				t.Errorf("row %s lacks %q:\n%s", name, w, got)
+			}
+		}
+		if name == "fx-unsigned" && strings.Contains(got, "Signed") {
+			t.Errorf("row %s, unsigned, reads as signed:\n%s", name, got)
+		}
+		if name != "fx-verified" && strings.Contains(got, "✔ Verified") {
+			t.Errorf("row %s, not in the catalog, reads as Verified:\n%s", name, got)
+		}
+	}
+	if len(rows) != 6 {
+		t.Errorf("%d rows, want 6: %v", len(rows), rows)
+	}
+	if order := b.eval(`Array.from(document.querySelectorAll("#plugins tbody tr")).map(tr => tr.dataset.name).join(",")`); order != "fx-nogrant,fx-signed,fx-unsigned,fx-upgrade,fx-verified,hostile" {
+		t.Errorf("rows in the order %s, want sorted by name", order)
+	}
+	if title := b.eval(`document.querySelector('tr[data-name="fx-verified"] td[title]:nth-of-type(4)').title`); title != verified.String() {
+		t.Errorf("the digest cell's title is %q, want the full reference %s", title, verified.String())
+	}
+	if got := b.eval(`Array.from(document.querySelectorAll("#plugins thead th")).map(th => th.scope).join(",") + "|" + document.querySelector("#plugins caption").textContent`); !strings.HasPrefix(got, "col,col,col,col,col,col,col|Plugins in namespace") {
+		t.Errorf("the table's header cells and caption: %s", got)
+	}
+
+	// The screenshot for docs/dashboard.png: the four kinds of row, with
+	// the upgrade still waiting for approval.
+	t.Run("screenshot", func(t *testing.T) {
+		png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "dashboard.png")
+		if *updateScreenshot {
+			path = filepath.Join("..", "..", "docs", "dashboard.png")
+		}
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot (%d bytes) written to %s", len(png), path)
+	})
+	t.Run("keyboard", func(t *testing.T) {
+		b.do(chromedp.KeyEvent("\t"))
+		if got := b.eval(`document.activeElement.className + "|" + getComputedStyle(document.activeElement).outlineStyle`); got != "skip|solid" {
+			t.Errorf("the first Tab focuses %q, want the skip link with a visible outline", got)
+		}
+		b.do(chromedp.KeyEvent("\t"), chromedp.KeyEvent("\t"))
+		if got := b.eval(`document.activeElement.textContent + "|" + getComputedStyle(document.activeElement).outlineStyle`); got != "fx-nogrant|solid" {
+			t.Errorf("Tab reaches %q, want the first plugin's link with a visible outline", got)
+		}
+	})
+
+	t.Run("live update without reload", func(t *testing.T) {
+		b.eval(`window.__sameDocument = "yes"`)
+		b.eval(`document.querySelector('tr[data-name="fx-upgrade"] a').focus(), "ok"`)
+		openfief("plugin", "approve", "fx-upgrade", "--yes")
+		b.waitFor(`(() => { const tr = document.querySelector('tr[data-name="fx-upgrade"]'); return tr && tr.innerText.includes("Nothing pending") && !tr.innerText.includes("RunningPreviousVersion") && tr.innerText.includes("Running") })()`)
+		if got := b.eval(`window.__sameDocument`); got != "yes" {
+			t.Errorf("the page was reloaded (window state lost: %q)", got)
+		}
+		if got := b.eval(`document.activeElement.textContent`); got != "fx-upgrade" {
+			t.Errorf("the redraw moved the keyboard focus to %q, want it kept on fx-upgrade's link", got)
+		}
+	})
+
+	t.Run("plugin page", func(t *testing.T) {
+		b.do(chromedp.Navigate(base + "plugins/fx-nogrant"))
+		b.waitFor(`document.body.dataset.updates >= 1`)
+		text := b.eval(`document.getElementById("detail").innerText`)
+		for _, w := range []string{"◐ Signed, not verified", "Pending approval", "Capabilities", "view",
+			"Requested (spec.manifest", "No PluginGrant", "Nothing runs", "SignatureVerified", "signed by trusted signer " + ownerName,
+			"ApprovalRequired", "NoGrant"} {
+			if !strings.Contains(text, w) {
+				t.Errorf("the plugin page lacks %q:\n%s", w, text)
+			}
+		}
+		want := "openfief plugin approve fx-nogrant --kubeconfig " + kubeconfig
+		if got := b.eval(`document.getElementById("approve-command").textContent`); got != want {
+			t.Errorf("approve command %q, want %q", got, want)
+		}
+	})
+
+	t.Run("approve from the page", func(t *testing.T) {
+		dialogs := b.answerDialogs()
+		// Declined: nothing is written.
+		dialogs.accept.Store(false)
+		b.do(chromedp.Click("#approve"))
+		question := dialogs.next(t)
+		for _, w := range []string{"Approve for plugin fx-nogrant: capability view?", "Signature: ◐ Signed, not verified", "writes the PluginGrant fx-nogrant"} {
+			if !strings.Contains(question, w) {
+				t.Errorf("the confirmation %q lacks %q", question, w)
+			}
+		}
+		b.waitFor(`document.getElementById("approve-result").textContent === "Not approved."`)
+		if p.grantExists(t, "fx-nogrant") {
+			t.Fatal("a declined confirmation wrote the grant")
+		}
+		// A request for versions the owner did not see is refused.
+		c := authedClient(t, url)
+		if status := postApproval(t, c, base, "hostile", base[:len(base)-1], `{"plugin":"1","grant":""}`); status != http.StatusConflict {
+			t.Errorf("an approval of an older version: %d, want 409", status)
+		}
+		if status := postApproval(t, c, base, "hostile", "", `{"plugin":"1","grant":""}`); status != http.StatusForbidden {
+			t.Errorf("an approval without Origin: %d, want 403", status)
+		}
+		if status := postApproval(t, c, base, "hostile", "http://evil.example.com", `{"plugin":"1","grant":""}`); status != http.StatusForbidden {
+			t.Errorf("an approval from another origin: %d, want 403", status)
+		}
+		if p.grantExists(t, "hostile") {
+			t.Fatal("a refused approval wrote the grant")
+		}
+		// Confirmed: the grant is written and the page follows.
+		dialogs.accept.Store(true)
+		b.do(chromedp.Click("#approve"))
+		dialogs.next(t)
+		b.waitFor(`document.getElementById("approve-result").textContent === "plugingrant/fx-nogrant created"`)
+		b.waitFor(`document.getElementById("detail").innerText.includes("Nothing: the grant holds everything the manifest asks for.")`)
+		if !p.grantExists(t, "fx-nogrant") {
+			t.Fatal("the confirmed approval wrote no grant")
+		}
+		p.waitReady(t, "fx-nogrant", "Running")
+	})
+
+	t.Run("hostile manifest is text", func(t *testing.T) {
+		b.do(chromedp.Navigate(base + "plugins/hostile"))
+		b.waitFor(`document.body.dataset.updates >= 1`)
+		if got := b.eval(`String(window.__xss)`); got != "undefined" {
+			t.Errorf("the manifest's markup ran: window.__xss = %s", got)
+		}
+		text := b.eval(`document.getElementById("detail").innerText`)
+		for _, w := range []string{`<script>window.__xss=1</script>`, `<img src=x onerror=\"window.__xss=2\">`} {
+			if !strings.Contains(text, w) {
+				t.Errorf("the page does not show %q as text:\n%s", w, text)
+			}
+		}
+		if n := b.eval(`String(document.querySelectorAll("#detail img, #detail script").length)`); n != "0" {
+			t.Errorf("%s img or script elements in the plugin's page", n)
+		}
+		// The policy itself, enforced by the browser: an inline script does not run.
+		if got := b.eval(`(() => { const s = document.createElement("script"); s.textContent = "window.__inline = 1"; document.body.appendChild(s); return String(window.__inline) })()`); got != "undefined" {
+			t.Errorf("an inline script ran despite the Content-Security-Policy: %s", got)
+		}
+	})
+
+	t.Run("phone width", func(t *testing.T) {
+		b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+		b.do(chromedp.Navigate(base))
+		b.waitFor(`document.body.dataset.updates >= 1`)
+		if got := b.eval(`String(document.documentElement.scrollWidth <= document.documentElement.clientWidth) + " " + document.documentElement.scrollWidth + "/" + document.documentElement.clientWidth`); !strings.HasPrefix(got, "true") {
+			t.Errorf("the page overflows a 390 px screen sideways (scrollWidth/clientWidth %s)", strings.TrimPrefix(got, "false "))
+		}
+		if got := b.eval(`getComputedStyle(document.getElementById("plugins-region")).overflowX`); got != "auto" {
+			t.Errorf("the table's region scrolls with overflow-x %q, want auto", got)
+		}
+		b.do(chromedp.Navigate(base + "plugins/hostile"))
+		b.waitFor(`document.body.dataset.updates >= 1`)
+		if got := b.eval(`String(document.documentElement.scrollWidth <= document.documentElement.clientWidth) + " " + document.documentElement.scrollWidth + "/" + document.documentElement.clientWidth`); !strings.HasPrefix(got, "true") {
+			t.Errorf("the plugin's page overflows a 390 px screen sideways (scrollWidth/clientWidth %s)", strings.TrimPrefix(got, "false "))
+		}
+	})
+
+	t.Logf("browser part took %s", time.Since(browserStart).Round(time.Millisecond))
+}
+
+// checkHTTP checks the server's guards with a plain client: the token, the
+// Host header, the cookie and the headers on every answer.
+func checkHTTP(t *testing.T, url, base string) {
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(c *http.Client, u, host string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	for what, u := range map[string]string{"no token": base, "no token, events": base + "events", "wrong token": base + "?token=00000000000000000000000000000000"} {
+		if resp := get(noRedirect, u, ""); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s: %s, want 401", what, resp.Status)
+		}
+	}
+	if resp := get(noRedirect, url, "evil.example.com:"+strings.Split(strings.TrimPrefix(base, "http://127.0.0.1:"), "/")[0]); resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("a rebound Host header: %s, want 421", resp.Status)
+	}
+	resp := get(noRedirect, url, "")
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Location") != "" {
+		t.Errorf("first visit: %s (Location %q), want 200 and a page that moves on to /", resp.Status, resp.Header.Get("Location"))
+	}
+	cookie := resp.Header.Get("Set-Cookie")
+	for _, w := range []string{"HttpOnly", "SameSite=Strict", "Path=/"} {
+		if !strings.Contains(cookie, w) {
+			t.Errorf("cookie %q lacks %s", cookie, w)
+		}
+	}
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Jar: jar}
+	resp = get(c, url, "")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("with the token: %s", resp.Status)
+	}
+	for h, want := range map[string]string{
+		"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+		"X-Content-Type-Options":  "nosniff",
+		"Referrer-Policy":         "no-referrer",
+		"Content-Type":            "text/html; charset=utf-8",
+	} {
+		if got := resp.Header.Get(h); got != want {
+			t.Errorf("%s: %q, want %q", h, got, want)
+		}
+	}
+	if resp := get(c, base+"assets/app.js", ""); resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/javascript") {
+		t.Errorf("app.js: %s %s", resp.Status, resp.Header.Get("Content-Type"))
+	}
+	if resp := get(c, base+"assets/table.html", ""); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a template served as an asset: %s", resp.Status)
+	}
+}
+
+// waitServing waits until the dashboard answers (its watches have synced).
+func waitServing(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(base)
+		if err == nil {
+			resp.Body.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the dashboard did not answer: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// chromiumPath finds Debian's Chromium, installing it with
+// hack/apt-install.sh when missing; without it the test cannot run.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p
+	}
+	out, err := exec.Command(filepath.Join("..", "..", "hack", "apt-install.sh"), "chromium").CombinedOutput()
+	if p, lerr := exec.LookPath("chromium"); lerr == nil {
+		return p
+	}
+	t.Skipf("the browser test needs Debian's chromium, which is not installed and could not be installed (hack/apt-install.sh chromium: %v: %s)", err, out)
+	return ""
+}
+
+// browser is one headless Chromium with a page.
+type browser struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+// newBrowser starts Chromium headless with a fresh profile and the flags
+// that keep it off the network (without them it stalls on a closed one).
+func newBrowser(t *testing.T, path string) *browser {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelCtx(); cancelAlloc() })
+	// The first run starts the browser; it lives as long as ctx, so it is
+	// started here and not under a step's timeout.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting %s: %v", path, err)
+	}
+	return &browser{t: t, ctx: ctx}
+}
+
+// do runs steps, failing the test after 60 s.
+func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// eval evaluates a JavaScript expression whose value is a string.
+func (b *browser) eval(expr string) string {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[any](expr))
+	if err != nil {
+		b.t.Fatalf("%s: %v", expr, err)
+	}
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return fmt.Sprint(v)
+}
+
+// waitFor waits until a JavaScript expression is true in the page; an
+// expression that throws counts as false.
+func (b *browser) waitFor(expr string) {
+	b.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	// Mid-navigation the document may have no body yet: that is "not yet".
+	for b.eval("(() => { try { return String(Boolean("+expr+")) } catch (e) { return 'false' } })()") != "true" {
+		if time.Now().After(deadline) {
+			b.t.Fatalf("timed out waiting for %s; the page says:\n%s", expr, b.eval(`document.body.innerText`))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// rows returns each table row's visible text by plugin name.
+func (b *browser) rows() map[string]string {
+	b.t.Helper()
+	raw := b.eval(`JSON.stringify(Object.fromEntries(Array.from(document.querySelectorAll("#plugins tbody tr")).map(tr => [tr.dataset.name, tr.innerText])))`)
+	out := map[string]string{}
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		b.t.Fatalf("%v: %s", err, raw)
+	}
+	return out
+}
+
+// dialogs answers the page's JavaScript dialogs: each one's message goes to
+// seen, and it is accepted or dismissed as accept says.
+type dialogs struct {
+	accept atomic.Bool
+	seen   chan string
+}
+
+// next returns the message of the next dialog the page opened.
+func (d *dialogs) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case m := <-d.seen:
+		return m
+	case <-time.After(30 * time.Second):
+		t.Fatal("the page opened no confirmation dialog")
+		return ""
+	}
+}
+
+// answerDialogs starts answering the page's dialogs until the browser ends.
+func (b *browser) answerDialogs() *dialogs {
+	d := &dialogs{seen: make(chan string, 4)}
+	go func() {
+		for ev, err := range chromedp.Events(b.ctx, page.JavascriptDialogOpening) {
+			if err != nil {
+				return
+			}
+			if _, err := chromedp.Call(b.ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: d.accept.Load()}); err != nil {
+				return
+			}
+			d.seen <- ev.Message
+		}
+	}()
+	return d
+}
+
+// authedClient is an HTTP client holding the dashboard's cookie.
+func authedClient(t *testing.T, url string) *http.Client {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return c
+}
+
+// postApproval posts an approval of plugin name as from origin ("" sends
+// none) and returns the status.
+func postApproval(t *testing.T, c *http.Client, base, name, origin, body string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+"plugins/"+name+"/approve", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}

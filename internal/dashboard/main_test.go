@@ -1,0 +1,10 @@
+package dashboard_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/arkadiuss/openfief/internal/devcluster"
+)
+
+func TestMain(m *testing.M) { os.Exit(devcluster.Main(m)) }

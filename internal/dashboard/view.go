@@ -1,0 +1,481 @@
+package dashboard
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/apiconv"
+	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/trust"
+)
+
+// Cell is one table cell or summary value: a line of text, an optional
+// second line, a hover title, a value to copy and a tone from the fixed set
+// in words.go. Every string may hold what a vendor wrote; the templates and
+// the script show it only as text.
+type Cell struct {
+	Text   string `json:"text"`
+	Detail string `json:"detail,omitempty"`
+	Title  string `json:"title,omitempty"`
+	Copy   string `json:"copy,omitempty"`
+	Tone   string `json:"tone,omitempty"`
+}
+
+// Row is one plugin in the table: its name and the cells of the columns
+// Ready, Signature, Signer, Image digest, Pending approval and Age.
+type Row struct {
+	Name  string `json:"name"`
+	Cells []Cell `json:"cells"`
+}
+
+// Table is the plugins page: every Plugin of the namespace, sorted by name.
+type Table struct {
+	Namespace string `json:"namespace"`
+	Rows      []Row  `json:"rows"`
+}
+
+// Item is one labelled line of a section: a label and its values.
+type Item struct {
+	Label  string   `json:"label"`
+	Values []string `json:"values"`
+	// Pre shows the values as preformatted text (a config schema).
+	Pre bool `json:"pre,omitempty"`
+}
+
+// Section is one titled part of a plugin's page.
+type Section struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Note  string `json:"note,omitempty"`
+	Items []Item `json:"items,omitempty"`
+}
+
+// Condition is one status condition with its message.
+type Condition struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason"`
+	Age     string `json:"age"`
+	Message string `json:"message"`
+}
+
+// Detail is a plugin's page: the row's cells as a summary, the sections
+// (running version, requested, granted, effective, pending), the command
+// that approves what is pending, and the conditions.
+type Detail struct {
+	Name       string      `json:"name"`
+	Gone       bool        `json:"gone,omitempty"`
+	Summary    []Item      `json:"summary"`
+	Signature  Cell        `json:"signature"`
+	Sections   []Section   `json:"sections"`
+	Command    string      `json:"command,omitempty"`
+	Conditions []Condition `json:"conditions"`
+	// Approve is set when the page may approve what is pending: the
+	// question the owner confirms and the versions it was asked about.
+	Approve *ApproveOffer `json:"approve,omitempty"`
+}
+
+// ApproveOffer is the Approve button of a plugin's page: the confirmation
+// question, which lists everything the approval adds, and the resource
+// versions of the Plugin and grant it describes.
+type ApproveOffer struct {
+	Question      string `json:"question"`
+	PluginVersion string `json:"plugin"`
+	GrantVersion  string `json:"grant"`
+}
+
+// snapshot is what the watches hold at one moment.
+type snapshot struct {
+	namespace string
+	plugins   []v1alpha1.Plugin
+	grants    map[string]*v1alpha1.PluginGrant
+	// policy is the trust policy the operator holds, nil when the
+	// dashboard could not build it (then no signer kind is shown).
+	policy *plugins.TrustPolicy
+	now    time.Time
+	// approve returns the CLI command that approves a plugin's pending
+	// requests.
+	approve func(name string) string
+	// canApprove puts an Approve button on the pages of plugins with
+	// something pending.
+	canApprove bool
+}
+
+// table builds the plugins page, rows sorted by name.
+func (s snapshot) table() Table {
+	t := Table{Namespace: s.namespace, Rows: []Row{}}
+	ps := slices.Clone(s.plugins)
+	slices.SortFunc(ps, func(a, b v1alpha1.Plugin) int { return cmp.Compare(a.Name, b.Name) })
+	for i := range ps {
+		p := &ps[i]
+		t.Rows = append(t.Rows, Row{Name: p.Name, Cells: []Cell{
+			readyCell(p),
+			signatureCell(reason(p, v1alpha1.ConditionSignatureVerified)),
+			signerCell(currentSigner(p), s.policy),
+			imageCell(p.Spec.Image),
+			pendingCell(s.pending(p)),
+			{Text: age(s.now, p.CreationTimestamp.Time), Title: p.CreationTimestamp.UTC().Format(time.RFC3339)},
+		}})
+	}
+	return t
+}
+
+// detail builds the page of the plugin name; Gone when it does not exist.
+func (s snapshot) detail(name string) Detail {
+	i := slices.IndexFunc(s.plugins, func(p v1alpha1.Plugin) bool { return p.Name == name })
+	if i < 0 {
+		return Detail{Name: name, Gone: true, Summary: []Item{}, Sections: []Section{}, Conditions: []Condition{}}
+	}
+	p := &s.plugins[i]
+	g := s.grants[name]
+	m := apiconv.ManifestFromAPI(p.Spec.Manifest)
+	pending := s.pending(p)
+	ready := readyCell(p)
+	signer := signerCell(currentSigner(p), s.policy)
+	d := Detail{
+		Name: p.Name,
+		Summary: []Item{
+			{Label: "Ready", Values: []string{ready.Text, ready.Detail}},
+			{Label: "Signer of this image", Values: []string{signer.Text, signer.Detail}},
+			{Label: "Image", Values: []string{p.Spec.Image}},
+			{Label: "Age", Values: []string{age(s.now, p.CreationTimestamp.Time)}},
+		},
+		Signature: signatureCell(reason(p, v1alpha1.ConditionSignatureVerified)),
+		Sections: []Section{
+			pendingSection(pending, m),
+			manifestSection(m),
+			grantSection(g),
+			effectiveSection(p.Status.Effective),
+			deployedSection(p, s.policy, s.now),
+		},
+		Conditions: conditions(p, s.now),
+	}
+	if !pending.IsEmpty() && s.approve != nil {
+		d.Command = s.approve(p.Name)
+	}
+	if !pending.IsEmpty() && s.canApprove {
+		grantVersion := ""
+		if g != nil {
+			grantVersion = g.ResourceVersion
+		}
+		sig := d.Signature.Text
+		d.Approve = &ApproveOffer{
+			Question: fmt.Sprintf("Approve for plugin %s: %s?\n\nSignature: %s (%s).\nThis writes the PluginGrant %s with your credentials; the operator then runs the plugin with it.",
+				p.Name, pendingCell(pending).Detail, sig, d.Signature.Detail, p.Name),
+			PluginVersion: p.ResourceVersion,
+			GrantVersion:  grantVersion,
+		}
+	}
+	return d
+}
+
+// pending is what the plugin's spec asks for beyond its grant, computed as
+// the operator and `openfief plugin status` compute it (D-16).
+func (s snapshot) pending(p *v1alpha1.Plugin) plugins.Pending {
+	var g *plugins.Grant
+	if pg := s.grants[p.Name]; pg != nil {
+		dg := apiconv.GrantFromAPI(pg)
+		g = &dg
+	}
+	return plugins.NeedsApproval(apiconv.ManifestFromAPI(p.Spec.Manifest), g)
+}
+
+// currentSigner is the signer of the current spec's image: the one named
+// by its SignatureVerified condition, when that describes this generation.
+func currentSigner(p *v1alpha1.Plugin) string {
+	c := apimeta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionSignatureVerified)
+	if c == nil || p.Status.ObservedGeneration != p.Generation {
+		return ""
+	}
+	return trust.SignerFromMessage(c.Reason, c.Message)
+}
+
+// reason is a condition's reason, "" when the operator has not written it
+// for the current generation.
+func reason(p *v1alpha1.Plugin, t string) string {
+	c := apimeta.FindStatusCondition(p.Status.Conditions, t)
+	if c == nil || p.Status.ObservedGeneration != p.Generation {
+		return ""
+	}
+	return c.Reason
+}
+
+// readyCell is the Ready condition: its reason, and whether a version runs.
+func readyCell(p *v1alpha1.Plugin) Cell {
+	c := apimeta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
+	if c == nil {
+		return Cell{Text: "—", Detail: "not reconciled yet", Tone: toneUnknown}
+	}
+	out := Cell{Text: c.Reason, Title: c.Message}
+	switch c.Status {
+	case metav1.ConditionTrue:
+		out.Detail, out.Tone = "runs", toneOK
+	case metav1.ConditionFalse:
+		out.Detail, out.Tone = "nothing runs", toneRefused
+	default:
+		out.Detail, out.Tone = "unknown", toneUnknown
+	}
+	if p.Status.ObservedGeneration != p.Generation {
+		out.Detail += "; the operator has not caught up with the spec"
+	}
+	return out
+}
+
+// imageCell shows the digest's first 12 hex digits; the full reference is
+// the title and what a copy takes.
+func imageCell(image string) Cell {
+	repo, digest, ok := strings.Cut(image, "@sha256:")
+	if !ok || len(digest) < 12 {
+		return Cell{Text: image, Title: image, Copy: image}
+	}
+	return Cell{Text: "sha256:" + digest[:12], Detail: repo, Title: image, Copy: image}
+}
+
+// pendingCell summarises what waits for approval.
+func pendingCell(p plugins.Pending) Cell {
+	if p.IsEmpty() {
+		return Cell{Text: "Nothing pending", Tone: toneOK}
+	}
+	var parts []string
+	for _, c := range p.Capabilities {
+		parts = append(parts, "capability "+string(c))
+	}
+	for _, h := range p.Egress {
+		parts = append(parts, "egress "+h)
+	}
+	for _, s := range p.Secrets {
+		parts = append(parts, "Secret "+s)
+	}
+	for _, t := range p.DataTiers {
+		parts = append(parts, "data tier "+t)
+	}
+	return Cell{Text: fmt.Sprintf("⚠ Approval pending (%d)", len(parts)), Detail: strings.Join(parts, ", "), Tone: tonePending}
+}
+
+func pendingSection(p plugins.Pending, m plugins.Manifest) Section {
+	s := Section{ID: "pending", Title: "Pending approval"}
+	if p.IsEmpty() {
+		s.Note = "Nothing: the grant holds everything the manifest asks for."
+		return s
+	}
+	s.Note = "Requested by the manifest and not granted. Nothing of it runs until you approve it."
+	mounts := map[string]string{}
+	for _, sm := range m.Secrets {
+		mounts[sm.Name] = sm.MountPath
+	}
+	secrets := make([]string, len(p.Secrets))
+	for i, name := range p.Secrets {
+		secrets[i] = name + " at " + mounts[name]
+	}
+	s.Items = nonEmpty(
+		Item{Label: "Capabilities", Values: capabilities(p.Capabilities)},
+		Item{Label: "Egress", Values: p.Egress},
+		Item{Label: "Secrets", Values: secrets},
+		Item{Label: "Data tiers", Values: p.DataTiers},
+	)
+	return s
+}
+
+func manifestSection(m plugins.Manifest) Section {
+	secrets := make([]string, len(m.Secrets))
+	for i, sm := range m.Secrets {
+		secrets[i] = sm.Name + " at " + sm.MountPath
+	}
+	hosts := make([]string, len(m.Egress))
+	for i, h := range m.Egress {
+		if c, err := plugins.CanonicalEgressHost(h); err == nil {
+			h = c
+		}
+		hosts[i] = h
+	}
+	s := Section{ID: "manifest", Title: "Requested (spec.manifest, the image's signed label)", Items: []Item{
+		{Label: "Capabilities", Values: orNone(sorted(capabilities(m.Capabilities)))},
+		{Label: "Egress", Values: orNone(sorted(hosts))},
+		{Label: "Secrets", Values: orNone(sorted(secrets))},
+		{Label: "Data tiers", Values: orNone(sorted(m.DataTiers))},
+	}}
+	schema := "none (any config object)"
+	if len(bytes.TrimSpace(m.ConfigSchema)) > 0 {
+		schema = prettyJSON(m.ConfigSchema)
+	}
+	s.Items = append(s.Items, Item{Label: "Config schema", Values: []string{schema}, Pre: true})
+	return s
+}
+
+func grantSection(g *v1alpha1.PluginGrant) Section {
+	s := Section{ID: "grant", Title: "Granted (PluginGrant)"}
+	if g == nil {
+		s.Note = "No PluginGrant: nothing is granted, nothing runs."
+		return s
+	}
+	caps := make([]string, len(g.Spec.Capabilities))
+	for i, c := range g.Spec.Capabilities {
+		caps[i] = string(c)
+	}
+	hosts := make([]string, len(g.Spec.Egress))
+	for i, h := range g.Spec.Egress {
+		hosts[i] = string(h)
+		if c, err := plugins.CanonicalEgressHost(hosts[i]); err == nil {
+			hosts[i] = c
+		}
+	}
+	secrets := make([]string, len(g.Spec.Secrets))
+	for i, sb := range g.Spec.Secrets {
+		secrets[i] = sb.Name
+		if sb.SecretName != "" && sb.SecretName != sb.Name {
+			secrets[i] += " (Secret " + sb.SecretName + ")"
+		}
+	}
+	tiers := make([]string, len(g.Spec.DataTiers))
+	for i, t := range g.Spec.DataTiers {
+		tiers[i] = string(t)
+	}
+	s.Items = []Item{
+		{Label: "Capabilities", Values: orNone(sorted(caps))},
+		{Label: "Egress", Values: orNone(sorted(hosts))},
+		{Label: "Secrets", Values: orNone(sorted(secrets))},
+		{Label: "Data tiers", Values: orNone(sorted(tiers))},
+		{Label: "Pull secrets", Values: orNone(sorted(g.Spec.ImagePullSecrets))},
+	}
+	return s
+}
+
+func effectiveSection(e *v1alpha1.EffectivePermissions) Section {
+	s := Section{ID: "effective", Title: "Effective (what the running version holds: requested and granted)"}
+	if e == nil {
+		s.Note = "Nothing runs, so nothing is held."
+		return s
+	}
+	secrets := make([]string, len(e.Secrets))
+	for i, sm := range e.Secrets {
+		secrets[i] = fmt.Sprintf("%s (Secret %s) at %s", sm.Name, sm.SecretName, sm.MountPath)
+	}
+	caps := make([]string, len(e.Capabilities))
+	for i, c := range e.Capabilities {
+		caps[i] = string(c)
+	}
+	s.Items = []Item{
+		{Label: "Capabilities", Values: orNone(sorted(caps))},
+		{Label: "Egress", Values: orNone(sorted(e.Egress))},
+		{Label: "Secrets", Values: orNone(sorted(secrets))},
+		{Label: "Data tiers", Values: orNone(sorted(e.DataTiers))},
+	}
+	return s
+}
+
+func deployedSection(p *v1alpha1.Plugin, policy *plugins.TrustPolicy, now time.Time) Section {
+	s := Section{ID: "deployed", Title: "Running version (status.deployed)"}
+	d := p.Status.Deployed
+	if d == nil {
+		s.Note = "Nothing runs."
+		return s
+	}
+	if d.Image != p.Spec.Image {
+		s.Note = "A previous version: the current spec does not run yet."
+	}
+	signer := signerCell(d.Signer, policy)
+	trustWords := signatureCell(d.Trust)
+	s.Items = []Item{
+		{Label: "Image", Values: []string{d.Image}},
+		{Label: "Trust", Values: []string{trustWords.Text}},
+		{Label: "Signer", Values: []string{signer.Text, signer.Detail}},
+	}
+	if d.VerifiedAt != nil {
+		s.Items = append(s.Items, Item{Label: "Verified", Values: []string{
+			d.VerifiedAt.UTC().Format(time.RFC3339) + " (" + age(now, d.VerifiedAt.Time) + " ago)"}})
+	}
+	return s
+}
+
+// conditions lists Ready, SignatureVerified and ApprovalRequired first, then
+// any other by type.
+func conditions(p *v1alpha1.Plugin, now time.Time) []Condition {
+	conds := slices.Clone(p.Status.Conditions)
+	order := map[string]int{v1alpha1.ConditionReady: 0, v1alpha1.ConditionSignatureVerified: 1, v1alpha1.ConditionApprovalRequired: 2}
+	rank := func(t string) int {
+		if o, ok := order[t]; ok {
+			return o
+		}
+		return len(order)
+	}
+	slices.SortStableFunc(conds, func(a, b metav1.Condition) int {
+		return cmp.Or(cmp.Compare(rank(a.Type), rank(b.Type)), cmp.Compare(a.Type, b.Type))
+	})
+	out := make([]Condition, 0, len(conds))
+	for _, c := range conds {
+		out = append(out, Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason,
+			Age: age(now, c.LastTransitionTime.Time), Message: c.Message})
+	}
+	return out
+}
+
+func capabilities(cs []plugins.Capability) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = string(c)
+	}
+	return out
+}
+
+func sorted(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
+}
+
+func orNone(s []string) []string {
+	if len(s) == 0 {
+		return []string{"none"}
+	}
+	return s
+}
+
+// nonEmpty keeps the items that have values.
+func nonEmpty(items ...Item) []Item {
+	var out []Item
+	for _, it := range items {
+		if len(it.Values) > 0 {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// prettyJSON indents a JSON document with its keys sorted and its text as
+// written: "<" stays "<" rather than the \u003c escape the API server
+// sends, since the page shows it as text anyway. Invalid JSON is returned
+// as it is.
+func prettyJSON(raw []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return string(raw)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return string(raw)
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+// age is how long ago t was, in kubectl's short form.
+func age(now, t time.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(now.Sub(t))
+}

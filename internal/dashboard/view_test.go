@@ -1,0 +1,150 @@
+package dashboard
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
+)
+
+// TestSignatureWordsTellVerifiedFromSigned: every reason reads differently,
+// and the two admitted ones differ in their first word and symbol, so colour
+// is never the only difference (D-56).
+func TestSignatureWordsTellVerifiedFromSigned(t *testing.T) {
+	seen := map[string]string{}
+	for reason := range signatureWords {
+		c := signatureCell(reason)
+		if other, dup := seen[c.Text]; dup {
+			t.Errorf("%s and %s both read %q", reason, other, c.Text)
+		}
+		seen[c.Text] = reason
+		if !strings.Contains(c.Detail, reason) {
+			t.Errorf("%s: detail %q does not name the reason", reason, c.Detail)
+		}
+	}
+	v, s := signatureCell(v1alpha1.ReasonVerified), signatureCell(v1alpha1.ReasonSignedByTrustedSigner)
+	if strings.Fields(v.Text)[0] == strings.Fields(s.Text)[0] || strings.Fields(v.Text)[1] == strings.Fields(s.Text)[1] {
+		t.Errorf("Verified %q and SignedByTrustedSigner %q start alike", v.Text, s.Text)
+	}
+	if strings.Contains(s.Text, "Verified") {
+		t.Errorf("only-signed reads %q, which says Verified", s.Text)
+	}
+	for reason, tone := range map[string]string{"": toneUnknown, "SomethingNew": toneUnknown, v1alpha1.ReasonUnsigned: toneRefused} {
+		if got := signatureCell(reason).Tone; got != tone {
+			t.Errorf("%q: tone %q, want %q", reason, got, tone)
+		}
+	}
+}
+
+// TestSignerCell names a signer's kind only when the trust policy holds it.
+func TestSignerCell(t *testing.T) {
+	owner := plugins.Signer{Name: "me", Kind: plugins.SignerOwner, Identity: plugins.SignerIdentity{Issuer: "https://accounts.example.com", Subject: "me@example.com"}}
+	policy, err := plugins.NewTrustPolicy(plugins.Catalog{}, []plugins.Signer{owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		signer string
+		policy *plugins.TrustPolicy
+		want   Cell
+	}{
+		"owner":        {"me", &policy, Cell{Text: "me", Detail: "Owner's signer: issuer https://accounts.example.com, subject me@example.com"}},
+		"ci":           {"openfief-ci", &policy, Cell{Text: "openfief-ci", Detail: "OpenFief CI: issuer " + plugins.GitHubActionsIssuer + ", subject " + plugins.OpenFiefCISubject}},
+		"unknown name": {"someone", &policy, Cell{Text: "someone", Detail: "kind unknown: not in the trust policy this dashboard read", Tone: toneUnknown}},
+		"no policy":    {"me", nil, Cell{Text: "me", Detail: "kind unknown: not in the trust policy this dashboard read", Tone: toneUnknown}},
+		"none":         {"", &policy, Cell{Text: "—", Detail: "no trusted signer"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := signerCell(tc.signer, tc.policy); got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSnapshot builds the table and a page from plain resources: rows
+// sorted, pending from the domain, the approve command only when something
+// is pending, and a signer read only from a status of the current
+// generation.
+func TestSnapshot(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	status := func(p *v1alpha1.Plugin, gen int64, ready, sig, msg string) v1alpha1.Plugin {
+		p.Generation, p.Status.ObservedGeneration = 2, gen
+		p.CreationTimestamp = metav1.NewTime(now.Add(-90 * time.Second))
+		p.Status.Conditions = []metav1.Condition{
+			{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ready, Message: "m"},
+			{Type: v1alpha1.ConditionSignatureVerified, Status: metav1.ConditionTrue, Reason: sig, Message: msg},
+		}
+		return *p
+	}
+	msg := "signed by trusted signer me; not a verified catalog plugin"
+	b := status(testutil.MakePlugin("b", testutil.Image("b")).Capabilities("connector").Egress("api.nbp.pl").Obj(), 2, v1alpha1.ReasonNoGrant, v1alpha1.ReasonSignedByTrustedSigner, msg)
+	a := status(testutil.MakePlugin("a", testutil.Image("a")).Capabilities("connector").Obj(), 1, v1alpha1.ReasonRunning, v1alpha1.ReasonSignedByTrustedSigner, msg)
+	grantA := testutil.GrantFor(&a).Obj()
+	s := snapshot{
+		namespace: "openfief",
+		plugins:   []v1alpha1.Plugin{b, a},
+		grants:    map[string]*v1alpha1.PluginGrant{"a": grantA},
+		now:       now,
+		approve:   func(name string) string { return "openfief plugin approve " + name },
+	}
+	tbl := s.table()
+	if len(tbl.Rows) != 2 || tbl.Rows[0].Name != "a" || tbl.Rows[1].Name != "b" {
+		t.Fatalf("rows %+v, want a then b", tbl.Rows)
+	}
+	rowA, rowB := tbl.Rows[0].Cells, tbl.Rows[1].Cells
+	if rowA[1].Text != "? Not checked yet" || rowA[2].Text != "—" {
+		t.Errorf("a's status describes generation 1 of 2, yet it shows signature %q signer %q", rowA[1].Text, rowA[2].Text)
+	}
+	if rowA[4].Text != "Nothing pending" {
+		t.Errorf("a is fully granted, pending %+v", rowA[4])
+	}
+	if rowB[2].Text != "me" || rowB[4].Text != "⚠ Approval pending (2)" || rowB[4].Detail != "capability connector, egress api.nbp.pl:443" {
+		t.Errorf("b: signer %+v, pending %+v", rowB[2], rowB[4])
+	}
+	if rowB[3].Text != "sha256:"+strings.TrimPrefix(testutil.Digest("b"), "sha256:")[:12] || rowB[3].Copy != testutil.Image("b") {
+		t.Errorf("b's image cell %+v", rowB[3])
+	}
+	if rowB[5].Text != "90s" {
+		t.Errorf("b's age %q, want 90s", rowB[5].Text)
+	}
+	if d := s.detail("b"); d.Command != "openfief plugin approve b" || d.Gone {
+		t.Errorf("b's page: command %q, gone %v", d.Command, d.Gone)
+	}
+	if d := s.detail("a"); d.Command != "" {
+		t.Errorf("a has nothing pending, yet its page shows %q", d.Command)
+	}
+	if d := s.detail("b"); d.Approve != nil {
+		t.Errorf("a read-only dashboard offers an approval: %+v", d.Approve)
+	}
+	s.canApprove = true
+	d := s.detail("b")
+	if d.Approve == nil || d.Approve.GrantVersion != "" || !strings.Contains(d.Approve.Question, "Approve for plugin b: capability connector, egress api.nbp.pl:443?") ||
+		!strings.Contains(d.Approve.Question, "◐ Signed, not verified") {
+		t.Errorf("b's approval offer %+v", d.Approve)
+	}
+	if d := s.detail("a"); d.Approve != nil {
+		t.Errorf("a has nothing pending, yet its page offers %+v", d.Approve)
+	}
+	if d := s.detail("c"); !d.Gone {
+		t.Errorf("a page for a plugin that does not exist: %+v", d)
+	}
+}
+
+// TestPrettyJSON shows a schema as written, keys sorted, markup unescaped
+// (the page shows it as text), numbers exact.
+func TestPrettyJSON(t *testing.T) {
+	got := prettyJSON([]byte(`{"title":"\u003cb\u003e","maximum":12345678901234567890,"a":true}`))
+	want := "{\n  \"a\": true,\n  \"maximum\": 12345678901234567890,\n  \"title\": \"<b>\"\n}"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if got := prettyJSON([]byte(`{not json`)); got != `{not json` {
+		t.Errorf("invalid JSON shown as %q", got)
+	}
+}
