@@ -12,7 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -75,17 +77,37 @@ func InstanceAudience(name string) string { return "openfief-plugin:" + name }
 // signature with go-jose against the cluster's public keys in jwks.json, and
 // its claims against the issuer in issuer, the core's ServiceAccount as
 // subject, this instance's audience and an expiry, with one minute of
-// leeway. Both files are read on every call, through an os.Root of their
-// directory, and parsed again only when their bytes change, so a key the
-// operator rotates works as soon as the kubelet updates the mount.
+// leeway. Every call looks at both files through an os.Root of their
+// directory: it stats them, and reads them again when their stamp (device,
+// inode, size, modification and change time) differs from the one they were
+// read with, or when that read came less than two seconds after their last
+// change; the bytes are parsed again only when they differ. A key the
+// operator rotates or retires therefore counts from the first call after the
+// kubelet updates the mount, with no delay added by the cache.
 type JWKSVerifier struct {
 	dir      string
 	audience string
 	subject  string
-	now      func() time.Time
+	// now is the clock for the token's times and for how old a file's
+	// last change is.
+	now func() time.Time
+
+	// current is the key set with the stamps of the files it was read
+	// from; a call whose stat finds the same stamps uses it unread.
+	current atomic.Pointer[stampedKeySet]
 
 	mu     sync.Mutex
 	cached *keySet
+}
+
+// stampedKeySet is a key set and the stamps of the two files, taken on the
+// open files it was read from. trusted is false when either stamp may be
+// shared with a later write (fileStamp.settled); the files are then read on
+// every call until a read finds them settled.
+type stampedKeySet struct {
+	ks           *keySet
+	jwks, issuer fileStamp
+	trusted      bool
 }
 
 // keySet is one parse of the two files, kept with the bytes it came from.
@@ -193,19 +215,27 @@ func (v *JWKSVerifier) verify(token string) error {
 	return nil
 }
 
-// keys returns the parsed key set, reading both files and parsing them
-// again only when their bytes differ from the last parse.
+// keys returns the parsed key set. When the files' stamps are those of the
+// last read, and that read was trusted, the files are not read; otherwise
+// both are read, and parsed again only when their bytes differ from the last
+// parse.
 func (v *JWKSVerifier) keys() (*keySet, error) {
+	if cur := v.current.Load(); cur != nil && cur.trusted && cur.unchanged(v.dir) {
+		return cur.ks, cur.ks.err
+	}
 	root, err := os.OpenRoot(v.dir)
 	if err != nil {
 		return nil, fmt.Errorf("open key directory: %w", err)
 	}
 	defer root.Close()
-	rawIssuer, err := readRootFile(root, IssuerFileName, maxIssuerBytes)
+	// Taken before the files are opened: a change after it leaves a change
+	// time no earlier than it, less the file system's granularity.
+	readAt := v.now()
+	rawIssuer, issuerStamp, err := readRootFileStamped(root, IssuerFileName, maxIssuerBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", IssuerFileName, err)
 	}
-	rawJWKS, err := readRootFile(root, JWKSFileName, maxJWKSBytes)
+	rawJWKS, jwksStamp, err := readRootFileStamped(root, JWKSFileName, maxJWKSBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", JWKSFileName, err)
 	}
@@ -216,7 +246,33 @@ func (v *JWKSVerifier) keys() (*keySet, error) {
 		ks = parseKeySet(rawJWKS, rawIssuer)
 		v.cached = ks
 	}
+	v.current.Store(&stampedKeySet{
+		ks:      ks,
+		jwks:    jwksStamp,
+		issuer:  issuerStamp,
+		trusted: jwksStamp.settled(readAt) && issuerStamp.settled(readAt),
+	})
 	return ks, ks.err
+}
+
+// unchanged reports whether both files in dir still have the stamps s was
+// read with. A file that cannot be stat'ed counts as changed, so the read
+// that follows reports the error. The stat is one system call on the path,
+// not a walk through an os.Root: a stamp names a device and inode, so an
+// equal stamp means the path leads to the very file the os.Root read, which
+// has not changed since; any other file, wherever a link leads, differs and
+// is read through the os.Root.
+func (s *stampedKeySet) unchanged(dir string) bool {
+	for _, f := range []struct {
+		name  string
+		stamp fileStamp
+	}{{JWKSFileName, s.jwks}, {IssuerFileName, s.issuer}} {
+		fi, err := os.Stat(filepath.Join(dir, f.name))
+		if err != nil || stampOf(fi) != f.stamp {
+			return false
+		}
+	}
+	return true
 }
 
 func parseKeySet(rawJWKS, rawIssuer []byte) *keySet {

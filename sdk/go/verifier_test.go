@@ -404,36 +404,3 @@ func FuzzParseSigningKeys(f *testing.F) {
 		}
 	})
 }
-
-// BenchmarkVerify compares one Verify (files read, key set cached) with a
-// bare go-jose verification of the same token with the key in hand.
-func BenchmarkVerify(b *testing.B) {
-	for _, k := range []signingKey{rsaKey, ec256} {
-		d := newJWKSDir(b, testIssuer, allKeys()...)
-		v := d.verifier()
-		tok := k.sign(b, validClaims())
-		b.Run("sdk/"+string(k.alg), func(b *testing.B) {
-			for b.Loop() {
-				if err := v.Verify(tok); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run("bare-go-jose/"+string(k.alg), func(b *testing.B) {
-			pub := k.priv.Public()
-			for b.Loop() {
-				parsed, err := jwt.ParseSigned(tok, allowedAlgorithms)
-				if err != nil {
-					b.Fatal(err)
-				}
-				var c jwt.Claims
-				if err := parsed.Claims(pub, &c); err != nil {
-					b.Fatal(err)
-				}
-				if err := c.ValidateWithLeeway(jwt.Expected{Issuer: testIssuer, Subject: testSubject, AnyAudience: jwt.Audience{InstanceAudience(testInstance)}}, Leeway); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
