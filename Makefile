@@ -6,7 +6,7 @@ SHELL := /usr/bin/env bash
 GO ?= go
 # Modules of the workspace (go.work), and the tool modules outside it.
 MODULES := . sdk/go
-TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto hack/tools/lint
+TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto hack/tools/lint hack/tools/smokescreen hack/tools/benchstat
 CONTROLLER_GEN := .bin/controller-gen
 FUZZTIME ?= 60s
 # Packages with fuzz targets (parsers of outside input).
