@@ -17,9 +17,9 @@ const maxCachedSchemas = 256
 // compiledSchemas is the cache of compileConfigSchema results, errors included,
 // keyed by the SHA-256 of the schema's bytes: the same bytes always compile
 // to the same result, so an entry never goes stale and a hash collision is
-// the only way to get another schema's answer. The operator validates every
-// Plugin's config on every reconcile (issue 18), and a schema no longer
-// compiles each time.
+// the only way to get another schema's answer (OF-14). The operator
+// validates every Plugin's config on every reconcile (issue 18), and a schema
+// no longer compiles each time.
 var compiledSchemas = newSchemaCache(maxCachedSchemas)
 
 // compileCached is compileConfigSchema through the cache. The compiled
