@@ -6,7 +6,7 @@ SHELL := /usr/bin/env bash
 GO ?= go
 # Modules of the workspace (go.work), and the tool modules outside it.
 MODULES := . sdk/go
-TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto hack/tools/lint
+TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto hack/tools/lint hack/tools/smokescreen hack/tools/benchstat
 CONTROLLER_GEN := .bin/controller-gen
 FUZZTIME ?= 60s
 # Packages with fuzz targets (parsers of outside input).
@@ -45,8 +45,8 @@ cover: ## Statement coverage of the domain package.
 	$(GO) test -cover ./internal/plugins/
 
 .PHONY: bench
-bench: ## Run the benchmarks (figures, not pass/fail).
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/plugins/ ./internal/trust/...
+bench: ## Run the benchmarks and print them with benchstat: the domain, SDK verify vs bare go-jose, the schema cache, the proxy vs a bare relay and smokescreen (figures and ratios, not pass/fail; docs/performance.md).
+	hack/bench.sh
 
 .PHONY: bench-core
 bench-core: ## The core's store: a 10,000-transaction Sync stored as one batch, SQLite and PostgreSQL side by side (rows/s; PostgreSQL is started by the test, docs/core-storage.md).

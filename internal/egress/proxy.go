@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -228,20 +229,23 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, e, d)
 		return
 	}
-	defer p.tunnels.release(t)
-
-	addrs, d := p.resolve(r.Context(), host)
+	upstream, d := p.connectUpstream(r.Context(), host, port)
 	if d != nil {
-		p.refuse(w, e, d)
-		return
-	}
-	upstream, d := p.dial(r.Context(), addrs, port)
-	if d != nil {
+		p.tunnels.release(t)
 		p.refuse(w, e, d)
 		return
 	}
 	e.upstream = upstream.RemoteAddr().String()
 	p.serveTunnel(w, e, t, upstream)
+}
+
+// connectUpstream resolves host and dials one of its checked addresses.
+func (p *Proxy) connectUpstream(ctx context.Context, host string, port uint16) (net.Conn, *denial) {
+	addrs, d := p.resolve(ctx, host)
+	if d != nil {
+		return nil, d
+	}
+	return p.dial(ctx, addrs, port)
 }
 
 // authenticate reads and reviews the egress token and maps its username to a
@@ -332,24 +336,36 @@ func (p *Proxy) dial(ctx context.Context, addrs []netip.Addr, port uint16) (net.
 }
 
 // serveTunnel hijacks the client's connection, confirms the tunnel and
-// carries bytes both ways until it closes.
+// hands it to a goroutine of its own that carries bytes both ways until it
+// closes, then releases t. It releases t itself when the tunnel does not
+// open. The handler returns once the tunnel runs, so the HTTP server's state
+// for the connection (its buffers, the request) is not kept for the tunnel's
+// life.
 func (p *Proxy) serveTunnel(w http.ResponseWriter, e *accessEntry, t *tunnel, upstream net.Conn) {
 	hj, ok := w.(http.Hijacker)
 	if !ok {
+		p.tunnels.release(t)
 		_ = upstream.Close() // nothing was sent on it: a failed Close loses nothing
 		p.refuse(w, e, deny(http.StatusInternalServerError, CloseError).withDetail("connection cannot be hijacked"))
 		return
 	}
 	client, brw, err := hj.Hijack()
 	if err != nil {
+		p.tunnels.release(t)
 		_ = upstream.Close() // nothing was sent on it: a failed Close loses nothing
 		p.logAccess(e, DecisionDeny, CloseError, http.StatusInternalServerError, err.Error(), 0, 0)
 		return
 	}
 	// Bytes the client sent after its request (a TLS ClientHello, often) are
-	// in the reader; they go upstream first.
-	buffered, _ := brw.Reader.Peek(brw.Reader.Buffered())
+	// in the reader; they go upstream first. A copy, so the reader's buffer
+	// is not kept.
+	var buffered []byte
+	if n := brw.Reader.Buffered(); n > 0 {
+		peeked, _ := brw.Reader.Peek(n)
+		buffered = bytes.Clone(peeked)
+	}
 	if d := p.tunnels.attach(t, client, upstream, p.opts.AllowLists); d != nil {
+		p.tunnels.release(t)
 		// The host left the list, or shutdown began, during the set-up.
 		_ = client.SetWriteDeadline(time.Now().Add(p.opts.DialTimeout))
 		_, _ = fmt.Fprintf(client, "HTTP/1.1 %d %s\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
@@ -374,12 +390,14 @@ func (p *Proxy) serveTunnel(w http.ResponseWriter, e *accessEntry, t *tunnel, up
 		slog.String("decision", DecisionAllow), slog.String("reason", ReasonAllowed),
 		slog.String("client", e.client), slog.String("upstream", e.upstream))
 
-	up, down, reason := t.pipe(buffered, p.opts.IdleTimeout, p.metrics)
-
-	p.metrics.open.Dec()
-	p.metrics.closes.WithLabelValues(reason).Inc()
-	p.metrics.duration.Observe(time.Since(e.start).Seconds())
-	p.logAccess(e, DecisionAllow, reason, http.StatusOK, "", up, down)
+	go func() {
+		defer p.tunnels.release(t)
+		up, down, reason := t.pipe(buffered, p.opts.IdleTimeout, p.metrics)
+		p.metrics.open.Dec()
+		p.metrics.closes.WithLabelValues(reason).Inc()
+		p.metrics.duration.Observe(time.Since(e.start).Seconds())
+		p.logAccess(e, DecisionAllow, reason, http.StatusOK, "", up, down)
+	}()
 }
 
 // refuse answers a refused request and logs it.

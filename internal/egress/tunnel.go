@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -142,21 +141,12 @@ func (t *tunnel) close(reason string) {
 	})
 }
 
-// copyChunk is how many bytes one copy step moves at most; between steps
-// the tunnel records activity. On Linux, TCP to TCP steps use splice.
-const copyChunk = 256 << 10
-
 // pipe carries bytes both ways until both directions end, an error occurs,
 // the tunnel is closed, or nothing moves for idle. It returns the bytes sent
 // upstream (buffered included) and downstream, and the close reason.
 func (t *tunnel) pipe(buffered []byte, idle time.Duration, m *Metrics) (up, down int64, reason string) {
-	// Read deadlines split copies into windows so that a slow but live
-	// stream still reports activity; the watchdog closes a silent tunnel
-	// between idle and idle+window after its last byte.
-	window := min(max(idle/4, 10*time.Millisecond), 10*time.Second)
-	stop := make(chan struct{})
-	defer close(stop)
-	go t.watch(idle, stop)
+	watchdog := t.watch(idle)
+	defer watchdog.Stop()
 
 	var upN, downN atomic.Int64
 	upBytes, downBytes := m.bytes.WithLabelValues("up"), m.bytes.WithLabelValues("down")
@@ -170,9 +160,9 @@ func (t *tunnel) pipe(buffered []byte, idle time.Duration, m *Metrics) (up, down
 	}
 	errc := make(chan error, 1)
 	go func() {
-		errc <- t.copy(t.upstream, t.client, window, &upN, upBytes.Add)
+		errc <- t.copy(t.upstream, t.client, &upN, upBytes.Add)
 	}()
-	errDown := t.copy(t.client, t.upstream, window, &downN, downBytes.Add)
+	errDown := t.copy(t.client, t.upstream, &downN, downBytes.Add)
 	errUp := <-errc
 	reason = CloseEOF
 	if errUp != nil || errDown != nil {
@@ -182,39 +172,44 @@ func (t *tunnel) pipe(buffered []byte, idle time.Duration, m *Metrics) (up, down
 	return upN.Load(), downN.Load(), *t.reason.Load()
 }
 
-// watch closes the tunnel once nothing has moved for idle, until stop.
-func (t *tunnel) watch(idle time.Duration, stop <-chan struct{}) {
-	timer := time.NewTimer(idle)
-	defer timer.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-timer.C:
-		}
+// watch closes the tunnel once nothing has moved for idle, until the
+// returned timer is stopped. It is a timer, not a goroutine, so an idle
+// tunnel costs none.
+func (t *tunnel) watch(idle time.Duration) *time.Timer {
+	var timer *time.Timer
+	timer = time.AfterFunc(idle, func() {
 		since := time.Since(time.Unix(0, t.lastActive.Load()))
 		if since >= idle {
 			t.close(CloseIdle)
 			return
 		}
 		timer.Reset(idle - since)
-	}
+	})
+	return timer
 }
 
-// copy moves bytes from src to dst in chunks until src ends (then it
-// half-closes dst) or an error occurs (then it closes the tunnel). A read
-// deadline only ends a window; the watchdog decides what is idle.
-func (t *tunnel) copy(dst, src net.Conn, window time.Duration, n *atomic.Int64, count func(float64)) error {
+// copy moves bytes from src to dst until src ends (then it half-closes dst)
+// or an error occurs (then it closes the tunnel). Every read records
+// activity for the watchdog. It holds a copy buffer only while bytes move
+// (sockReader), so an idle tunnel holds none.
+func (t *tunnel) copy(dst, src net.Conn, n *atomic.Int64, count func(float64)) error {
+	r := newSockReader(src)
 	for {
-		_ = src.SetReadDeadline(time.Now().Add(window))
-		k, err := io.CopyN(dst, src, copyChunk)
+		buf, k, err := r.read()
 		if k > 0 {
-			n.Add(k)
-			count(float64(k))
 			t.lastActive.Store(time.Now().UnixNano())
+			w, werr := dst.Write(buf.b[:k])
+			putCopyBuffer(buf)
+			n.Add(int64(w))
+			count(float64(w))
+			if werr != nil {
+				err = werr
+			}
+		} else if buf != nil {
+			putCopyBuffer(buf)
 		}
 		switch {
-		case err == nil, errors.Is(err, os.ErrDeadlineExceeded):
+		case err == nil:
 			continue
 		case errors.Is(err, io.EOF):
 			if cw, ok := dst.(interface{ CloseWrite() error }); ok {

@@ -121,7 +121,7 @@ func (r *PluginReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Service{}).
 		Owns(&networkingv1.NetworkPolicy{}).
 		Owns(&appsv1.Deployment{}).
-		Watches(&v1alpha1.PluginGrant{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(inNamespace)).
+		Watches(&v1alpha1.PluginGrant{}, &grantEvents{}, builder.WithPredicates(inNamespace)).
 		Watches(&corev1.Service{}, everyPlugin, builder.WithPredicates(inNamespace, named(r.Cluster.CoreService, r.Cluster.ProxyService))).
 		Watches(&corev1.ConfigMap{}, allowListChanges(everyPlugin), builder.WithPredicates(inNamespace, named(plugins.AllowListConfigMap))).
 		Complete(r)

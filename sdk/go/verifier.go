@@ -83,7 +83,7 @@ func InstanceAudience(name string) string { return "openfief-plugin:" + name }
 // read with, or when that read came less than two seconds after their last
 // change; the bytes are parsed again only when they differ. A key the
 // operator rotates or retires therefore counts from the first call after the
-// kubelet updates the mount, with no delay added by the cache.
+// kubelet updates the mount, with no delay added by the cache (OF-14).
 type JWKSVerifier struct {
 	dir      string
 	audience string
