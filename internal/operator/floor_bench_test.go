@@ -49,15 +49,16 @@ type floorPlugin struct {
 
 // floorWrite is the raw write floor of the operator's convergence (issue 18):
 // a plain client, at the operator's rate limit and with as many workers as
-// the operator reconciles at once, writes for each named plugin exactly the
+// the operator reconciles at once (workers), writes for each named plugin exactly the
 // objects the operator's convergence ends with, copied from what the
 // operator wrote into a namespace of their own: the five owned objects
-// (server-side apply, as the operator does), the plugin's allow-list key
-// (server-side apply with its own field manager), the Plugin's status and
-// the grant's status (merge patches). No reads, no Events, no retries. The
+// (server-side apply, as the operator does), the Plugin's status and the
+// grant's status (merge patches), and at the end the allow-list ConfigMap
+// with every key in one apply: 7 writes per plugin and one. No reads, no
+// Events, no retries. The
 // Plugins and grants the statuses go on are created before the clock starts,
 // as the operator's are.
-func floorWrite(b *testing.B, c *devcluster.Cluster, cl client.Client, names []string, qps float64, burst int) floorResult {
+func floorWrite(b *testing.B, c *devcluster.Cluster, cl client.Client, names []string, qps float64, burst, workers int) floorResult {
 	b.Helper()
 	ctx := context.Background()
 	s, err := apiconv.NewScheme()
@@ -88,16 +89,12 @@ func floorWrite(b *testing.B, c *devcluster.Cluster, cl client.Client, names []s
 		b.Fatal(err)
 	}
 	start := time.Now()
-	forEach(b, names, DefaultMaxConcurrentReconciles, func(name string) error {
+	forEach(b, names, workers, func(name string) error {
 		fp := work[name]
 		for _, u := range fp.owned {
 			if err := w.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 				return fmt.Errorf("floor apply %s %s: %w", u.GetKind(), u.GetName(), err)
 			}
-		}
-		ac := corev1ac.ConfigMap(plugins.AllowListConfigMap, floorNamespace).WithData(map[string]string{name: fp.allowList})
-		if err := w.Apply(ctx, ac, client.FieldOwner(AllowListFieldManager(name)), client.ForceOwnership); err != nil {
-			return fmt.Errorf("floor allow-list %s: %w", name, err)
 		}
 		if err := w.Status().Patch(ctx, fp.plugin, client.RawPatch(types.MergePatchType, fp.pluginStatus)); err != nil {
 			return fmt.Errorf("floor plugin status %s: %w", name, err)
@@ -107,6 +104,14 @@ func floorWrite(b *testing.B, c *devcluster.Cluster, cl client.Client, names []s
 		}
 		return nil
 	})
+	all := map[string]string{}
+	for name, fp := range work {
+		all[name] = fp.allowList
+	}
+	ac := corev1ac.ConfigMap(plugins.AllowListConfigMap, floorNamespace).WithData(all)
+	if err := w.Apply(ctx, ac, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		b.Fatalf("floor allow-list: %v", err)
+	}
 	return floorResult{writes: counter.writes.Load(), elapsed: time.Since(start)}
 }
 
@@ -204,4 +209,3 @@ func statusPatch(b *testing.B, v any) []byte {
 	}
 	return body
 }
-

@@ -29,6 +29,8 @@ const (
 	// (DefaultKubeAPIQPS, DefaultKubeAPIBurst).
 	benchQPSEnv   = "OPENFIEF_BENCH_QPS"
 	benchBurstEnv = "OPENFIEF_BENCH_BURST"
+	// benchWorkersEnv (scale_child_test.go) sets the operator's
+	// MaxConcurrentReconciles and the floor's workers.
 	// benchProfilesEnv, when set, is a directory for the operator's CPU
 	// profile of its first 30 s and its heap profile once converged.
 	benchProfilesEnv = "OPENFIEF_BENCH_PROFILES"
@@ -62,6 +64,7 @@ func BenchmarkOperatorScale(b *testing.B) {
 	n := envInt(b, benchPluginsEnv, 500)
 	qps := float64(envInt(b, benchQPSEnv, DefaultKubeAPIQPS))
 	burst := envInt(b, benchBurstEnv, DefaultKubeAPIBurst)
+	workers := envInt(b, benchWorkersEnv, DefaultMaxConcurrentReconciles)
 	c, cl := testCluster(b)
 	ctx := context.Background()
 	names := make([]string, n)
@@ -81,7 +84,7 @@ func BenchmarkOperatorScale(b *testing.B) {
 	if b.Failed() {
 		return
 	}
-	b.Logf("%d Plugins with grants installed; operator client at %.0f QPS, burst %d", n, qps, burst)
+	b.Logf("%d Plugins with grants installed; operator client at %.0f QPS, burst %d, %d workers", n, qps, burst, workers)
 
 	for b.Loop() {
 		start := time.Now()
@@ -131,7 +134,7 @@ func BenchmarkOperatorScale(b *testing.B) {
 		profiled.Wait()
 		op.stop()
 
-		floor := floorWrite(b, c, cl, names[2:], qps, burst)
+		floor := floorWrite(b, c, cl, names[2:], qps, burst, workers)
 		floorPerPlugin := float64(floor.writes) / float64(n-2)
 		floorAll := floor.elapsed.Seconds() * float64(n) / float64(n-2)
 

@@ -26,6 +26,8 @@ const (
 	childBurstEnv      = "OPENFIEF_BENCH_CHILD_BURST"
 	childMetricsEnv    = "OPENFIEF_BENCH_CHILD_METRICS"
 	childPprofEnv      = "OPENFIEF_BENCH_CHILD_PPROF"
+	// benchWorkersEnv, when set, overrides MaxConcurrentReconciles.
+	benchWorkersEnv = "OPENFIEF_BENCH_WORKERS"
 )
 
 // allSigned is the child's image checker: every image is signed by a trusted
@@ -71,6 +73,11 @@ func operatorChild() error {
 	o.LeaderElection = false
 	o.HealthProbeBindAddress = ""
 	o.MetricsBindAddress = os.Getenv(childMetricsEnv)
+	if s := os.Getenv(benchWorkersEnv); s != "" {
+		if o.MaxConcurrentReconciles, err = strconv.Atoi(s); err != nil {
+			return fmt.Errorf("%s: %w", benchWorkersEnv, err)
+		}
+	}
 	opts := o.ManagerOptions(s)
 	opts.PprofBindAddress = os.Getenv(childPprofEnv)
 	mgr, err := ctrl.NewManager(cfg, opts)
