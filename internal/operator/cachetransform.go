@@ -5,7 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -16,7 +16,7 @@ import (
 // ServiceAccount or a Deployment, FieldManager's applied entry, cut down to
 // the imagePullSecrets list it owns.
 func keepOwnManagedFields(in any) (any, error) {
-	obj, err := meta.Accessor(in)
+	obj, err := apimeta.Accessor(in)
 	if err != nil || obj.GetManagedFields() == nil {
 		return in, nil // a tombstone, or nothing to drop
 	}
@@ -31,7 +31,7 @@ func keepOwnManagedFields(in any) (any, error) {
 	if path != nil {
 		for _, e := range obj.GetManagedFields() {
 			if e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.FieldsV1 != nil {
-				e.FieldsV1 = &metav1.FieldsV1{Raw: fieldsAt(e.FieldsV1.Raw, path)}
+				e.FieldsV1 = metav1.NewFieldsV1(string(fieldsAt(e.FieldsV1.GetRawBytes(), path)))
 				e.Time = nil
 				kept = append(kept, e)
 			}

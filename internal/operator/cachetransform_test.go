@@ -15,9 +15,9 @@ func TestKeepOwnManagedFields(t *testing.T) {
 	own := `{"f:metadata":{"f:labels":{"f:openfief.io/plugin":{}}},"f:spec":{"f:replicas":{},"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"plugin\"}":{".":{},"f:image":{}}},"f:imagePullSecrets":{"k:{\"name\":\"pull-a\"}":{}}}}}}`
 	entries := func() []metav1.ManagedFieldsEntry {
 		return []metav1.ManagedFieldsEntry{
-			{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{Raw: []byte(own)}},
-			{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:replicas":{}}}`)}},
-			{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}},
+			{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: metav1.NewFieldsV1(own)},
+			{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:replicas":{}}}`)},
+			{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:replicas":{}}}`)},
 		}
 	}
 	path := []string{"spec", "template", "spec", "imagePullSecrets"}
@@ -29,7 +29,7 @@ func TestKeepOwnManagedFields(t *testing.T) {
 	if len(d.ManagedFields) != 1 {
 		t.Fatalf("kept %d entries, want the operator's applied one: %s", len(d.ManagedFields), describeJSON(d.ManagedFields))
 	}
-	if got, want := string(d.ManagedFields[0].FieldsV1.Raw), `{"f:spec":{"f:template":{"f:spec":{"f:imagePullSecrets":{"k:{\"name\":\"pull-a\"}":{}}}}}}`; got != want {
+	if got, want := string(d.ManagedFields[0].FieldsV1.GetRawBytes()), `{"f:spec":{"f:template":{"f:spec":{"f:imagePullSecrets":{"k:{\"name\":\"pull-a\"}":{}}}}}}`; got != want {
 		t.Errorf("kept field set\n%s\nwant\n%s", got, want)
 	}
 	names, keyed, owns := ownedPullSecrets(d.ManagedFields, path)

@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -128,7 +128,7 @@ func floorPlan(b *testing.B, cl client.Client, s *runtime.Scheme, names []string
 		if err := cl.List(ctx, list, client.InNamespace(plugins.Namespace), client.HasLabels{plugins.LabelPluginName}); err != nil {
 			b.Fatal(err)
 		}
-		items, err := meta.ExtractList(list)
+		items, err := apimeta.ExtractList(list)
 		if err != nil {
 			b.Fatal(err)
 		}

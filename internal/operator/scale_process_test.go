@@ -26,7 +26,8 @@ type childOperator struct {
 	metrics string // http://127.0.0.1:port/metrics
 	pprof   string // http://127.0.0.1:port/debug/pprof
 	log     string
-	done    chan error
+	done    chan struct{} // closed once the process has exited
+	exitErr error         // Wait's error, set before done closes
 }
 
 // startChildOperator starts the test binary again as the operator against c,
@@ -42,7 +43,7 @@ func startChildOperator(b *testing.B, c *devcluster.Cluster, qps float64, burst 
 		metrics: "http://" + metricsAddr + "/metrics",
 		pprof:   "http://" + pprofAddr + "/debug/pprof",
 		log:     filepath.Join(b.TempDir(), "operator.log"),
-		done:    make(chan error, 1),
+		done:    make(chan struct{}),
 	}
 	logf, err := os.Create(op.log)
 	if err != nil {
@@ -60,7 +61,7 @@ func startChildOperator(b *testing.B, c *devcluster.Cluster, qps float64, burst 
 	if err := op.cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	go func() { op.done <- op.cmd.Wait(); _ = logf.Close() }()
+	go func() { op.exitErr = op.cmd.Wait(); _ = logf.Close(); close(op.done) }()
 	b.Cleanup(op.stop)
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -68,8 +69,8 @@ func startChildOperator(b *testing.B, c *devcluster.Cluster, qps float64, burst 
 			return op
 		}
 		select {
-		case err := <-op.done:
-			b.Fatalf("operator child exited: %v; log %s", err, op.log)
+		case <-op.done:
+			b.Fatalf("operator child exited: %v; log %s", op.exitErr, op.log)
 		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -80,8 +81,10 @@ func startChildOperator(b *testing.B, c *devcluster.Cluster, qps float64, burst 
 
 // stop sends SIGTERM and waits for the child to exit.
 func (op *childOperator) stop() {
-	if op.cmd.ProcessState != nil {
+	select {
+	case <-op.done:
 		return
+	default:
 	}
 	_ = op.cmd.Process.Signal(syscall.SIGTERM) // already gone is fine
 	select {
