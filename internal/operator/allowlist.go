@@ -63,16 +63,18 @@ func (w *AllowListWriter) init() {
 // NeedLeaderElection makes the writer run on the leader only.
 func (w *AllowListWriter) NeedLeaderElection() bool { return true }
 
-// Start writes what is pending every Batch, and at once when a caller waits,
-// until ctx is done; then it fails the callers still waiting.
+// Start writes what is pending every Batch, or four times as long as the
+// last write took if that is longer, so writing the ConfigMap (which grows
+// with every plugin) never takes more than a fifth of the time; and at once
+// when a caller waits. When ctx is done it fails the callers still waiting.
 func (w *AllowListWriter) Start(ctx context.Context) error {
 	w.init()
 	batch := w.Batch
 	if batch <= 0 {
 		batch = DefaultAllowListBatch
 	}
-	tick := time.NewTicker(batch)
-	defer tick.Stop()
+	next := time.NewTimer(batch)
+	defer next.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -84,9 +86,11 @@ func (w *AllowListWriter) Start(ctx context.Context) error {
 			w.mu.Unlock()
 			return nil
 		case <-w.kick:
-		case <-tick.C:
+		case <-next.C:
 		}
+		start := time.Now()
 		w.flush(ctx)
+		next.Reset(max(batch, 4*time.Since(start)))
 	}
 }
 
