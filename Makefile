@@ -9,6 +9,7 @@ MODULES := . sdk/go
 TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto hack/tools/lint hack/tools/smokescreen hack/tools/benchstat
 CONTROLLER_GEN := .bin/controller-gen
 FUZZTIME ?= 60s
+SCALE_PROFILES ?= .bench/scale
 # Packages with fuzz targets (parsers of outside input).
 FUZZ_PACKAGES := ./internal/plugins/ ./internal/trust/cosign/ ./internal/configschema/ ./internal/operator/ ./internal/egress/ ./internal/connectors/nbpfx/ ./internal/connectors/ibkrflex/ ./internal/core/ ./sdk/go/ ./sdk/go/delivery/ ./internal/core/store/
 
@@ -57,8 +58,14 @@ bench-core-auth: controlplane ## The core's plugin-token verification on the loc
 	$(GO) test -run '^$$' -bench BenchmarkVerify -benchtime 200x ./internal/core/auth/
 
 .PHONY: bench-operator
-bench-operator: controlplane ## Operator at scale: 500 Plugins on the local API server (convergence, writes per steady-state reconcile, peak RSS).
+bench-operator: controlplane ## Operator with 500 Plugins on the local API server: convergence vs the raw write floor, writes, revocation, the operator's RSS.
 	$(GO) test -run '^$$' -bench BenchmarkOperatorScale -benchtime 1x -timeout 30m ./internal/operator/
+
+.PHONY: bench-scale
+bench-scale: controlplane ## The same with 10,000 Plugins (about 40 minutes; the floor on 2,000 of them, scaled); profiles in $(SCALE_PROFILES).
+	mkdir -p $(SCALE_PROFILES)
+	OPENFIEF_BENCH_PLUGINS=10000 OPENFIEF_BENCH_FLOOR_PLUGINS=2000 OPENFIEF_BENCH_PROFILES=$(abspath $(SCALE_PROFILES)) \
+		$(GO) test -run '^$$' -bench BenchmarkOperatorScale -benchtime 1x -timeout 120m ./internal/operator/
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 60s).

@@ -42,8 +42,8 @@ func main() {
 	flag.DurationVar(&o.RegistryTimeout, "registry-timeout", o.RegistryTimeout, "time limit of one image verification's registry reads")
 	flag.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "how many Plugins reconcile at once, so a slow one never holds up another's revocation")
 	flag.DurationVar(&o.ReconcileTimeout, "reconcile-timeout", o.ReconcileTimeout, "time limit of one Plugin's reconcile")
-	flag.Float64Var(&qps, "kube-api-qps", 50, "requests per second the operator sends to the API server at most")
-	flag.IntVar(&burst, "kube-api-burst", 100, "burst above --kube-api-qps")
+	flag.Float64Var(&qps, "kube-api-qps", operator.DefaultKubeAPIQPS, "requests per second the operator sends to the API server at most")
+	flag.IntVar(&burst, "kube-api-burst", operator.DefaultKubeAPIBurst, "burst above --kube-api-qps")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

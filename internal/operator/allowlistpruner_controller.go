@@ -41,12 +41,14 @@ func (r *AllowListPruner) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if req.NamespacedName != allowListKey {
 		return ctrl.Result{}, nil
 	}
+	// Both reads are read-only and skip the copy: the ConfigMap holds every
+	// plugin's key and this runs on every change to it (OF-15).
 	var cm corev1.ConfigMap
-	if err := r.Client.Get(ctx, allowListKey, &cm); err != nil {
+	if err := r.Client.Get(ctx, allowListKey, &cm, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	var list v1alpha1.PluginList
-	if err := r.Client.List(ctx, &list, client.InNamespace(plugins.Namespace)); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(plugins.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list plugins: %w", err)
 	}
 	live := make(map[string]bool, len(list.Items))
@@ -65,5 +67,9 @@ func (r *AllowListPruner) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if len(orphans) == 0 {
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{}, removeAllowListKeys(ctx, r.Client, &cm, orphans)
+	remove := make(map[string]*string, len(orphans))
+	for _, k := range orphans {
+		remove[k] = nil
+	}
+	return ctrl.Result{}, writeAllowList(ctx, r.Client, remove)
 }

@@ -17,7 +17,8 @@ import (
 
 // ManagerOptions returns the options of the operator's manager over scheme s
 // (build it with apiconv.NewScheme): the cache confined to the openfief
-// namespace, so it watches nothing elsewhere (D-15); metrics and probes
+// namespace, so it watches nothing elsewhere (D-15), keeping only the
+// managed fields the operator reads (OF-15); metrics and probes
 // served at o's addresses; and, when o.LeaderElection, a leader elected
 // through the Lease LeaderElectionID in openfief, timed by o's
 // LeaseDuration, RenewDeadline and RetryPeriod where they are set.
@@ -33,8 +34,11 @@ func (o Options) ManagerOptions(s *runtime.Scheme) ctrl.Options {
 		return &d
 	}
 	return ctrl.Options{
-		Scheme:                  s,
-		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{plugins.Namespace: {}}},
+		Scheme: s,
+		Cache: cache.Options{
+			DefaultNamespaces: map[string]cache.Config{plugins.Namespace: {Transform: keepOwnManagedFields}},
+			DefaultTransform:  keepOwnManagedFields,
+		},
 		Metrics:                 metricsserver.Options{BindAddress: metrics},
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		LeaderElection:          o.LeaderElection,
@@ -64,7 +68,7 @@ type Reconcilers struct {
 }
 
 // AddToManager builds the operator o describes into mgr, all sharing mgr's
-// client: the image checker (a trust.PolicyVerifier over the owner's signers
+// client: the allow-list writer (OF-15), the image checker (a trust.PolicyVerifier over the owner's signers
 // and the embedded catalog, D-45 and D-57, unless o.Images is set), the
 // Plugin reconciler with mgr's events.k8s.io/v1 recorder
 // (EventReportingController), the PluginGrant reconciler, the allow-list
@@ -85,8 +89,12 @@ func AddToManager(mgr ctrl.Manager, o Options) (*Reconcilers, error) {
 		return nil, err
 	}
 	c := mgr.GetClient()
+	allowList := &AllowListWriter{Client: c}
+	if err := mgr.Add(allowList); err != nil {
+		return nil, fmt.Errorf("add allow-list writer: %w", err)
+	}
 	r := &Reconcilers{
-		Plugins: &PluginReconciler{Client: c, Images: images, Cluster: o.Cluster,
+		Plugins: &PluginReconciler{Client: c, Images: images, Cluster: o.Cluster, AllowList: allowList,
 			MaxConcurrentReconciles: o.MaxConcurrentReconciles, ReconcileTimeout: o.ReconcileTimeout,
 			Recorder: mgr.GetEventRecorder(EventReportingController)},
 		Grants:      &GrantReconciler{Client: c},

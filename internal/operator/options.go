@@ -26,6 +26,11 @@ const (
 	// (--reconcile-timeout): above the registry timeout, so a verification
 	// can finish, and far below anything an owner would wait for.
 	DefaultReconcileTimeout = 2 * time.Minute
+	// DefaultKubeAPIQPS and DefaultKubeAPIBurst limit the operator's client
+	// towards the API server (--kube-api-qps, --kube-api-burst); chosen from
+	// BenchmarkOperatorScale's figures (docs/operator.md, Scale).
+	DefaultKubeAPIQPS   = 50
+	DefaultKubeAPIBurst = 100
 	// LeaderElectionID names the Lease in openfief that the replicas elect a
 	// leader with.
 	LeaderElectionID = "openfief-operator"

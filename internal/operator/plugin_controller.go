@@ -71,6 +71,9 @@ type PluginReconciler struct {
 	// ReconcileTimeout bounds one reconcile's context
 	// (DefaultReconcileTimeout when not positive).
 	ReconcileTimeout time.Duration
+	// AllowList writes the plugin's key of the egress allow-list (D-32,
+	// OF-15).
+	AllowList *AllowListWriter
 	// Recorder records the Events of what the reconciler decides, once per
 	// change of status (events.go, issue 13); none when nil.
 	Recorder events.EventRecorder
@@ -78,14 +81,16 @@ type PluginReconciler struct {
 
 // SetupWithManager registers the PluginReconciler. A Plugin reconciles on a
 // change to itself or to any of the five objects it owns (so a hand edit is
-// re-applied), on a change to the PluginGrant of the same name, and, for
+// re-applied), on a change to the PluginGrant of the same name (its
+// deletion or a change of its spec ahead of everything else queued, OF-15),
+// and, for
 // every Plugin, on a change to the core's or the proxy's Service or to the
 // allow-list ConfigMap. Requests outside openfief are ignored.
 func (r *PluginReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == plugins.Namespace })
 	everyPlugin := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var list v1alpha1.PluginList
-		if err := mgr.GetClient().List(ctx, &list, client.InNamespace(plugins.Namespace)); err != nil {
+		if err := mgr.GetClient().List(ctx, &list, client.InNamespace(plugins.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 			return nil
 		}
 		reqs := make([]reconcile.Request, 0, len(list.Items))
@@ -114,14 +119,14 @@ func (r *PluginReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("plugin").
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers, ReconciliationTimeout: timeout}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers, ReconciliationTimeout: timeout, UsePriorityQueue: ptr.To(true)}).
 		For(&v1alpha1.Plugin{}, builder.WithPredicates(inNamespace)).
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Service{}).
 		Owns(&networkingv1.NetworkPolicy{}).
 		Owns(&appsv1.Deployment{}).
-		Watches(&v1alpha1.PluginGrant{}, &grantEvents{}, builder.WithPredicates(inNamespace)).
+		Watches(&v1alpha1.PluginGrant{}, grantChanges(), builder.WithPredicates(inNamespace)).
 		Watches(&corev1.Service{}, everyPlugin, builder.WithPredicates(inNamespace, named(r.Cluster.CoreService, r.Cluster.ProxyService))).
 		Watches(&corev1.ConfigMap{}, allowListChanges(everyPlugin), builder.WithPredicates(inNamespace, named(plugins.AllowListConfigMap))).
 		Complete(r)
@@ -179,12 +184,12 @@ func (r *PluginReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		if apierrors.IsNotFound(err) {
 			// Owned objects go by garbage collection; the allow-list key has
 			// no owner reference, so it is removed here (D-58, part).
-			return ctrl.Result{}, removeAllowList(ctx, r.Client, req.Name)
+			return ctrl.Result{}, r.AllowList.Remove(ctx, req.Name)
 		}
 		return ctrl.Result{}, err
 	}
 	if !p.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, removeAllowList(ctx, r.Client, p.Name)
+		return ctrl.Result{}, r.AllowList.Remove(ctx, p.Name)
 	}
 
 	ps := &pass{name: p.Name}
@@ -376,7 +381,7 @@ func (r *PluginReconciler) applyPlan(ctx context.Context, p *v1alpha1.Plugin, ps
 // entry. The allow-list goes first, so a narrowed grant closes hosts before
 // anything else changes.
 func (r *PluginReconciler) applyWorkload(ctx context.Context, p *v1alpha1.Plugin, ps *pass, w plugins.Workload, c Cluster) error {
-	if err := applyAllowList(ctx, r.Client, p.Name, w.AllowList); err != nil {
+	if err := r.AllowList.Set(ctx, p.Name, w.AllowList); err != nil {
 		return err
 	}
 	rec, raw, err := r.nextRecord(ps)
@@ -406,7 +411,7 @@ func (r *PluginReconciler) applyWorkload(ctx context.Context, p *v1alpha1.Plugin
 // Services are back the same version resumes, without the owner acting
 // (OF-2). The ServiceAccount, ConfigMap and Service stay; no pod uses them.
 func (r *PluginReconciler) park(ctx context.Context, p *v1alpha1.Plugin) error {
-	if err := removeAllowList(ctx, r.Client, p.Name); err != nil {
+	if err := r.AllowList.Remove(ctx, p.Name); err != nil {
 		return err
 	}
 	if _, err := applyIfChanged(ctx, r.Client, DenyAllNetworkPolicy(p)); err != nil {
@@ -434,7 +439,7 @@ func (r *PluginReconciler) park(ctx context.Context, p *v1alpha1.Plugin) error {
 // tearDown removes everything but a deny-all NetworkPolicy, and the
 // allow-list entry, so revocation is immediate (D-16).
 func (r *PluginReconciler) tearDown(ctx context.Context, p *v1alpha1.Plugin) error {
-	if err := removeAllowList(ctx, r.Client, p.Name); err != nil {
+	if err := r.AllowList.Remove(ctx, p.Name); err != nil {
 		return err
 	}
 	if _, err := applyIfChanged(ctx, r.Client, DenyAllNetworkPolicy(p)); err != nil {

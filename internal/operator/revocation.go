@@ -3,9 +3,7 @@ package operator
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -13,37 +11,48 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// RevocationPriority is the work-queue priority of a Plugin whose
-// PluginGrant was deleted. Routine reconciles have priority 0 (a change to
-// the core's or proxy's Service enqueues every Plugin at it), and the initial
-// list and unchanged resyncs handler.LowPriority, so with thousands of Plugins
-// queued a revocation still runs next (issue 18): revoking is what must not
-// wait.
+// RevocationPriority is the Plugin queue's priority of a reconcile a grant's
+// deletion or change asks for (OF-15): above every routine reconcile
+// (priority 0, and controller-runtime's LowPriority for the initial list and
+// resyncs), so a revocation never waits behind a backlog of thousands of
+// Plugins (D-16). Among revocations the queue keeps arrival order.
 const RevocationPriority = 100
 
-// grantEvents enqueues the Plugin of the PluginGrant an event is for, like
-// handler.EnqueueRequestForObject, and the Plugin of a deleted grant at
-// RevocationPriority when the controller's queue is controller-runtime's
-// priority queue (the default).
-type grantEvents struct {
-	handler.EnqueueRequestForObject
-}
-
-// Delete enqueues the revoked Plugin ahead of routine reconciles.
-func (*grantEvents) Delete(_ context.Context, evt event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	enqueueRevocation(evt.Object, q)
-}
-
-// enqueueRevocation adds the Plugin named like grant to q, at
-// RevocationPriority when q has priorities.
-func enqueueRevocation(grant client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if grant == nil {
-		return
+// grantChanges maps events of a PluginGrant to the Plugin of the same name:
+// a deletion, or a change of the grant's spec (its generation), at
+// RevocationPriority; a creation, or a change of metadata or status only,
+// at the queue's default.
+func grantChanges() handler.EventHandler {
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			q.Add(requestFor(e.Object))
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() {
+				addRevocation(q, requestFor(e.ObjectNew))
+				return
+			}
+			q.Add(requestFor(e.ObjectNew))
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			addRevocation(q, requestFor(e.Object))
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			q.Add(requestFor(e.Object))
+		},
 	}
-	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: grant.GetNamespace(), Name: grant.GetName()}}
+}
+
+// addRevocation queues r at RevocationPriority; a queue without priorities
+// gets a plain Add.
+func addRevocation(q workqueue.TypedRateLimitingInterface[reconcile.Request], r reconcile.Request) {
 	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
-		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(RevocationPriority)}, req)
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: new(RevocationPriority)}, r)
 		return
 	}
-	q.Add(req)
+	q.Add(r)
+}
+
+func requestFor(o client.Object) reconcile.Request {
+	return reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)}
 }

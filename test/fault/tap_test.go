@@ -242,10 +242,6 @@ func describeWrite(r *http.Request, body []byte) write {
 	case resource == "plugins" || resource == "plugingrants":
 		w.plugins = []string{name}
 	case resource == "configmaps" && name == plugins.AllowListConfigMap:
-		if owner, ok := strings.CutPrefix(r.URL.Query().Get("fieldManager"), operator.AllowListFieldManager("")); ok {
-			w.plugins = []string{owner}
-			break
-		}
 		var patch struct {
 			Data map[string]*string `json:"data"`
 		}

@@ -1,0 +1,53 @@
+package operator
+
+import (
+	"slices"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestKeepOwnManagedFields: the cache keeps, of the managed fields, only
+// what pullSecretsHeld reads, and reads the same owned pull Secrets from it.
+func TestKeepOwnManagedFields(t *testing.T) {
+	own := `{"f:metadata":{"f:labels":{"f:openfief.io/plugin":{}}},"f:spec":{"f:replicas":{},"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"plugin\"}":{".":{},"f:image":{}}},"f:imagePullSecrets":{"k:{\"name\":\"pull-a\"}":{}}}}}}`
+	entries := func() []metav1.ManagedFieldsEntry {
+		return []metav1.ManagedFieldsEntry{
+			{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: metav1.NewFieldsV1(own)},
+			{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:replicas":{}}}`)},
+			{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:replicas":{}}}`)},
+		}
+	}
+	path := []string{"spec", "template", "spec", "imagePullSecrets"}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{ManagedFields: entries()}}
+	wantNames, wantKeyed, wantOwns := ownedPullSecrets(d.ManagedFields, path)
+	if _, err := keepOwnManagedFields(d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.ManagedFields) != 1 {
+		t.Fatalf("kept %d entries, want the operator's applied one: %s", len(d.ManagedFields), describeJSON(d.ManagedFields))
+	}
+	if got, want := string(d.ManagedFields[0].FieldsV1.GetRawBytes()), `{"f:spec":{"f:template":{"f:spec":{"f:imagePullSecrets":{"k:{\"name\":\"pull-a\"}":{}}}}}}`; got != want {
+		t.Errorf("kept field set\n%s\nwant\n%s", got, want)
+	}
+	names, keyed, owns := ownedPullSecrets(d.ManagedFields, path)
+	if !slices.Equal(names, wantNames) || keyed != wantKeyed || owns != wantOwns || !owns || !slices.Equal(names, []string{"pull-a"}) {
+		t.Errorf("ownedPullSecrets after the transform: %v %v %v, before: %v %v %v", names, keyed, owns, wantNames, wantKeyed, wantOwns)
+	}
+
+	for _, obj := range []interface {
+		GetManagedFields() []metav1.ManagedFieldsEntry
+	}{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ManagedFields: entries()}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{ManagedFields: entries()}},
+	} {
+		if _, err := keepOwnManagedFields(obj); err != nil {
+			t.Fatal(err)
+		}
+		if got := obj.GetManagedFields(); got != nil {
+			t.Errorf("%T keeps managed fields %s", obj, describeJSON(got))
+		}
+	}
+}
