@@ -27,6 +27,10 @@ controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-sched
 node: ## Build the local real node (kubelet, kube-proxy, containerd + shim, kube-router, our pause) into .bin/ (cached per user) and install runc, the CNI plugins, iptables, ipset, conntrack, nftables from Debian when missing (root; docs/node.md).
 	@hack/build-node.sh
 
+.PHONY: node-leftovers
+node-leftovers: ## List what a local real node left on this machine (processes, links, netns, rules, ipsets, nft tables, mounts, cgroups); CLEAN=1 also removes it (docs/node.md).
+	$(GO) run ./hack/node-leftovers $(if $(CLEAN),--clean)
+
 .PHONY: cluster
 cluster: controlplane ## Run the full dev control plane in the foreground until Ctrl-C.
 	$(GO) run ./hack/cluster

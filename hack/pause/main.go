@@ -12,9 +12,6 @@ import (
 )
 
 func main() {
-	if os.Getpid() != 1 {
-		os.Stderr.WriteString("pause: warning: not running as PID 1\n")
-	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGCHLD)
 	for sig := range sigs {
