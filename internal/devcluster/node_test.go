@@ -136,26 +136,48 @@ func assertNoLeftovers(t *testing.T) {
 // enforces the restricted Pod Security Standard and waits until it runs.
 func runProbePod(t *testing.T, cs kubernetes.Interface, image string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
+	createProbeNamespace(t, cs)
+	runProbePods(t, cs, image, "probe")
+}
+
+// createProbeNamespace creates namespace probe, which enforces the
+// restricted Pod Security Standard.
+func createProbeNamespace(t *testing.T, cs kubernetes.Interface) {
+	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "probe", Labels: map[string]string{
 		"pod-security.kubernetes.io/enforce": "restricted",
 	}}}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// runProbePods runs one probe pod per name in namespace probe, waits until
+// they all run, and returns their IPs by name.
+func runProbePods(t *testing.T, cs kubernetes.Interface, image string, names ...string) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
 	start := time.Now()
-	pod, err := cs.CoreV1().Pods("probe").Create(ctx, restrictedPod(image), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range names {
+		if _, err := cs.CoreV1().Pods("probe").Create(ctx, restrictedPod(name, image), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		pod, err = cs.CoreV1().Pods("probe").Get(ctx, "probe", metav1.GetOptions{})
-		return err == nil && pod.Status.Phase == corev1.PodRunning, nil
-	}); err != nil {
-		t.Fatalf("pod not Running: %v; status %+v", err, pod.Status)
+	ips := map[string]string{}
+	for _, name := range names {
+		var pod *corev1.Pod
+		if err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			var err error
+			pod, err = cs.CoreV1().Pods("probe").Get(ctx, name, metav1.GetOptions{})
+			return err == nil && pod.Status.Phase == corev1.PodRunning, nil
+		}); err != nil {
+			t.Fatalf("pod %s not Running: %v; status %+v", name, err, pod.Status)
+		}
+		ips[name] = pod.Status.PodIP
 	}
-	t.Logf("pod Running in %v, IP %s", time.Since(start).Round(time.Millisecond), pod.Status.PodIP)
+	t.Logf("pods %v Running in %v: %v", names, time.Since(start).Round(time.Millisecond), ips)
+	return ips
 }
 
 // assertSeesRunningNode checks that NodeLeftovers lists every kind of trace
@@ -209,10 +231,11 @@ func pushProbe(t *testing.T, registry string) string {
 	return ref.String()
 }
 
-// restrictedPod is a pod the restricted Pod Security Standard admits.
-func restrictedPod(image string) *corev1.Pod {
+// restrictedPod is a pod named name in namespace probe, labelled app=name,
+// that the restricted Pod Security Standard admits.
+func restrictedPod(name, image string) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "probe"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "probe", Labels: map[string]string{"app": name}},
 		Spec: corev1.PodSpec{
 			AutomountServiceAccountToken:  ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To[int64](1),

@@ -1,20 +1,28 @@
 // Command probe is the container the real-node tests run: it prints what it
 // sees of its own confinement (user, seccomp mode, whether / is writable),
-// then sleeps until stopped; `probe whoami` prints the user and exits, for
-// exec.
+// then answers TCP on :8080 until stopped. For exec: `probe whoami` prints
+// the user; `probe connect HOST:PORT` prints "open", "refused" or "timeout"
+// for a TCP connection there.
 package main
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 )
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "whoami" {
 		fmt.Printf("exec: uid=%d gid=%d\n", os.Getuid(), os.Getgid())
+		return
+	}
+	if len(os.Args) > 2 && os.Args[1] == "connect" {
+		fmt.Println(connect(os.Args[2]))
 		return
 	}
 	seccomp := "unknown"
@@ -32,7 +40,38 @@ func main() {
 		_ = f.Close()
 	}
 	fmt.Printf("probe: uid=%d gid=%d seccomp=%s root-writable=%v\n", os.Getuid(), os.Getgid(), seccomp, rootWritable)
+	l, err := net.Listen("tcp", ":8080")
+	if err != nil {
+		fmt.Println("probe: listen:", err)
+		os.Exit(1)
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("probe\n"))
+			_ = c.Close()
+		}
+	}()
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	<-sigs
+}
+
+// connect reports what a TCP connection to addr meets.
+func connect(addr string) string {
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	switch {
+	case err == nil:
+		_ = c.Close()
+		return "open"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused"
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return "timeout"
+	default:
+		return "error: " + err.Error()
+	}
 }
