@@ -70,6 +70,11 @@ var ErrNodeNeedsRoot = errors.New("a real node needs root")
 // containernetworking-plugins.
 var cniPlugins = []string{"bridge", "host-local", "portmap", "loopback"}
 
+// nodeLockWait bounds the wait for the machine's node lock: another real
+// node (a test package running in parallel, `openfief dev --node real`) may
+// hold it.
+const nodeLockWait = 5 * time.Minute
+
 // debianCNIDir is where Debian installs the CNI plugins.
 const debianCNIDir = "/usr/lib/cni"
 
@@ -102,7 +107,7 @@ func prepareNode(opts Options, binDir string) (n *realNode, err error) {
 	if err := requireNodeFiles(binDir); err != nil {
 		return nil, err
 	}
-	lock, err := lockNodes(opts.StartTimeout)
+	lock, err := lockNodes(nodeLockWait)
 	if err != nil {
 		return nil, err
 	}

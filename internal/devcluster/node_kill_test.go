@@ -61,7 +61,7 @@ func TestRealNodeCleanedAfterKill(t *testing.T) {
 		t.Fatalf("state folder %s gone before the cleanup: %v", dir, err)
 	}
 	start := time.Now()
-	if err := devcluster.CleanNodeLeftovers(time.Minute); err != nil {
+	if err := devcluster.CleanNodeLeftovers(5 * time.Minute); err != nil {
 		t.Fatalf("CleanNodeLeftovers: %v", err)
 	}
 	t.Logf("cleaned up after the killed node in %v", time.Since(start).Round(time.Millisecond))

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // NodeLeftovers lists every trace of a real node on this machine, one line
@@ -85,4 +86,17 @@ func NodeLeftovers() ([]string, error) {
 	}
 	slices.Sort(left)
 	return left, nil
+}
+
+// NodeLeftoversWhenIdle is NodeLeftovers taken while no real node runs on
+// the machine: it waits (at most timeout) for the machine's node lock, which
+// every running node holds, so a node another process runs meanwhile is
+// not reported as left behind. Tests check their cleanup with it.
+func NodeLeftoversWhenIdle(timeout time.Duration) ([]string, error) {
+	lock, err := lockNodes(timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer unlockNodes(lock)
+	return NodeLeftovers()
 }

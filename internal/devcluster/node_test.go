@@ -123,7 +123,7 @@ func readSysctls(t *testing.T) map[string]string {
 // the machine.
 func assertNoLeftovers(t *testing.T) {
 	t.Helper()
-	left, err := devcluster.NodeLeftovers()
+	left, err := devcluster.NodeLeftoversWhenIdle(5 * time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 // Command probe is the container the real-node tests run: it prints what it
 // sees of its own confinement (user, seccomp mode, whether / is writable),
-// then answers TCP on :8080 until stopped. For exec: `probe whoami` prints
+// then answers TCP on :8080 (or $OPENFIEF_LISTEN_PORT, when it plays a
+// plugin) until stopped. For exec: `probe whoami` prints
 // the user; `probe connect HOST:PORT` prints "open", "refused" or "timeout"
 // for a TCP connection there.
 package main
@@ -40,7 +41,11 @@ func main() {
 		_ = f.Close()
 	}
 	fmt.Printf("probe: uid=%d gid=%d seccomp=%s root-writable=%v\n", os.Getuid(), os.Getgid(), seccomp, rootWritable)
-	l, err := net.Listen("tcp", ":8080")
+	port := "8080"
+	if p := os.Getenv("OPENFIEF_LISTEN_PORT"); p != "" {
+		port = p
+	}
+	l, err := net.Listen("tcp", ":"+port)
 	if err != nil {
 		fmt.Println("probe: listen:", err)
 		os.Exit(1)

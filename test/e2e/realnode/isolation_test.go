@@ -1,0 +1,262 @@
+// Package realnode runs the platform with a real node (devstack with
+// devcluster.NodeReal, docs/node.md): plugins run as containers under the
+// NetworkPolicies the operator writes, and the isolation they promise is
+// checked on real packets. It needs root; it runs in a process of its own
+// because the platform's operator registers process-wide metrics.
+package realnode
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/arkadiuss/openfief/internal/cli"
+	"github.com/arkadiuss/openfief/internal/devcluster"
+	"github.com/arkadiuss/openfief/internal/devstack"
+	"github.com/arkadiuss/openfief/internal/operator"
+	"github.com/arkadiuss/openfief/internal/plugins"
+)
+
+// cell is one row of the isolation truth table: a TCP connection from a
+// plugin pod (or the core, played by the test on the node) to somewhere, and
+// what must happen to it.
+type cell struct {
+	name, from, addr, want string
+}
+
+// TestPluginIsolationOnRealNode installs two plugins whose image is the probe
+// (internal/devcluster/testdata/probe, as /plugin) with nbp-fx's manifest,
+// approves both, and checks from inside plugin a's container, under the
+// operator's NetworkPolicies: the egress proxy's Service is reachable; the
+// NBP stand-in and a DNS listener of the test's own on the node's bridge are
+// not; the other plugin is not, either way; the core reaches the plugin's
+// port. It prints the table.
+func TestPluginIsolationOnRealNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the platform on a real node: not in -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("a real node needs root: containers, cgroups, a bridge and netfilter rules")
+	}
+	ctx := t.Context()
+	start := time.Now()
+	stack, err := devstack.Start(ctx, devstack.Options{Dir: t.TempDir(), Node: devcluster.NodeReal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stack.Stop()
+		left, err := devcluster.NodeLeftoversWhenIdle(5 * time.Minute)
+		if err != nil {
+			t.Error(err)
+		}
+		for _, l := range left {
+			t.Errorf("left behind: %s", l)
+		}
+	}()
+	t.Logf("platform with a real node up in %v", time.Since(start).Round(time.Millisecond))
+	gw := stack.Cluster.NodeGateway().String()
+
+	// Listeners of the test's own on the node's bridge: the NBP stand-in
+	// and a DNS server (TCP 53).
+	nbp := listen(t, net.JoinHostPort(gw, "0"))
+	dns := listen(t, net.JoinHostPort(gw, "53"))
+
+	manifestJSON, err := os.ReadFile(filepath.Join(repoRoot(t), "plugins", "nbp-fx", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := plugins.ParseManifestLabel(string(manifestJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := stack.PublishImage(ctx, "plugins/probe", manifest, map[string][]byte{"plugin": buildProbe(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"probe-a", "probe-b"} {
+		openfief(t, stack, "plugin", "install", name, "--image", ref.String(), "--signers", stack.SignersFile)
+		openfief(t, stack, "plugin", "approve", name, "--yes")
+	}
+	cs, err := kubernetes.NewForConfig(stack.Cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	podStart := time.Now()
+	a := runningPod(t, cs, "probe-a")
+	b := runningPod(t, cs, "probe-b")
+	t.Logf("plugin pods Running in %v: a %s, b %s", time.Since(podStart).Round(time.Millisecond), a.Status.PodIP, b.Status.PodIP)
+
+	proxy, err := cs.CoreV1().Services(plugins.Namespace).Get(ctx, operator.DefaultProxyService, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := fmt.Sprint(plugins.DefaultPluginPort)
+	cells := []cell{
+		{"plugin -> egress proxy Service", a.Name, net.JoinHostPort(proxy.Spec.ClusterIP, fmt.Sprint(proxy.Spec.Ports[0].Port)), "open"},
+		{"plugin -> NBP stand-in, direct", a.Name, nbp, "refused"},
+		{"plugin -> DNS on the node (TCP 53)", a.Name, dns, "refused"},
+		{"plugin -> other plugin", a.Name, net.JoinHostPort(b.Status.PodIP, port), "refused"},
+		{"other plugin -> plugin", b.Name, net.JoinHostPort(a.Status.PodIP, port), "refused"},
+		{"core (node) -> plugin", "", net.JoinHostPort(a.Status.PodIP, port), "open"},
+	}
+	got := map[string]string{}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		all := true
+		for _, c := range cells {
+			if c.from == "" {
+				got[c.name] = dialFromHere(c.addr)
+			} else {
+				got[c.name] = strings.TrimSpace(execIn(t, stack, cs, c.from, "/plugin", "connect", c.addr))
+			}
+			all = all && got[c.name] == c.want
+		}
+		if all || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("%-36s %-22s %-9s %s", "cell", "address", "got", "want")
+	for _, c := range cells {
+		t.Logf("%-36s %-22s %-9s %s", c.name, c.addr, got[c.name], c.want)
+		if got[c.name] != c.want {
+			t.Errorf("%s (%s): %s; want %s", c.name, c.addr, got[c.name], c.want)
+		}
+	}
+
+	openfief(t, stack, "plugin", "revoke", "probe-a", "--yes")
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := cs.CoreV1().Pods(plugins.Namespace).List(ctx, metav1.ListOptions{LabelSelector: plugins.LabelPluginName + "=probe-a"})
+		return err == nil && len(pods.Items) == 0, nil
+	}); err != nil {
+		t.Errorf("plugin a's pod still there after revoke: %v", err)
+	}
+}
+
+// listen serves TCP on addr (accepting and closing) until the test ends and
+// returns the address.
+func listen(t *testing.T, addr string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// dialFromHere is the probe's connect, from the test process (the node).
+func dialFromHere(addr string) string {
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		if strings.Contains(err.Error(), "refused") {
+			return "refused"
+		}
+		return "error: " + err.Error()
+	}
+	_ = c.Close()
+	return "open"
+}
+
+// runningPod waits until plugin's pod runs and returns it.
+func runningPod(t *testing.T, cs kubernetes.Interface, plugin string) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	var last string
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := cs.CoreV1().Pods(plugins.Namespace).List(ctx, metav1.ListOptions{LabelSelector: plugins.LabelPluginName + "=" + plugin})
+		if err != nil || len(pods.Items) == 0 {
+			last = fmt.Sprint("no pod yet ", err)
+			return false, nil
+		}
+		pod = &pods.Items[0]
+		last = fmt.Sprintf("%s: %+v", pod.Status.Phase, pod.Status.ContainerStatuses)
+		return pod.Status.Phase == corev1.PodRunning, nil
+	})
+	if err != nil {
+		t.Fatalf("plugin %s's pod not Running: %v (%s)", plugin, err, last)
+	}
+	return pod
+}
+
+// openfief runs one CLI command in this process against the platform.
+func openfief(t *testing.T, stack *devstack.Stack, args ...string) {
+	t.Helper()
+	var out bytes.Buffer
+	full := append([]string{"--kubeconfig", stack.KubeconfigPath}, args...)
+	code := cli.Main(context.Background(), full, cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+	t.Logf("$ openfief %s\n%s", strings.Join(args, " "), out.String())
+	if code != 0 {
+		t.Fatalf("openfief %s exited %d", strings.Join(args, " "), code)
+	}
+}
+
+// execIn runs command in the plugin pod's container through the API server
+// and the kubelet, and returns its standard output.
+func execIn(t *testing.T, stack *devstack.Stack, cs kubernetes.Interface, pod string, command ...string) string {
+	t.Helper()
+	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(plugins.Namespace).Name(pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Command: command, Stdout: true, Stderr: true}, clientgoscheme.ParameterCodec)
+	ex, err := remotecommand.NewSPDYExecutor(stack.Cluster.Config, "POST", req.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}); err != nil {
+		return fmt.Sprintf("exec error: %v (%s)", err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String()
+}
+
+// buildProbe builds the probe statically and returns the binary.
+func buildProbe(t *testing.T) []byte {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "probe")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./internal/devcluster/testdata/probe")
+	cmd.Dir = repoRoot(t)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the probe: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("no caller")
+	}
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
