@@ -97,7 +97,7 @@ func TestDataPath(t *testing.T) {
 	env[plugins.EnvHTTPSProxy] = "http://" + stack.ProxyAddress
 	port := freePort(t)
 	env[plugins.EnvListenPort] = strconv.Itoa(port)
-	env["SSL_CERT_FILE"] = nbp.caFile
+	env["SSL_CERT_FILE"] = nbp.CAFile
 	if env[plugins.EnvCoreSubject] != devstack.CoreSubject || env[plugins.EnvInstance] != name {
 		t.Errorf("pod env names core %q and instance %q", env[plugins.EnvCoreSubject], env[plugins.EnvInstance])
 	}
@@ -109,7 +109,7 @@ func TestDataPath(t *testing.T) {
 	coreToken := requestToken(t, cs, devstack.CoreServiceAccount, "openfief-plugin:"+name)
 	req := connect.NewRequest(&connectorv1.SyncRequest{BatchId: "e2e-batch-1"})
 	req.Header().Set("Authorization", "Bearer "+coreToken)
-	before := nbp.requests.Load()
+	before := nbp.Requests.Load()
 	resp, err := client.Sync(ctx, req)
 	if err != nil {
 		t.Fatalf("Sync as the core: %v", err)
@@ -118,7 +118,7 @@ func TestDataPath(t *testing.T) {
 	if d.GetBatchId() != "e2e-batch-1" || len(d.GetFxRates()) < 2 || d.GetWatermark() == "" {
 		t.Fatalf("delivery: batch %q, %d rates, watermark %q", d.GetBatchId(), len(d.GetFxRates()), d.GetWatermark())
 	}
-	if nbp.requests.Load() == before {
+	if nbp.Requests.Load() == before {
 		t.Error("the plugin did not reach NBP through the proxy")
 	}
 	found := false

@@ -26,6 +26,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/arkadiuss/openfief/internal/devstack"
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // stack is the platform every test shares.
@@ -33,7 +34,7 @@ var stack *devstack.Stack
 
 // nbp is the stand-in for api.nbp.pl: the proxy resolves that name to
 // loopback and connects port 443 to this server instead.
-var nbp *fakeNBP
+var nbp *testutil.FakeNBP
 
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
@@ -42,7 +43,7 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	var err error
-	nbp, err = startFakeNBP()
+	nbp, err = testutil.StartFakeNBP("127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fake NBP:", err)
 		return 1

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -26,7 +25,6 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/arkadiuss/openfief/internal/cli"
-	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/devstack"
 	"github.com/arkadiuss/openfief/internal/operator"
 	"github.com/arkadiuss/openfief/internal/plugins"
@@ -47,34 +45,13 @@ type cell struct {
 // not; the other plugin is not, either way; the core reaches the plugin's
 // port. It prints the table.
 func TestPluginIsolationOnRealNode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the platform on a real node: not in -short")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("a real node needs root: containers, cgroups, a bridge and netfilter rules")
-	}
+	stack, nbpServer := platform(t)
 	ctx := t.Context()
-	start := time.Now()
-	stack, err := devstack.Start(ctx, devstack.Options{Dir: t.TempDir(), Node: devcluster.NodeReal})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		stack.Stop()
-		left, err := devcluster.NodeLeftoversWhenIdle(5 * time.Minute)
-		if err != nil {
-			t.Error(err)
-		}
-		for _, l := range left {
-			t.Errorf("left behind: %s", l)
-		}
-	}()
-	t.Logf("platform with a real node up in %v", time.Since(start).Round(time.Millisecond))
 	gw := stack.Cluster.NodeGateway().String()
 
-	// Listeners of the test's own on the node's bridge: the NBP stand-in
-	// and a DNS server (TCP 53).
-	nbp := listen(t, net.JoinHostPort(gw, "0"))
+	// The NBP stand-in and a DNS server (TCP 53) of the test's own, on the
+	// node's bridge.
+	nbp := nbpServer.Addr()
 	dns := listen(t, net.JoinHostPort(gw, "53"))
 
 	manifestJSON, err := os.ReadFile(filepath.Join(repoRoot(t), "plugins", "nbp-fx", "manifest.json"))
@@ -85,7 +62,7 @@ func TestPluginIsolationOnRealNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := stack.PublishImage(ctx, "plugins/probe", manifest, map[string][]byte{"plugin": buildProbe(t)})
+	ref, err := stack.PublishImage(ctx, "plugins/probe", manifest, map[string][]byte{"plugin": buildStatic(t, "./internal/devcluster/testdata/probe")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,23 +210,6 @@ func execIn(t *testing.T, stack *devstack.Stack, cs kubernetes.Interface, pod st
 		return fmt.Sprintf("exec error: %v (%s)", err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.String()
-}
-
-// buildProbe builds the probe statically and returns the binary.
-func buildProbe(t *testing.T) []byte {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "probe")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./internal/devcluster/testdata/probe")
-	cmd.Dir = repoRoot(t)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the probe: %v\n%s", err, out)
-	}
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
 }
 
 func repoRoot(t *testing.T) string {

@@ -1,4 +1,4 @@
-package e2e
+package testutil
 
 import (
 	"crypto/ecdsa"
@@ -19,18 +19,25 @@ import (
 	"time"
 )
 
-// fakeNBP stands in for NBP's API on loopback over HTTPS, with a
-// certificate for api.nbp.pl from a CA of its own. It answers table A
-// queries with one table dated the last day asked for.
-type fakeNBP struct {
-	srv      *http.Server
-	ln       net.Listener
-	caFile   string
-	dir      string
-	requests atomic.Int64
+// FakeNBP stands in for NBP's API over HTTPS, with a certificate for
+// api.nbp.pl from a CA of its own. It answers table A queries with one table
+// dated the last day asked for. The end-to-end suites reach it through the
+// egress proxy.
+type FakeNBP struct {
+	srv *http.Server
+	ln  net.Listener
+	dir string
+	// CAFile holds its CA certificate (PEM), for SSL_CERT_FILE; CAPEM is
+	// the same bytes, for an image's CA bundle.
+	CAFile string
+	CAPEM  []byte
+	// Requests counts the requests it answered.
+	Requests atomic.Int64
 }
 
-func startFakeNBP() (*fakeNBP, error) {
+// StartFakeNBP serves the stand-in on addr (host:port; port 0 picks one).
+// Close stops it.
+func StartFakeNBP(addr string) (*FakeNBP, error) {
 	dir, err := os.MkdirTemp("", "fake-nbp-")
 	if err != nil {
 		return nil, err
@@ -57,14 +64,15 @@ func startFakeNBP() (*fakeNBP, error) {
 		return nil, err
 	}
 	caFile := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600); err != nil {
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	if err := os.WriteFile(caFile, caPEM, 0o600); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	f := &fakeNBP{ln: ln, caFile: caFile, dir: dir}
+	f := &FakeNBP{ln: ln, CAFile: caFile, CAPEM: caPEM, dir: dir}
 	f.srv = &http.Server{
 		Handler:           http.HandlerFunc(f.serve),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -74,19 +82,19 @@ func startFakeNBP() (*fakeNBP, error) {
 	return f, nil
 }
 
-// Addr is the server's loopback host:port.
-func (f *fakeNBP) Addr() string { return f.ln.Addr().String() }
+// Addr is the server's host:port.
+func (f *FakeNBP) Addr() string { return f.ln.Addr().String() }
 
 // Close stops the server and removes its files.
-func (f *fakeNBP) Close() {
+func (f *FakeNBP) Close() {
 	_ = f.srv.Close()
 	_ = os.RemoveAll(f.dir)
 }
 
 // serve answers GET /api/exchangerates/tables/A/{start}/{end}/ with one
 // table dated end.
-func (f *fakeNBP) serve(w http.ResponseWriter, r *http.Request) {
-	f.requests.Add(1)
+func (f *FakeNBP) serve(w http.ResponseWriter, r *http.Request) {
+	f.Requests.Add(1)
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	if len(parts) != 6 || parts[0] != "api" || parts[2] != "tables" || parts[3] != "A" {
 		http.NotFound(w, r)
