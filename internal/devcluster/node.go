@@ -425,12 +425,19 @@ func (n *realNode) start(ctx context.Context, c *Cluster, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("devcluster: kube-proxy identity: %w", err)
 	}
-	admin, err := os.ReadFile(c.KubeconfigPath)
+	router, err := c.env.AddUser(envtest.User{Name: kubeRouterUser}, nil)
+	if err != nil {
+		return fmt.Errorf("devcluster: kube-router identity: %w", err)
+	}
+	cs, err := c.Clientset()
 	if err != nil {
 		return fmt.Errorf("devcluster: %w", err)
 	}
-	kubeconfigs := map[string][]byte{l.routerKubeconfig: admin}
-	for path, u := range map[string]*envtest.AuthenticatedUser{l.kubeletKubeconfig: kubelet, l.proxyKubeconfig: proxy} {
+	if err := grantKubeRouter(ctx, cs); err != nil {
+		return err
+	}
+	kubeconfigs := map[string][]byte{}
+	for path, u := range map[string]*envtest.AuthenticatedUser{l.kubeletKubeconfig: kubelet, l.proxyKubeconfig: proxy, l.routerKubeconfig: router} {
 		if kubeconfigs[path], err = u.KubeConfig(); err != nil {
 			return fmt.Errorf("devcluster: %w", err)
 		}
@@ -448,10 +455,6 @@ func (n *realNode) start(ctx context.Context, c *Cluster, opts Options) error {
 		"--node-ip="+n.net.gateway.String(),
 	); err != nil {
 		return err
-	}
-	cs, err := c.Clientset()
-	if err != nil {
-		return fmt.Errorf("devcluster: %w", err)
 	}
 	if err := c.waitFor(ctx, "the real node to become Ready", func(ctx context.Context) (bool, error) {
 		return fullReady(ctx, cs, []string{RealNodeName})
