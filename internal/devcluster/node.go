@@ -542,6 +542,15 @@ func (c *Cluster) NodeStateDir() string {
 	return c.node.layout.dir
 }
 
+// ClusterDNS returns the address the real node's kubelet gives pods as
+// their cluster DNS server (no DNS server runs), or nil without a real node.
+func (c *Cluster) ClusterDNS() net.IP {
+	if c.node == nil {
+		return nil
+	}
+	return c.node.net.dns
+}
+
 // NodeGateway returns the real node's address on its bridge, which the pods
 // can reach, or nil without a real node.
 func (c *Cluster) NodeGateway() net.IP {

@@ -8,21 +8,25 @@ package realnode
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/utils/ptr"
 
 	"github.com/arkadiuss/openfief/internal/cli"
 	"github.com/arkadiuss/openfief/internal/devstack"
@@ -30,29 +34,35 @@ import (
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
-// cell is one row of the isolation truth table: a TCP connection from a
-// plugin pod (or the core, played by the test on the node) to somewhere, and
-// what must happen to it.
+// cell is one row of the isolation truth table: what a plugin pod (or the
+// node, "" in from: the core and the controls) meets sending to addr with
+// the probe's mode (connect: TCP, udp, proxy: a CONNECT tunnel through the
+// egress proxy), and what must happen.
 type cell struct {
-	name, from, addr, want string
+	name, from, mode, addr, want string
 }
 
 // TestPluginIsolationOnRealNode installs two plugins whose image is the probe
 // (internal/devcluster/testdata/probe, as /plugin) with nbp-fx's manifest,
 // approves both, and checks from inside plugin a's container, under the
-// operator's NetworkPolicies: the egress proxy's Service is reachable; the
-// NBP stand-in and a DNS listener of the test's own on the node's bridge are
-// not; the other plugin is not, either way; the core reaches the plugin's
-// port. It prints the table.
+// operator's NetworkPolicies: the egress proxy's Service is reachable and
+// tunnels to the granted host only; the NBP stand-in, the cluster DNS
+// Service and a resolver of the test's own on the node's bridge (UDP and
+// TCP) are not reachable; the other plugin is not, either way; the core
+// reaches the plugin's port. Controls from the node show the resolver and
+// the DNS Service answer. It prints the table.
 func TestPluginIsolationOnRealNode(t *testing.T) {
 	stack, nbpServer := platform(t)
 	ctx := t.Context()
 	gw := stack.Cluster.NodeGateway().String()
 
-	// The NBP stand-in and a DNS server (TCP 53) of the test's own, on the
-	// node's bridge.
+	// The NBP stand-in and a DNS server of the test's own (TCP and UDP 53,
+	// answering anything), on the node's bridge; the cluster DNS Service
+	// (the kubelet's clusterDNS address) sends to it.
 	nbp := nbpServer.Addr()
 	dns := listen(t, net.JoinHostPort(gw, "53"))
+	listenUDP(t, dns)
+	clusterDNS := clusterDNSService(t, stack, gw)
 
 	manifestJSON, err := os.ReadFile(filepath.Join(repoRoot(t), "plugins", "nbp-fx", "manifest.json"))
 	if err != nil {
@@ -85,12 +95,19 @@ func TestPluginIsolationOnRealNode(t *testing.T) {
 	}
 	port := fmt.Sprint(plugins.DefaultPluginPort)
 	cells := []cell{
-		{"plugin -> egress proxy Service", a.Name, net.JoinHostPort(proxy.Spec.ClusterIP, fmt.Sprint(proxy.Spec.Ports[0].Port)), "open"},
-		{"plugin -> NBP stand-in, direct", a.Name, nbp, "refused"},
-		{"plugin -> DNS on the node (TCP 53)", a.Name, dns, "refused"},
-		{"plugin -> other plugin", a.Name, net.JoinHostPort(b.Status.PodIP, port), "refused"},
-		{"other plugin -> plugin", b.Name, net.JoinHostPort(a.Status.PodIP, port), "refused"},
-		{"core (node) -> plugin", "", net.JoinHostPort(a.Status.PodIP, port), "open"},
+		{"plugin -> egress proxy Service", a.Name, "connect", net.JoinHostPort(proxy.Spec.ClusterIP, fmt.Sprint(proxy.Spec.Ports[0].Port)), "open"},
+		{"plugin -> proxy -> api.nbp.pl (granted)", a.Name, "proxy", "api.nbp.pl:443", "status 200"},
+		{"plugin -> proxy -> example.com (not)", a.Name, "proxy", "example.com:443", "status 403"},
+		{"plugin -> NBP stand-in, direct", a.Name, "connect", nbp, "refused"},
+		{"plugin -> cluster DNS Service, UDP", a.Name, "udp", clusterDNS, "refused"},
+		{"plugin -> cluster DNS Service, TCP", a.Name, "connect", clusterDNS, "refused"},
+		{"plugin -> DNS on the node, UDP", a.Name, "udp", dns, "refused"},
+		{"plugin -> DNS on the node, TCP", a.Name, "connect", dns, "refused"},
+		{"plugin -> other plugin", a.Name, "connect", net.JoinHostPort(b.Status.PodIP, port), "refused"},
+		{"other plugin -> plugin", b.Name, "connect", net.JoinHostPort(a.Status.PodIP, port), "refused"},
+		{"core (node) -> plugin", "", "connect", net.JoinHostPort(a.Status.PodIP, port), "open"},
+		{"control: node -> cluster DNS, UDP", "", "udp", clusterDNS, "open"},
+		{"control: node -> DNS on the node, TCP", "", "connect", dns, "open"},
 	}
 	got := map[string]string{}
 	deadline := time.Now().Add(30 * time.Second)
@@ -98,9 +115,9 @@ func TestPluginIsolationOnRealNode(t *testing.T) {
 		all := true
 		for _, c := range cells {
 			if c.from == "" {
-				got[c.name] = dialFromHere(c.addr)
+				got[c.name] = fromNode(c.mode, c.addr)
 			} else {
-				got[c.name] = strings.TrimSpace(execIn(t, stack, cs, c.from, "/plugin", "connect", c.addr))
+				got[c.name] = strings.TrimSpace(execIn(t, stack, cs, c.from, "/plugin", c.mode, c.addr))
 			}
 			all = all && got[c.name] == c.want
 		}
@@ -109,9 +126,9 @@ func TestPluginIsolationOnRealNode(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	t.Logf("%-36s %-22s %-9s %s", "cell", "address", "got", "want")
+	t.Logf("%-40s %-22s %-11s %s", "cell", "address", "got", "want")
 	for _, c := range cells {
-		t.Logf("%-36s %-22s %-9s %s", c.name, c.addr, got[c.name], c.want)
+		t.Logf("%-40s %-22s %-11s %s", c.name, c.addr, got[c.name], c.want)
 		if got[c.name] != c.want {
 			t.Errorf("%s (%s): %s; want %s", c.name, c.addr, got[c.name], c.want)
 		}
@@ -147,17 +164,95 @@ func listen(t *testing.T, addr string) string {
 	return l.Addr().String()
 }
 
-// dialFromHere is the probe's connect, from the test process (the node).
-func dialFromHere(addr string) string {
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		if strings.Contains(err.Error(), "refused") {
-			return "refused"
+// fromNode is the probe's connect or udp, from the test process (the node).
+func fromNode(mode, addr string) string {
+	network := "tcp"
+	if mode == "udp" {
+		network = "udp"
+	}
+	c, err := net.DialTimeout(network, addr, 2*time.Second)
+	if err == nil && network == "udp" {
+		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+		if _, err = c.Write([]byte("probe")); err == nil {
+			_, err = c.Read(make([]byte, 512))
 		}
+	}
+	if c != nil {
+		_ = c.Close()
+	}
+	switch {
+	case err == nil:
+		return "open"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused"
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return "timeout"
+	default:
 		return "error: " + err.Error()
 	}
-	_ = c.Close()
-	return "open"
+}
+
+// listenUDP answers every datagram to addr with "dns" until the test ends.
+func listenUDP(t *testing.T, addr string) {
+	t.Helper()
+	c, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			_, from, err := c.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = c.WriteTo([]byte("dns"), from)
+		}
+	}()
+}
+
+// clusterDNSService creates the cluster DNS Service at the kubelet's
+// clusterDNS address (kube-system/kube-dns, ports 53 UDP and TCP) with an
+// EndpointSlice naming the test's resolver on the node's bridge, and
+// returns its address.
+func clusterDNSService(t *testing.T, stack *devstack.Stack, gw string) string {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(stack.Cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := stack.Cluster.ClusterDNS().String()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Namespace: metav1.NamespaceSystem},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: ip,
+			Selector:  map[string]string{"k8s-app": "kube-dns"},
+			Ports: []corev1.ServicePort{
+				{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP},
+				{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP},
+			},
+		},
+	}
+	if _, err := cs.CoreV1().Services(metav1.NamespaceSystem).Create(t.Context(), svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-dns-on-node", Namespace: metav1.NamespaceSystem, Labels: map[string]string{
+			discoveryv1.LabelServiceName: "kube-dns",
+			discoveryv1.LabelManagedBy:   "openfief-e2e",
+		}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{gw}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports: []discoveryv1.EndpointPort{
+			{Name: ptr.To("dns"), Port: ptr.To[int32](53), Protocol: ptr.To(corev1.ProtocolUDP)},
+			{Name: ptr.To("dns-tcp"), Port: ptr.To[int32](53), Protocol: ptr.To(corev1.ProtocolTCP)},
+		},
+	}
+	if _, err := cs.DiscoveryV1().EndpointSlices(metav1.NamespaceSystem).Create(t.Context(), slice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort(ip, "53")
 }
 
 // runningPod waits until plugin's pod runs and returns it.
