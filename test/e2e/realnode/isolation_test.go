@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,7 +28,10 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/cli"
 	"github.com/arkadiuss/openfief/internal/devstack"
 	"github.com/arkadiuss/openfief/internal/operator"
@@ -72,6 +76,8 @@ func TestPluginIsolationOnRealNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A second host, to narrow the grant to api.nbp.pl later.
+	manifest.Egress = append(manifest.Egress, "rates.example.org")
 	ref, err := stack.PublishImage(ctx, "plugins/probe", manifest, map[string][]byte{"plugin": buildStatic(t, "./internal/devcluster/testdata/probe")})
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +103,7 @@ func TestPluginIsolationOnRealNode(t *testing.T) {
 	cells := []cell{
 		{"plugin -> egress proxy Service", a.Name, "connect", net.JoinHostPort(proxy.Spec.ClusterIP, fmt.Sprint(proxy.Spec.Ports[0].Port)), "open"},
 		{"plugin -> proxy -> api.nbp.pl (granted)", a.Name, "proxy", "api.nbp.pl:443", "status 200"},
+		{"plugin -> proxy -> rates.example.org (granted)", a.Name, "proxy", "rates.example.org:443", "status 200"},
 		{"plugin -> proxy -> example.com (not)", a.Name, "proxy", "example.com:443", "status 403"},
 		{"plugin -> NBP stand-in, direct", a.Name, "connect", nbp, "refused"},
 		{"plugin -> cluster DNS Service, UDP", a.Name, "udp", clusterDNS, "refused"},
@@ -109,6 +116,51 @@ func TestPluginIsolationOnRealNode(t *testing.T) {
 		{"control: node -> cluster DNS, UDP", "", "udp", clusterDNS, "open"},
 		{"control: node -> DNS on the node, TCP", "", "connect", dns, "open"},
 	}
+	expectCells(t, stack, cs, cells)
+
+	// Narrow plugin a's grant to api.nbp.pl: the proxy refuses the removed
+	// host while the same pod keeps running.
+	scheme, err := apiconv.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := client.New(stack.Cluster.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var grant v1alpha1.PluginGrant
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: plugins.Namespace, Name: "probe-a"}, &grant); err != nil {
+		t.Fatal(err)
+	}
+	before := len(grant.Spec.Egress)
+	grant.Spec.Egress = slices.DeleteFunc(grant.Spec.Egress, func(h v1alpha1.EgressHost) bool { return strings.HasPrefix(string(h), "rates.example.org") })
+	if len(grant.Spec.Egress) != before-1 {
+		t.Fatalf("the grant's egress %v does not list rates.example.org once", grant.Spec.Egress)
+	}
+	if err := kc.Update(ctx, &grant); err != nil {
+		t.Fatal(err)
+	}
+	expectCells(t, stack, cs, []cell{
+		{"narrowed: plugin -> proxy -> api.nbp.pl", a.Name, "proxy", "api.nbp.pl:443", "status 200"},
+		{"narrowed: plugin -> proxy -> rates.example.org", a.Name, "proxy", "rates.example.org:443", "status 403"},
+	})
+	if still := runningPod(t, cs, "probe-a"); still.UID != a.UID {
+		t.Errorf("plugin a's pod was replaced (%s -> %s); narrowing egress should only change the proxy's allow-list", a.Name, still.Name)
+	}
+
+	openfief(t, stack, "plugin", "revoke", "probe-a", "--yes")
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := cs.CoreV1().Pods(plugins.Namespace).List(ctx, metav1.ListOptions{LabelSelector: plugins.LabelPluginName + "=probe-a"})
+		return err == nil && len(pods.Items) == 0, nil
+	}); err != nil {
+		t.Errorf("plugin a's pod still there after revoke: %v", err)
+	}
+}
+
+// expectCells measures every cell until all give what they should (at most
+// 30 s), then prints the table and fails the cells that did not.
+func expectCells(t *testing.T, stack *devstack.Stack, cs kubernetes.Interface, cells []cell) {
+	t.Helper()
 	got := map[string]string{}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -126,20 +178,12 @@ func TestPluginIsolationOnRealNode(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	t.Logf("%-40s %-22s %-11s %s", "cell", "address", "got", "want")
+	t.Logf("%-48s %-22s %-11s %s", "cell", "address", "got", "want")
 	for _, c := range cells {
-		t.Logf("%-40s %-22s %-11s %s", c.name, c.addr, got[c.name], c.want)
+		t.Logf("%-48s %-22s %-11s %s", c.name, c.addr, got[c.name], c.want)
 		if got[c.name] != c.want {
 			t.Errorf("%s (%s): %s; want %s", c.name, c.addr, got[c.name], c.want)
 		}
-	}
-
-	openfief(t, stack, "plugin", "revoke", "probe-a", "--yes")
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		pods, err := cs.CoreV1().Pods(plugins.Namespace).List(ctx, metav1.ListOptions{LabelSelector: plugins.LabelPluginName + "=probe-a"})
-		return err == nil && len(pods.Items) == 0, nil
-	}); err != nil {
-		t.Errorf("plugin a's pod still there after revoke: %v", err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,12 +32,16 @@ var shared struct {
 	dir   string
 }
 
-// resolver answers the egress proxy's lookups of api.nbp.pl with the node's
-// bridge address once the node runs; other names do not exist.
+// standInHosts are the names the egress proxy resolves to the node's bridge
+// address, where the NBP stand-in serves on 443.
+var standInHosts = []string{"api.nbp.pl", "rates.example.org"}
+
+// resolver answers the egress proxy's lookups of standInHosts with the
+// node's bridge address once the node runs; other names do not exist.
 type resolver struct{ nbp atomic.Pointer[netip.Addr] }
 
 func (r *resolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if a := r.nbp.Load(); a != nil && strings.TrimSuffix(strings.ToLower(host), ".") == "api.nbp.pl" {
+	if a := r.nbp.Load(); a != nil && slices.Contains(standInHosts, strings.TrimSuffix(strings.ToLower(host), ".")) {
 		return []netip.Addr{*a}, nil
 	}
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
