@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"net"
 	"net/http"
 	"os"
@@ -16,12 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-
-	"github.com/arkadiuss/openfief/internal/ocisign"
 )
 
 // NodeKind selects what plays the node of a Full cluster.
@@ -207,123 +200,6 @@ func requireNodeFiles(binDir string) error {
 		return fmt.Errorf("devcluster: %v missing: run `make node` (it installs them from Debian): %w", missing, ErrMissingBinaries)
 	}
 	return nil
-}
-
-// freePodCIDR returns the first 10.244.N.0/24 that overlaps no address of
-// this machine's interfaces.
-func freePodCIDR() (*net.IPNet, error) {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return nil, fmt.Errorf("devcluster: %w", err)
-	}
-	for i := range 256 {
-		_, cand, _ := net.ParseCIDR(fmt.Sprintf("10.244.%d.0/24", i))
-		free := true
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok && (cand.Contains(ipn.IP) || ipn.Contains(cand.IP)) {
-				free = false
-				break
-			}
-		}
-		if free {
-			return cand, nil
-		}
-	}
-	return nil, errors.New("devcluster: no free /24 in 10.244.0.0/16 for the pods")
-}
-
-// freePort returns a TCP port free on addr.
-func freePort(addr string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
-	if err != nil {
-		return 0, fmt.Errorf("devcluster: %w", err)
-	}
-	defer func() { _ = l.Close() }() // only its port was wanted
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// makeBridge creates the node's bridge with the gateway address: the CNI
-// bridge plugin attaches the pods to it, and the kubelet and kube-proxy
-// listen on that address, so the API server reaches the kubelet without the
-// node listening on any outside interface.
-func (n *realNode) makeBridge() error {
-	ones, _ := n.net.podCIDR.Mask.Size()
-	for _, args := range [][]string{
-		{"link", "add", n.net.bridge, "type", "bridge"},
-		{"addr", "add", fmt.Sprintf("%s/%d", n.net.gateway, ones), "dev", n.net.bridge},
-		{"link", "set", n.net.bridge, "up"},
-	} {
-		if _, err := run("ip", args...); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// makeCgroupRoot creates the kubelet's cgroup root in every hierarchy; a
-// v1 cpuset needs its CPUs and memory nodes copied from the parent first.
-func makeCgroupRoot(root string) error {
-	for _, h := range cgroupHierarchies() {
-		dir := filepath.Join(h, root)
-		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("devcluster: cgroup root: %w", err)
-		}
-		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
-			if v, err := os.ReadFile(filepath.Join(h, f)); err == nil {
-				if err := os.WriteFile(filepath.Join(dir, f), v, 0o644); err != nil {
-					return fmt.Errorf("devcluster: cgroup root: %w", err)
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// startRegistry serves an in-memory registry on loopback, pushes the
-// sandbox image built from our pause binary into it, and trusts it.
-func (n *realNode) startRegistry() error {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("devcluster: registry: %w", err)
-	}
-	n.regHost = l.Addr().String()
-	n.regSrv = &http.Server{
-		Handler:           registry.New(registry.Logger(log.New(io.Discard, "", 0))),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
-	go func() { _ = n.regSrv.Serve(l) }()
-	bin, err := os.ReadFile(filepath.Join(n.binDir, pauseBin))
-	if err != nil {
-		return fmt.Errorf("devcluster: %w", err)
-	}
-	img, err := ocisign.BinaryImage(pauseBin, bin, "65535:65535")
-	if err != nil {
-		return fmt.Errorf("devcluster: sandbox image: %w", err)
-	}
-	n.sandbox = n.regHost + "/openfief/pause:node"
-	ref, err := name.NewTag(n.sandbox, name.Insecure)
-	if err != nil {
-		return fmt.Errorf("devcluster: sandbox image: %w", err)
-	}
-	if err := remote.Write(ref, img); err != nil {
-		return fmt.Errorf("devcluster: pushing the sandbox image: %w", err)
-	}
-	return n.trustRegistry(n.regHost)
-}
-
-// trustRegistry lets containerd pull from the loopback registry host over
-// plain HTTP. Only loopback hosts are accepted.
-func (n *realNode) trustRegistry(host string) error {
-	h, _, err := net.SplitHostPort(host)
-	if err != nil {
-		return fmt.Errorf("devcluster: registry %q: %w", host, err)
-	}
-	if ip := net.ParseIP(h); (ip == nil || !ip.IsLoopback()) && h != "localhost" {
-		return fmt.Errorf("devcluster: registry %q is not on loopback: only loopback registries are pulled over plain HTTP", host)
-	}
-	return writeFiles(map[string][]byte{
-		filepath.Join(n.layout.certsD, host, "hosts.toml"): []byte(hostsTOML(host)),
-	})
 }
 
 // writeConfig writes containerd's, the CNI's, the kubelet's and
