@@ -116,7 +116,8 @@ func TestPluginIsolationOnRealNode(t *testing.T) {
 		{"control: node -> cluster DNS, UDP", "", "udp", clusterDNS, "open"},
 		{"control: node -> DNS on the node, TCP", "", "connect", dns, "open"},
 	}
-	expectCells(t, stack, cs, cells)
+	got := expectCells(t, stack, cs, cells)
+	expectEngineAgrees(t, stack, cs, a, b, portOf(t, nbp), got)
 
 	// Narrow plugin a's grant to api.nbp.pl: the proxy refuses the removed
 	// host while the same pod keeps running.
@@ -158,8 +159,9 @@ func TestPluginIsolationOnRealNode(t *testing.T) {
 }
 
 // expectCells measures every cell until all give what they should (at most
-// 30 s), then prints the table and fails the cells that did not.
-func expectCells(t *testing.T, stack *devstack.Stack, cs kubernetes.Interface, cells []cell) {
+// 30 s), then prints the table, fails the cells that did not, and returns
+// what each cell gave.
+func expectCells(t *testing.T, stack *devstack.Stack, cs kubernetes.Interface, cells []cell) map[string]string {
 	t.Helper()
 	got := map[string]string{}
 	deadline := time.Now().Add(30 * time.Second)
@@ -185,6 +187,7 @@ func expectCells(t *testing.T, stack *devstack.Stack, cs kubernetes.Interface, c
 			t.Errorf("%s (%s): %s; want %s", c.name, c.addr, got[c.name], c.want)
 		}
 	}
+	return got
 }
 
 // listen serves TCP on addr (accepting and closing) until the test ends and
