@@ -109,7 +109,7 @@ verify: generate ## gofmt, go vet, golangci-lint (make lint), go mod tidy, buf l
 	@git diff --exit-code --stat -- . || { echo "verify left a diff"; exit 1; }
 
 .PHONY: images
-images: ## Build the operator, egress-proxy, nbp-fx and ibkr-flex images (linux/amd64+arm64) from source, reproducibly, into .cache/images/<revision>; REGISTRY=host[:port][/path] also pushes them to $(REGISTRY)/openfief/<name> (docs/images.md).
+images: ## Build the operator, egress-proxy, openfief-core, nbp-fx and ibkr-flex images (linux/amd64+arm64) from source, reproducibly, into .cache/images/<revision>; REGISTRY=host[:port][/path] also pushes them to $(REGISTRY)/openfief/<name> (docs/images.md).
 	$(GO) run ./hack/images build $(if $(REGISTRY),--push "$(REGISTRY)")
 
 .PHONY: sign
@@ -117,5 +117,5 @@ sign: ## Sign the images the last `make images REGISTRY=...` pushed with KEY, a 
 	$(GO) run ./hack/images sign --key "$(KEY)"
 
 .PHONY: release-overlay
-release-overlay: ## Write a kustomize overlay (OUT, default .cache/release) that installs deploy/operator and deploy/egress-proxy pinned to the pushed digests.
+release-overlay: ## Write a kustomize overlay (OUT, default .cache/release) that installs deploy/operator, deploy/egress-proxy and deploy/core pinned to the pushed digests.
 	$(GO) run ./hack/release $(if $(OUT),--out "$(OUT)")

@@ -37,7 +37,7 @@ func TestRenderedImagesCannotRunByMistake(t *testing.T) {
 			}
 		}
 	}
-	for dir, image := range map[string]string{"operator": "operator", "egress-proxy": "egress-proxy"} {
+	for dir, image := range map[string]string{"operator": "operator", "egress-proxy": "egress-proxy", "core": "openfief-core"} {
 		imgs := rendered[dir]
 		if len(imgs) != 1 || !strings.HasPrefix(imgs[0], images.Unpinned[image]+":") {
 			t.Errorf("deploy/%s renders %v, want the placeholder %s that make release-overlay pins", dir, imgs, images.Unpinned[image])

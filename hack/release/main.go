@@ -1,5 +1,5 @@
-// Command release writes a kustomize overlay that installs deploy/operator
-// and deploy/egress-proxy with their images pinned to the digests the last
+// Command release writes a kustomize overlay that installs deploy/operator,
+// deploy/egress-proxy and deploy/core with their images pinned to the digests the last
 // `make images REGISTRY=...` pushed (internal/images; docs/images.md):
 //
 //	go run ./hack/release [--out DIR] [--dir BUILD]
@@ -50,7 +50,7 @@ func run(args []string) error {
 		return err
 	}
 	refs := map[string]plugins.ImageRef{}
-	for _, name := range []string{"operator", "egress-proxy"} {
+	for _, name := range []string{"operator", "egress-proxy", "openfief-core"} {
 		if refs[name], err = rec.Ref(name); err != nil {
 			return err
 		}
@@ -60,7 +60,7 @@ func run(args []string) error {
 	if err := images.WriteReleaseOverlay(*out, filepath.Join(root, "deploy"), refs, header); err != nil {
 		return err
 	}
-	fmt.Printf("wrote %s\n  operator:     %s\n  egress-proxy: %s\ninstall with: kubectl apply -k deploy/crds && kubectl apply -k %s\n",
-		filepath.Join(*out, "kustomization.yaml"), refs["operator"], refs["egress-proxy"], *out)
+	fmt.Printf("wrote %s\n  operator:      %s\n  egress-proxy:  %s\n  openfief-core: %s\ninstall with: kubectl apply -k deploy/crds && kubectl apply -k %s\n",
+		filepath.Join(*out, "kustomization.yaml"), refs["operator"], refs["egress-proxy"], refs["openfief-core"], *out)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -88,8 +89,8 @@ func get(t *testing.T, url, token string, into any) int {
 	return resp.StatusCode
 }
 
-// TestCore runs the core against the API server with a plugin served on
-// loopback behind the SDK: a Plugin that runs as a connector is synced and
+// TestCore runs the core against the API server, as its ServiceAccount with
+// the RBAC of deploy/core, with a plugin served on loopback behind the SDK: a Plugin that runs as a connector is synced and
 // its rows stored; the owner API shows the status and imports a file; the
 // plugin API accepts the running plugin's token only; revoking the grant
 // stops the calls and the plugin's access.
@@ -107,7 +108,30 @@ func TestCore(t *testing.T) {
 	st := openStore(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	c, err := Start(ctx, cfg, Options{
+	// The core runs as its ServiceAccount with deploy/core's RBAC; any
+	// request the API server refuses fails the test.
+	asCore := applyCoreRBAC(t, cs, cfg)
+	var refused []string
+	var refusedMu sync.Mutex
+	asCore.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if err == nil && resp.StatusCode == http.StatusForbidden {
+				refusedMu.Lock()
+				refused = append(refused, req.Method+" "+req.URL.Path)
+				refusedMu.Unlock()
+			}
+			return resp, err
+		})
+	})
+	defer func() {
+		refusedMu.Lock()
+		defer refusedMu.Unlock()
+		if len(refused) > 0 {
+			t.Errorf("the API server refused the core (deploy/core lacks a rule): %v", refused)
+		}
+	}()
+	c, err := Start(ctx, asCore, Options{
 		Store: st, PluginAddr: "127.0.0.1:0", OwnerAddr: "127.0.0.1:0",
 		Resolve:   func(string) string { return url },
 		Scheduler: SchedulerOptions{FirstSyncDelay: -1, DefaultInterval: time.Hour},
@@ -178,3 +202,7 @@ func TestCore(t *testing.T) {
 		t.Errorf("import after the revocation: %d %s, want 404", code, body)
 	}
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -27,6 +28,9 @@ type Plugins struct {
 	mu      sync.Mutex
 	running map[string]Target
 }
+
+// syncTimeout bounds the wait for the first list of Plugins.
+const syncTimeout = 2 * time.Minute
 
 // WatchPlugins starts following the Plugins of namespace until ctx is done
 // and returns once the first list is in, having called onChange with it.
@@ -55,12 +59,16 @@ func WatchPlugins(ctx context.Context, cfg *rest.Config, namespace string, onCha
 	}
 	startErr := make(chan error, 1)
 	go func() { startErr <- c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
+	// Fail closed and say so, rather than wait forever, when the Plugins
+	// cannot be listed (a missing RBAC rule, no CRD).
+	sctx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	if !c.WaitForCacheSync(sctx) {
 		select {
 		case err := <-startErr:
 			return nil, fmt.Errorf("plugin cache: %w", err)
 		default:
-			return nil, fmt.Errorf("plugin cache did not sync: %w", ctx.Err())
+			return nil, fmt.Errorf("the Plugins of %s could not be listed within %v (RBAC: get, list, watch plugins; the CRDs installed?): %w", namespace, syncTimeout, sctx.Err())
 		}
 	}
 	p.refresh(ctx)

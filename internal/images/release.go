@@ -15,25 +15,27 @@ import (
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
-// Unpinned are the image names the committed deploy/operator and
-// deploy/egress-proxy carry, by the image they stand for: names in the
+// Unpinned are the image names the committed deploy/operator,
+// deploy/egress-proxy and deploy/core carry, by the image they stand for: names in the
 // reserved .invalid domain (RFC 2606), so applying deploy/ as committed
 // fails to pull with a message that says what to do, instead of running
 // an image nobody pinned. A release overlay replaces them by digest.
 var Unpinned = map[string]string{
-	"operator":     "unpinned.invalid/openfief/operator",
-	"egress-proxy": "unpinned.invalid/openfief/egress-proxy",
+	"operator":      "unpinned.invalid/openfief/operator",
+	"egress-proxy":  "unpinned.invalid/openfief/egress-proxy",
+	"openfief-core": "unpinned.invalid/openfief/openfief-core",
 }
 
 // releaseBases are the install kustomizations a release overlay pins, by
 // the image each runs.
 var releaseBases = map[string]string{
-	"operator":     "operator",
-	"egress-proxy": "egress-proxy",
+	"operator":      "operator",
+	"egress-proxy":  "egress-proxy",
+	"openfief-core": "core",
 }
 
-// WriteReleaseOverlay writes outDir/kustomization.yaml: deploy/operator and
-// deploy/egress-proxy (under deployDir) with their images set to refs, by
+// WriteReleaseOverlay writes outDir/kustomization.yaml: deploy/operator,
+// deploy/egress-proxy and deploy/core (under deployDir) with their images set to refs, by
 // image name, as `kustomize edit set image <unpinned>=<repo>@sha256:<hex>`
 // would. It then renders the overlay with the kustomize API and checks that
 // every container runs exactly one of refs, so a mismatch of names fails

@@ -18,7 +18,7 @@ func TestReleaseOverlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	refs := map[string]plugins.ImageRef{}
-	for i, n := range []string{"operator", "egress-proxy"} {
+	for i, n := range []string{"operator", "egress-proxy", "openfief-core"} {
 		ref, err := plugins.ParseImageRef("registry.example.com:5000/openfief/" + n + "@sha256:" + strings.Repeat(string(rune('a'+i)), 64))
 		if err != nil {
 			t.Fatal(err)
@@ -34,7 +34,7 @@ func TestReleaseOverlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(got)
-	want := []string{refs["egress-proxy"].String(), refs["operator"].String()}
+	want := []string{refs["egress-proxy"].String(), refs["openfief-core"].String(), refs["operator"].String()}
 	if !slices.Equal(got, want) {
 		t.Errorf("overlay renders %v, want %v", got, want)
 	}

@@ -51,6 +51,10 @@ func Specs() []Spec {
 			Description: "OpenFief egress proxy: plugins' only way to the internet, by host name",
 		},
 		{
+			Name: "openfief-core", Package: "./cmd/openfief-core", Licenses: LicenseCore, CABundle: true,
+			Description: "OpenFief core (plugin host): calls connectors, stores what they deliver, verifies plugin tokens",
+		},
+		{
 			Name: "nbp-fx", Package: "./plugins/nbp-fx", Licenses: LicensePlugin, CABundle: true,
 			ManifestFile: "plugins/nbp-fx/manifest.json",
 			Description:  "OpenFief plugin: Narodowy Bank Polski exchange rates",

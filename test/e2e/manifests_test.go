@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -29,16 +30,17 @@ import (
 )
 
 // TestInstallManifests installs the platform as a cluster admin would
-// (docs/operator.md, Install), on the suite's cluster: the operator and
-// egress-proxy images are built from this tree for this machine's platform
-// (or reused from .cache/e2e-images), pushed to the platform's registry, and
-// deploy/operator and deploy/egress-proxy pinned to their digests by a
-// release overlay (images.WriteReleaseOverlay); deploy/crds and the overlay,
-// rendered with the kustomize API, are server-side applied. The openfief
-// namespace enforces the restricted Pod Security level, the API server
-// warns of nothing, and both Deployments become Available running the
-// pinned images: their pods were admitted under that level (kwok plays them,
-// so no container runs, and the operator and proxy of the suite, in this
+// (docs/operator.md, Install), on the suite's cluster: the operator,
+// egress-proxy and openfief-core images are built from this tree for this
+// machine's platform (or reused from .cache/e2e-images), pushed to the
+// platform's registry, and deploy/operator, deploy/egress-proxy and
+// deploy/core pinned to their digests by a release overlay
+// (images.WriteReleaseOverlay); deploy/crds and the overlay, rendered with
+// the kustomize API, are server-side applied. The openfief namespace
+// enforces the restricted Pod Security level, the API server warns of
+// nothing, and the three Deployments become Available running the pinned
+// images: their pods were admitted under that level (kwok plays them, so no
+// container runs, and the operator, proxy and core of the suite, in this
 // process, are not disturbed).
 //
 // deploy/admission is not applied: its policy lets only the ReplicaSet
@@ -54,7 +56,7 @@ func TestInstallManifests(t *testing.T) {
 	start := time.Now()
 	src, err := images.ReadSource(ctx, root)
 	must(t, err)
-	specs, err := images.SelectSpecs("operator", "egress-proxy")
+	specs, err := images.SelectSpecs("operator", "egress-proxy", "openfief-core")
 	must(t, err)
 	built, reused, err := images.Cached(ctx, filepath.Join(root, ".cache", "e2e-images"), images.Options{
 		Source: src, Specs: specs, Platforms: []v1.Platform{hostPlatform()},
@@ -70,8 +72,8 @@ func TestInstallManifests(t *testing.T) {
 	if reused {
 		how = "reused"
 	}
-	t.Logf("%s and pushed the operator and egress-proxy images of %s in %s: %s, %s", how, src.Version,
-		time.Since(start).Round(100*time.Millisecond), refs["operator"], refs["egress-proxy"])
+	t.Logf("%s and pushed the operator, egress-proxy and openfief-core images of %s in %s: %s, %s, %s", how, src.Version,
+		time.Since(start).Round(100*time.Millisecond), refs["operator"], refs["egress-proxy"], refs["openfief-core"])
 
 	overlay := t.TempDir()
 	must(t, images.WriteReleaseOverlay(overlay, filepath.Join(root, "deploy"), refs, "The end-to-end suite's install: deploy/ pinned to this tree's images."))
@@ -84,6 +86,18 @@ func TestInstallManifests(t *testing.T) {
 	must(t, err)
 	admin, err := client.New(cfg, client.Options{Scheme: s})
 	must(t, err)
+	// The local cluster has no storage provisioner: the admin provides the
+	// volume deploy/core's claim binds to, as on a cluster without one.
+	must(t, admin.Create(ctx, &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-openfief-core-data"},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/e2e-openfief-core"}},
+			ClaimRef:                      &corev1.ObjectReference{Namespace: plugins.Namespace, Name: "openfief-core-data"},
+		},
+	}))
 	for _, u := range objs {
 		err := admin.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("kubectl"), client.ForceOwnership)
 		if err != nil {
@@ -112,6 +126,7 @@ func TestInstallManifests(t *testing.T) {
 	for name, image := range map[string]string{
 		"openfief-operator":     refs["operator"].String(),
 		"openfief-egress-proxy": refs["egress-proxy"].String(),
+		"openfief-core":         refs["openfief-core"].String(),
 	} {
 		var d appsv1.Deployment
 		testutil.Eventually(t, waitTimeout, name+" Available", func() (bool, string) {
