@@ -86,8 +86,10 @@ type Options struct {
 	// records the requests refused with it).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// CoreResolve replaces where the core calls a plugin; nil means the
-	// plugin's Service, which no process serves under kwok. The end-to-end
-	// suite points it at the plugin it runs as a local process.
+	// plugin's Service, which no process serves under kwok, or with a real
+	// node that Service's ClusterIP, read from the API (no cluster DNS on
+	// the node). The end-to-end suite points it at the plugin it runs as a
+	// local process.
 	CoreResolve core.Resolver
 	// CoreScheduler replaces the core's schedule settings (interval,
 	// jitter, first delay, backoff); the zero value keeps the defaults.
@@ -279,6 +281,11 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		}); err != nil {
 			return nil, err
 		}
+	}
+	if opts.Node == devcluster.NodeReal && opts.CoreResolve == nil {
+		// No cluster DNS on the node's host network: the core calls a
+		// plugin's Service by its ClusterIP, read from the API.
+		opts.CoreResolve = clusterIPResolver(client, slog.New(slog.NewTextHandler(orDiscard(opts.Logs), nil)))
 	}
 	if err := p.step("starting openfief-core (SQLite in "+filepath.Join(opts.Dir, "core.db")+")", func() error { return s.startCore(ctx, opts) }); err != nil {
 		return nil, err

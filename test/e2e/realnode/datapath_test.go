@@ -34,23 +34,9 @@ import (
 func TestDataPathOnRealNode(t *testing.T) {
 	stack, nbp := platform(t)
 	ctx := t.Context()
-	manifestJSON, err := os.ReadFile(filepath.Join(repoRoot(t), "plugins", "nbp-fx", "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	manifest, err := plugins.ParseManifestLabel(string(manifestJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := stack.PublishImage(ctx, "plugins/nbp-fx-testca", manifest, map[string][]byte{
-		"plugin":                            buildStatic(t, "./plugins/nbp-fx"),
-		"etc/ssl/certs/ca-certificates.crt": nbp.CAPEM(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref := publishNBPFx(t, stack, nbp)
 	const name = "nbp-real"
-	openfief(t, stack, "plugin", "install", name, "--image", ref.String(), "--signers", stack.SignersFile)
+	openfief(t, stack, "plugin", "install", name, "--image", ref, "--signers", stack.SignersFile)
 	openfief(t, stack, "plugin", "approve", name, "--yes")
 	cs, err := kubernetes.NewForConfig(stack.Cluster.Config)
 	if err != nil {
@@ -101,6 +87,29 @@ func TestDataPathOnRealNode(t *testing.T) {
 		t.Errorf("Sync with another instance's token: %v, want Unauthenticated", err)
 	}
 	openfief(t, stack, "plugin", "uninstall", name, "--yes", "--purge", "--wait", "60s")
+}
+
+// publishNBPFx builds nbp-fx from source and publishes it, signed, to the
+// platform's registry with a CA bundle that trusts the NBP stand-in, and
+// returns its reference.
+func publishNBPFx(t *testing.T, stack *devstack.Stack, nbp *devstack.FakeNBP) string {
+	t.Helper()
+	manifestJSON, err := os.ReadFile(filepath.Join(repoRoot(t), "plugins", "nbp-fx", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := plugins.ParseManifestLabel(string(manifestJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := stack.PublishImage(t.Context(), "plugins/nbp-fx-testca", manifest, map[string][]byte{
+		"plugin":                            buildStatic(t, "./plugins/nbp-fx"),
+		"etc/ssl/certs/ca-certificates.crt": nbp.CAPEM(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref.String()
 }
 
 // requestToken asks the API server for a token of a ServiceAccount in

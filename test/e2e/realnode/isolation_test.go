@@ -323,8 +323,9 @@ func runningPod(t *testing.T, cs kubernetes.Interface, plugin string) *corev1.Po
 	return pod
 }
 
-// openfief runs one CLI command in this process against the platform.
-func openfief(t *testing.T, stack *devstack.Stack, args ...string) {
+// openfief runs one CLI command in this process against the platform and
+// returns its output.
+func openfief(t *testing.T, stack *devstack.Stack, args ...string) string {
 	t.Helper()
 	var out bytes.Buffer
 	full := append([]string{"--kubeconfig", stack.KubeconfigPath}, args...)
@@ -333,6 +334,7 @@ func openfief(t *testing.T, stack *devstack.Stack, args ...string) {
 	if code != 0 {
 		t.Fatalf("openfief %s exited %d", strings.Join(args, " "), code)
 	}
+	return out.String()
 }
 
 // execIn runs command in the plugin pod's container through the API server

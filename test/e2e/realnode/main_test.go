@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/arkadiuss/openfief/internal/core"
 	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/devstack"
 )
@@ -94,6 +95,9 @@ func platform(t *testing.T) (*devstack.Stack, *devstack.FakeNBP) {
 			ProxyResolver: res,
 			// The stand-in is on the node's bridge, a private range.
 			UnsafeAllowPrefixes: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
+			// TestCoreSyncsPodOnRealNode's instance is synced every
+			// coreInterval; the others keep the default (an hour).
+			CoreScheduler: core.SchedulerOptions{Intervals: map[string]time.Duration{coreInstance: coreInterval}},
 		})
 		if shared.err != nil {
 			return
