@@ -6,7 +6,7 @@ SHELL := /usr/bin/env bash
 GO ?= go
 # Modules of the workspace (go.work), and the tool modules outside it.
 MODULES := . sdk/go
-TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto hack/tools/lint hack/tools/smokescreen hack/tools/benchstat
+TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto hack/tools/lint hack/tools/smokescreen hack/tools/benchstat hack/tools/node hack/tools/containerd hack/tools/kube-router
 CONTROLLER_GEN := .bin/controller-gen
 FUZZTIME ?= 60s
 SCALE_PROFILES ?= .bench/scale
@@ -24,6 +24,14 @@ build: ## Build every package of every module.
 controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and controller-gen into .bin/ (cached per user).
 	@hack/build-controlplane.sh
 
+.PHONY: node
+node: ## Build the local real node (kubelet, kube-proxy, containerd + shim, kube-router, our pause) into .bin/ (cached per user) and install runc, the CNI plugins, iptables, ipset, conntrack, nftables from Debian when missing (root; docs/node.md).
+	@hack/build-node.sh
+
+.PHONY: node-leftovers
+node-leftovers: ## List what a local real node left on this machine (processes, links, netns, rules, ipsets, nft tables, mounts, cgroups); CLEAN=1 also removes it (docs/node.md).
+	$(GO) run ./hack/node-leftovers $(if $(CLEAN),--clean)
+
 .PHONY: cluster
 cluster: controlplane ## Run the full dev control plane in the foreground until Ctrl-C.
 	$(GO) run ./hack/cluster
@@ -33,7 +41,7 @@ demo: controlplane ## The main job: the plugin lifecycle on a local platform, st
 	hack/demo.sh
 
 .PHONY: test
-test: controlplane ## Run every test of every module.
+test: controlplane node ## Run every test of every module (the real-node tests need root: docs/node.md).
 	@for m in $(MODULES); do echo "== go test $$m"; (cd $$m && $(GO) test -count=1 ./...); done
 
 .PHONY: test-unit

@@ -58,6 +58,10 @@ type Options struct {
 	Output io.Writer
 	// StartTimeout bounds the start of each component; zero means 60 s.
 	StartTimeout time.Duration
+	// Node selects what plays the node in Full mode: kwok's fake nodes (the
+	// zero value) or one real node (NodeReal: root, `make node`,
+	// docs/node.md), which needs Nodes to be 0 or 1.
+	Node NodeKind
 }
 
 // Cluster is a running control plane. Its methods are safe to call from
@@ -77,6 +81,7 @@ type Cluster struct {
 	env    *envtest.Environment
 	procs  []*process
 	reaper *reaper
+	node   *realNode // the real node, if Options.Node is NodeReal
 	// logFiles hold etcd's and kube-apiserver's output. They stay open until
 	// Stop: with Options.Output set, envtest copies the output into them
 	// through a pipe for as long as the processes run, and closing them
@@ -101,6 +106,12 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if opts.Nodes == 0 {
 		opts.Nodes = 1
 	}
+	switch {
+	case opts.Node != NodeKwok && opts.Node != NodeReal:
+		return nil, fmt.Errorf("devcluster: unknown node kind %v", opts.Node)
+	case opts.Node == NodeReal && (opts.Mode != Full || opts.Nodes != 1):
+		return nil, fmt.Errorf("devcluster: a real node needs Mode Full and one node, got %v and %d", opts.Mode, opts.Nodes)
+	}
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 60 * time.Second
 	}
@@ -112,7 +123,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	required := []string{etcdBin, apiServerBin}
 	if opts.Mode == Full {
-		required = append(required, controllerManagerBin, schedulerBin, kwokBin, kwokStagesFile)
+		required = append(required, controllerManagerBin, schedulerBin)
+		if opts.Node == NodeKwok {
+			required = append(required, kwokBin, kwokStagesFile)
+		}
 	}
 	if err := requireFiles(binDir, required...); err != nil {
 		return nil, err
@@ -139,6 +153,12 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 	}
 
+	if opts.Node == NodeReal {
+		// Before the API server: its flags name the node's certificates.
+		if c.node, err = prepareNode(opts, binDir); err != nil {
+			return c, err
+		}
+	}
 	if err := c.startAPIServer(ctx, binDir, opts); err != nil {
 		return c, err
 	}
@@ -195,6 +215,9 @@ func (c *Cluster) startAPIServer(ctx context.Context, binDir string, opts Option
 	// plugin gets a Service, so the operator's scale benchmark (500
 	// plugins) needs more.
 	c.env.ControlPlane.APIServer.Configure().Set("service-cluster-ip-range", ServiceCIDR)
+	if c.node != nil {
+		c.node.configureAPIServer(c.env.ControlPlane.APIServer)
+	}
 	// envtest cannot be interrupted and gives no process ids: while it
 	// starts, hand each process it starts to the watchdog as soon as it
 	// appears, so that dying mid-start leaves nothing behind.
@@ -262,6 +285,12 @@ func (c *Cluster) Clientset() (*kubernetes.Clientset, error) {
 func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {
 		var errs []error
+		// The real node first: it cleans up what it did to the machine.
+		if c.node != nil {
+			if err := c.node.stop(); err != nil {
+				errs = append(errs, fmt.Errorf("devcluster: stopping the real node: %w", err))
+			}
+		}
 		// Stop in the reverse order of start: kwok, scheduler, controller
 		// manager, then the API server and etcd.
 		for i := len(c.procs) - 1; i >= 0; i-- {

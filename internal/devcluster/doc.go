@@ -14,6 +14,14 @@
 //     one or more fake nodes, so Pods are scheduled and become Running and
 //     Ready, and Deployments become Available.
 //
+// In Full mode, Options.Node = NodeReal replaces kwok with one real node:
+// containerd, the kubelet, kube-proxy (nftables mode) and kube-router's
+// firewall, so pods run as containers on a bridge of the node's own and
+// NetworkPolicies are enforced. It needs root and `make node`; it keeps its
+// state in /run/openfief-node/<id> and cleans up after itself, and after a
+// killed run at the next start ([CleanNodeLeftovers]); [NodeLeftovers] lists
+// what is left. See docs/node.md.
+//
 // Every process runs in its own process group on random free ports, with all
 // state in one temporary directory. Stop ends them all and removes the
 // directory; a watchdog process does the same if the starting process dies

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,6 +73,11 @@ func (c *Cluster) startFull(ctx context.Context, binDir string, opts Options) er
 			"--server-address=127.0.0.1:0",
 		}},
 	}
+	if c.node != nil {
+		// The real node's kubelet plays the node: no kwok.
+		components[0].args = append(components[0].args, c.node.controllerManagerArgs()...)
+		components = components[:2]
+	}
 	for _, comp := range components {
 		p, err := startProcess(comp.name, filepath.Join(binDir, comp.name), comp.args, logs, opts.Output)
 		if err != nil {
@@ -86,6 +92,9 @@ func (c *Cluster) startFull(ctx context.Context, binDir string, opts Options) er
 	cs, err := c.Clientset()
 	if err != nil {
 		return fmt.Errorf("devcluster: %w", err)
+	}
+	if c.node != nil {
+		return c.node.start(ctx, c, opts)
 	}
 	names := make([]string, opts.Nodes)
 	for i := range names {
@@ -105,7 +114,11 @@ func (c *Cluster) startFull(ctx context.Context, binDir string, opts Options) er
 // waitFor polls cond until it holds, failing early if a component exits.
 func (c *Cluster) waitFor(ctx context.Context, what string, cond wait.ConditionWithContextFunc) error {
 	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		for _, p := range c.procs {
+		procs := c.procs
+		if c.node != nil {
+			procs = append(slices.Clip(procs), c.node.procs...)
+		}
+		for _, p := range procs {
 			if err := p.exited(); err != nil {
 				return false, err
 			}

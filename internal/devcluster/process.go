@@ -25,6 +25,12 @@ type process struct {
 // startProcess starts path with args, its output going to logDir/<name>.log
 // and, if out is not nil, to out as well.
 func startProcess(name, path string, args []string, logDir string, out io.Writer) (*process, error) {
+	return startProcessEnv(name, path, args, nil, logDir, out)
+}
+
+// startProcessEnv is startProcess with env (as os/exec takes it; nil means
+// this process's environment).
+func startProcessEnv(name, path string, args, env []string, logDir string, out io.Writer) (*process, error) {
 	logPath := filepath.Join(logDir, name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -35,6 +41,7 @@ func startProcess(name, path string, args []string, logDir string, out io.Writer
 		w = io.MultiWriter(f, out)
 	}
 	cmd := exec.Command(path, args...)
+	cmd.Env = env
 	cmd.Stdout = w
 	cmd.Stderr = w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

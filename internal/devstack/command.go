@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/arkadiuss/openfief/internal/cli"
+	"github.com/arkadiuss/openfief/internal/devcluster"
 )
 
 // ReadyFile is written into the state directory once `openfief dev` serves,
@@ -25,6 +26,7 @@ func NewCommand(env *cli.Env) *cobra.Command {
 		verbose bool
 		binDir  string
 		local   bool
+		node    string
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -47,6 +49,13 @@ openfief-core calls on its schedule, and the egress proxy sends api.nbp.pl to a
 loopback stand-in, since the demo needs no internet. 'openfief plugin status'
 then shows the core's syncs and the rows it stored.
 
+With --node real (root; make node builds it), one real node runs instead:
+containerd, the kubelet, kube-proxy and kube-router's firewall, so plugins run
+as containers and their NetworkPolicies are enforced on real packets; the
+egress proxy then listens on the node's bridge address. It changes the
+machine (a bridge, netfilter rules, cgroups, sysctls) and undoes it on exit,
+or at the next start after a kill: see docs/node.md.
+
 The control-plane binaries come from .bin/ (make controlplane builds them).`,
 		Example: `  openfief dev
   # in another terminal:
@@ -58,6 +67,14 @@ The control-plane binaries come from .bin/ (make controlplane builds them).`,
 			if err != nil {
 				return cli.UsageError(err)
 			}
+			var kind devcluster.NodeKind
+			switch node {
+			case "kwok":
+			case "real":
+				kind = devcluster.NodeReal
+			default:
+				return cli.UsageError(fmt.Errorf("--node must be kwok or real, got %q", node))
+			}
 			_ = os.Remove(filepath.Join(abs, ReadyFile))
 			var logs io.Writer
 			if verbose {
@@ -65,7 +82,7 @@ The control-plane binaries come from .bin/ (make controlplane builds them).`,
 			}
 			ctx := cmd.Context()
 			fmt.Fprintf(env.Out, "Starting the OpenFief platform in %s\n", abs)
-			stack, err := Start(ctx, Options{Dir: abs, Nodes: nodes, Progress: env.Out, Logs: logs, BinDir: binDir, LocalPlugins: local})
+			stack, err := Start(ctx, Options{Dir: abs, Nodes: nodes, Progress: env.Out, Logs: logs, BinDir: binDir, LocalPlugins: local, Node: kind})
 			if err != nil {
 				return err
 			}
@@ -86,6 +103,7 @@ The control-plane binaries come from .bin/ (make controlplane builds them).`,
 	f := cmd.Flags()
 	f.StringVar(&dir, "state-dir", ".openfief-dev", "directory for the kubeconfig, signers.json, the env file and logs")
 	f.IntVar(&nodes, "nodes", 1, "number of fake nodes")
+	f.StringVar(&node, "node", "kwok", "what plays the node: kwok (fake nodes, no container runs) or real (one real node; root, make node, docs/node.md)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "also print the control plane's, operator's and proxy's logs")
 	f.StringVar(&binDir, "bin-dir", "", "directory of the control-plane binaries (default: the repository's .bin)")
 	f.BoolVar(&local, "local-plugins", false, "run demo plugins as local processes the core calls, with a loopback NBP stand-in")

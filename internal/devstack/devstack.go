@@ -54,6 +54,13 @@ type Options struct {
 	Dir string
 	// Nodes is the number of fake nodes; zero means one.
 	Nodes int
+	// Node selects kwok's fake nodes (the zero value) or one real node
+	// (devcluster.NodeReal: root, `make node`, docs/node.md), on which the
+	// plugins run as containers and NetworkPolicies are enforced. The
+	// operator and the egress proxy still run in this process; with a real
+	// node the proxy listens on the node's bridge address (see
+	// installProxyOnNode).
+	Node devcluster.NodeKind
 	// Progress receives one line per step; nil discards them.
 	Progress io.Writer
 	// Logs receives the processes' and controllers' logs; nil writes them
@@ -79,8 +86,10 @@ type Options struct {
 	// records the requests refused with it).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// CoreResolve replaces where the core calls a plugin; nil means the
-	// plugin's Service, which no process serves under kwok. The end-to-end
-	// suite points it at the plugin it runs as a local process.
+	// plugin's Service, which no process serves under kwok, or with a real
+	// node that Service's ClusterIP, read from the API (no cluster DNS on
+	// the node). The end-to-end suite points it at the plugin it runs as a
+	// local process.
 	CoreResolve core.Resolver
 	// CoreScheduler replaces the core's schedule settings (interval,
 	// jitter, first delay, backoff); the zero value keeps the defaults.
@@ -166,10 +175,16 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	if err := deploy.WriteCRDs(crdDir); err != nil {
 		return nil, err
 	}
-	if err := p.step("starting the control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok)", func() error {
+	what := "starting the control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok)"
+	if opts.Node == devcluster.NodeReal {
+		p.total++
+		what = "starting the control plane (etcd, kube-apiserver, controller-manager, scheduler) and a real node (containerd, kubelet, kube-proxy, kube-router)"
+	}
+	if err := p.step(what, func() error {
 		c, err := devcluster.Start(ctx, devcluster.Options{
-			Mode: devcluster.Full, Nodes: opts.Nodes, BinDir: opts.BinDir,
+			Mode: devcluster.Full, Nodes: opts.Nodes, BinDir: opts.BinDir, Node: opts.Node,
 			CRDDirectoryPaths: []string{crdDir}, Output: opts.Logs,
+			StartTimeout: startTimeout(opts.Node),
 		})
 		if err != nil {
 			return err
@@ -194,6 +209,13 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	}); err != nil {
 		return nil, err
 	}
+	if opts.Node == devcluster.NodeReal {
+		if err := p.step("pointing the egress proxy's Service at the node's bridge address, and letting plugin pods reach it there", func() error {
+			return s.installProxyOnNode(ctx, client)
+		}); err != nil {
+			return nil, err
+		}
+	}
 	if opts.RunAsServiceAccounts {
 		if err := p.step("applying the ServiceAccounts and RBAC of deploy/operator, deploy/egress-proxy and deploy/core, to run each as those", func() error {
 			return s.installIdentities(ctx)
@@ -210,6 +232,12 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		if err := s.startRegistry(ctx, opts.Dir, signer, opts.Progress); err != nil {
 			return err
 		}
+		if opts.Node == devcluster.NodeReal {
+			// The node pulls the plugin images from it over plain HTTP.
+			if err := s.Cluster.TrustRegistry(s.RegistryHost); err != nil {
+				return err
+			}
+		}
 		return s.publishSigners(ctx, client)
 	}); err != nil {
 		return nil, err
@@ -222,7 +250,7 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		return nil, err
 	}
 	if opts.LocalPlugins && opts.ProxyResolver == nil {
-		nbp, err := StartFakeNBP()
+		nbp, err := StartFakeNBP("")
 		if err != nil {
 			return nil, err
 		}
@@ -253,6 +281,11 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		}); err != nil {
 			return nil, err
 		}
+	}
+	if opts.Node == devcluster.NodeReal && opts.CoreResolve == nil {
+		// No cluster DNS on the node's host network: the core calls a
+		// plugin's Service by its ClusterIP, read from the API.
+		opts.CoreResolve = clusterIPResolver(client, slog.New(slog.NewTextHandler(orDiscard(opts.Logs), nil)))
 	}
 	if err := p.step("starting openfief-core (SQLite in "+filepath.Join(opts.Dir, "core.db")+")", func() error { return s.startCore(ctx, opts) }); err != nil {
 		return nil, err
@@ -440,7 +473,7 @@ func (s *Stack) startProxy(client kubernetes.Interface, opts Options) error {
 			Logger:              log,
 			UnsafeAllowPrefixes: opts.UnsafeAllowPrefixes,
 		},
-		Addr:          "127.0.0.1:0",
+		Addr:          s.proxyListenAddress(opts),
 		ShutdownGrace: proxyShutdownGrace,
 	})
 	if err != nil {

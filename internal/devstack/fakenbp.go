@@ -23,22 +23,28 @@ import (
 	"github.com/arkadiuss/openfief/internal/egress"
 )
 
-// FakeNBP stands in for NBP's API on loopback over HTTPS, with a
-// certificate for api.nbp.pl from a CA of its own. It answers table A
-// queries with one table dated the last day asked for. The end-to-end suite
-// and `openfief dev --local-plugins` (the demo, which has no internet)
-// point the egress proxy's resolution of api.nbp.pl at it.
+// FakeNBP stands in for NBP's API over HTTPS, with a certificate for
+// api.nbp.pl from a CA of its own. It answers table A queries with one table
+// dated the last day asked for. The end-to-end suites and `openfief dev
+// --local-plugins` (the demo, which has no internet) point the egress
+// proxy's resolution of api.nbp.pl at it: on loopback, or on the real
+// node's bridge address where the proxy runs as a pod's peer.
 type FakeNBP struct {
 	srv    *http.Server
 	ln     net.Listener
 	caFile string
+	caPEM  []byte
 	dir    string
 	// Requests counts the requests it answered.
 	Requests atomic.Int64
 }
 
-// StartFakeNBP serves a FakeNBP until Close.
-func StartFakeNBP() (*FakeNBP, error) {
+// StartFakeNBP serves a FakeNBP on addr (host:port; port 0 picks one; empty
+// means 127.0.0.1:0) until Close.
+func StartFakeNBP(addr string) (*FakeNBP, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
 	dir, err := os.MkdirTemp("", "fake-nbp-")
 	if err != nil {
 		return nil, err
@@ -65,14 +71,15 @@ func StartFakeNBP() (*FakeNBP, error) {
 		return nil, err
 	}
 	caFile := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600); err != nil {
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	if err := os.WriteFile(caFile, caPEM, 0o600); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	f := &FakeNBP{ln: ln, caFile: caFile, dir: dir}
+	f := &FakeNBP{ln: ln, caFile: caFile, caPEM: caPEM, dir: dir}
 	f.srv = &http.Server{
 		Handler:           http.HandlerFunc(f.serve),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -82,7 +89,7 @@ func StartFakeNBP() (*FakeNBP, error) {
 	return f, nil
 }
 
-// Addr is the server's loopback host:port.
+// Addr is the server's host:port.
 func (f *FakeNBP) Addr() string { return f.ln.Addr().String() }
 
 // Close stops the server and removes its files.
@@ -110,15 +117,24 @@ func (f *FakeNBP) serve(w http.ResponseWriter, r *http.Request) {
 // process trusts it through SSL_CERT_FILE.
 func (f *FakeNBP) CAFile() string { return f.caFile }
 
-// Resolver answers the egress proxy's lookup of api.nbp.pl with loopback
-// and of any other name with "no such host"; the proxy still applies its
-// address policy to the answer (LoopbackPrefixes exempts loopback).
-func (f *FakeNBP) Resolver() egress.Resolver { return fixedResolver{fakeNBPHost: loopback} }
+// CAPEM is the same CA certificate as PEM bytes, for an image's CA bundle.
+func (f *FakeNBP) CAPEM() []byte { return f.caPEM }
 
-// Dialer connects the proxy's checked connection to loopback:443 to the
-// FakeNBP, and any other address as it is.
+// ip is the address the server listens on.
+func (f *FakeNBP) ip() netip.Addr {
+	return f.ln.Addr().(*net.TCPAddr).AddrPort().Addr().Unmap()
+}
+
+// Resolver answers the egress proxy's lookup of api.nbp.pl with the
+// server's address and of any other name with "no such host"; the proxy
+// still applies its address policy to the answer (LoopbackPrefixes exempts
+// loopback).
+func (f *FakeNBP) Resolver() egress.Resolver { return fixedResolver{fakeNBPHost: f.ip()} }
+
+// Dialer connects the proxy's checked connection to the server's address on
+// port 443 to the FakeNBP's port, and any other address as it is.
 func (f *FakeNBP) Dialer() egress.Dialer {
-	return redirectDialer{netip.AddrPortFrom(loopback, 443).String(): f.Addr()}
+	return redirectDialer{netip.AddrPortFrom(f.ip(), 443).String(): f.Addr()}
 }
 
 // LoopbackPrefixes is the range the proxy must be told to allow for the
@@ -126,8 +142,6 @@ func (f *FakeNBP) Dialer() egress.Dialer {
 func LoopbackPrefixes() []netip.Prefix { return []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} }
 
 const fakeNBPHost = "api.nbp.pl"
-
-var loopback = netip.MustParseAddr("127.0.0.1")
 
 // fixedResolver answers lookups from a table; other names do not exist.
 type fixedResolver map[string]netip.Addr

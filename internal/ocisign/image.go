@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -101,4 +103,31 @@ func digestRef(ref plugins.ImageRef) (name.Digest, error) {
 		opts = append(opts, name.Insecure)
 	}
 	return name.NewDigest(ref.String(), opts...)
+}
+
+// BinaryImage builds a small, reproducible OCI image that runs one static
+// binary: a single layer holding it at /name, that path as the entrypoint,
+// and user as the image's user (a numeric "uid:gid"). The local real node
+// wraps its own sandbox (pause) process and the tests' probes with it.
+func BinaryImage(name string, binary []byte, user string) (v1.Image, error) {
+	if name == "" || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("binary image: name %q must be one path element", name)
+	}
+	layer, err := filesLayer(map[string][]byte{name: binary})
+	if err != nil {
+		return nil, err
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.Architecture, cf.OS = runtime.GOARCH, "linux"
+	cf.Config.User = user
+	cf.Config.Entrypoint = []string{"/" + name}
+	return mutate.ConfigFile(img, cf)
 }

@@ -83,3 +83,31 @@ func TestPluginImageIsReproducible(t *testing.T) {
 		t.Error("an invalid manifest was accepted")
 	}
 }
+
+func TestBinaryImage(t *testing.T) {
+	a, err := BinaryImage("pause", []byte("binary"), "65535:65535")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := BinaryImage("pause", []byte("binary"), "65535:65535")
+	if err != nil {
+		t.Fatal(err)
+	}
+	da, _ := a.Digest()
+	db, _ := b.Digest()
+	if da != db {
+		t.Errorf("same input, digests %s and %s", da, db)
+	}
+	cf, err := a.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cf.Config.Entrypoint; len(got) != 1 || got[0] != "/pause" || cf.Config.User != "65535:65535" {
+		t.Errorf("entrypoint %q user %q; want [/pause] 65535:65535", got, cf.Config.User)
+	}
+	for _, bad := range []string{"", "a/b"} {
+		if _, err := BinaryImage(bad, nil, "1:1"); err == nil {
+			t.Errorf("name %q accepted", bad)
+		}
+	}
+}

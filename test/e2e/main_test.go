@@ -70,7 +70,7 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	var err error
-	nbp, err = devstack.StartFakeNBP()
+	nbp, err = devstack.StartFakeNBP("")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fake NBP:", err)
 		return 1

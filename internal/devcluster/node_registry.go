@@ -1,0 +1,65 @@
+package devcluster
+
+import (
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/arkadiuss/openfief/internal/ocisign"
+)
+
+// startRegistry serves an in-memory registry on loopback, pushes the
+// sandbox image built from our pause binary into it, and trusts it.
+func (n *realNode) startRegistry() error {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("devcluster: registry: %w", err)
+	}
+	n.regHost = l.Addr().String()
+	n.regSrv = &http.Server{
+		Handler:           registry.New(registry.Logger(log.New(io.Discard, "", 0))),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() { _ = n.regSrv.Serve(l) }()
+	bin, err := os.ReadFile(filepath.Join(n.binDir, pauseBin))
+	if err != nil {
+		return fmt.Errorf("devcluster: %w", err)
+	}
+	img, err := ocisign.BinaryImage(pauseBin, bin, "65535:65535")
+	if err != nil {
+		return fmt.Errorf("devcluster: sandbox image: %w", err)
+	}
+	n.sandbox = n.regHost + "/openfief/pause:node"
+	ref, err := name.NewTag(n.sandbox, name.Insecure)
+	if err != nil {
+		return fmt.Errorf("devcluster: sandbox image: %w", err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		return fmt.Errorf("devcluster: pushing the sandbox image: %w", err)
+	}
+	return n.trustRegistry(n.regHost)
+}
+
+// trustRegistry lets containerd pull from the loopback registry host over
+// plain HTTP. Only loopback hosts are accepted.
+func (n *realNode) trustRegistry(host string) error {
+	h, _, err := net.SplitHostPort(host)
+	if err != nil {
+		return fmt.Errorf("devcluster: registry %q: %w", host, err)
+	}
+	if ip := net.ParseIP(h); (ip == nil || !ip.IsLoopback()) && h != "localhost" {
+		return fmt.Errorf("devcluster: registry %q is not on loopback: only loopback registries are pulled over plain HTTP", host)
+	}
+	return writeFiles(map[string][]byte{
+		filepath.Join(n.layout.certsD, host, "hosts.toml"): []byte(hostsTOML(host)),
+	})
+}

@@ -1,0 +1,115 @@
+package realnode
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/arkadiuss/openfief/internal/core"
+	"github.com/arkadiuss/openfief/internal/devcluster"
+	"github.com/arkadiuss/openfief/internal/devstack"
+)
+
+// The platform on a real node, shared by the package's tests, and the NBP
+// stand-in on the node's bridge (port 443 of the node's address, which the
+// proxy resolves api.nbp.pl to).
+var shared struct {
+	once  sync.Once
+	stack *devstack.Stack
+	nbp   *devstack.FakeNBP
+	err   error
+	dir   string
+}
+
+// standInHosts are the names the egress proxy resolves to the node's bridge
+// address, where the NBP stand-in serves on 443.
+var standInHosts = []string{"api.nbp.pl", "rates.example.org"}
+
+// resolver answers the egress proxy's lookups of standInHosts with the
+// node's bridge address once the node runs; other names do not exist.
+type resolver struct{ nbp atomic.Pointer[netip.Addr] }
+
+func (r *resolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a := r.nbp.Load(); a != nil && slices.Contains(standInHosts, strings.TrimSuffix(strings.ToLower(host), ".")) {
+		return []netip.Addr{*a}, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// TestMain drops controller-runtime's log (the in-process operator's): the
+// tests report what they saw. It stops the shared platform at the end.
+func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard())
+	code := m.Run()
+	if shared.nbp != nil {
+		shared.nbp.Close()
+	}
+	if shared.stack != nil {
+		shared.stack.Stop()
+		left, err := devcluster.NodeLeftoversWhenIdle(5 * time.Minute)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+		for _, l := range left {
+			fmt.Fprintln(os.Stderr, "FAIL: left behind:", l)
+			code = 1
+		}
+	}
+	if shared.dir != "" {
+		_ = os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+// platform starts the platform on a real node on first use, or skips the
+// test where a real node cannot run.
+func platform(t *testing.T) (*devstack.Stack, *devstack.FakeNBP) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts the platform on a real node: not in -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("a real node needs root: containers, cgroups, a bridge and netfilter rules")
+	}
+	shared.once.Do(func() {
+		start := time.Now()
+		res := &resolver{}
+		if shared.dir, shared.err = os.MkdirTemp("", "openfief-realnode-"); shared.err != nil {
+			return
+		}
+		shared.stack, shared.err = devstack.Start(context.Background(), devstack.Options{
+			Dir:           shared.dir,
+			Node:          devcluster.NodeReal,
+			ProxyResolver: res,
+			// The stand-in is on the node's bridge, a private range.
+			UnsafeAllowPrefixes: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
+			// TestCoreSyncsPodOnRealNode's instance is synced every
+			// coreInterval; the others keep the default (an hour).
+			CoreScheduler: core.SchedulerOptions{Intervals: map[string]time.Duration{coreInstance: coreInterval}},
+		})
+		if shared.err != nil {
+			return
+		}
+		gw := shared.stack.Cluster.NodeGateway()
+		addr, _ := netip.AddrFromSlice(gw.To4())
+		res.nbp.Store(&addr)
+		shared.nbp, shared.err = devstack.StartFakeNBP(net.JoinHostPort(gw.String(), "443"))
+		fmt.Printf("platform with a real node up in %v\n", time.Since(start).Round(time.Millisecond))
+	})
+	if shared.err != nil {
+		t.Fatalf("starting the platform on a real node: %v", shared.err)
+	}
+	return shared.stack, shared.nbp
+}
