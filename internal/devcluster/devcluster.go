@@ -158,6 +158,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		if c.node, err = prepareNode(opts, binDir); err != nil {
 			return c, err
 		}
+		// A kill of this process then also ends the pods and the shims.
+		if err := c.reaper.watchNode(c.node.layout.dir, c.node.rec.CgroupRoot); err != nil {
+			return c, fmt.Errorf("devcluster: watchdog: %w", err)
+		}
 	}
 	if err := c.startAPIServer(ctx, binDir, opts); err != nil {
 		return c, err

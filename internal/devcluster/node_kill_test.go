@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,9 @@ func TestRealNodeCleanedAfterKill(t *testing.T) {
 		t.Fatal("the child printed no node state folder")
 	}
 	assertSeesRunningNode(t, dir)
+	if podProcesses(t, dir) == 0 || len(processesNaming(dir)) == 0 {
+		t.Fatal("no pod or node process runs before the kill")
+	}
 
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -59,6 +63,20 @@ func TestRealNodeCleanedAfterKill(t *testing.T) {
 	_ = cmd.Wait() // killed: its exit status says so
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("state folder %s gone before the cleanup: %v", dir, err)
+	}
+	// The watchdog ends the node's processes, the pods and the shims
+	// included, without waiting for a cleanup.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		procs := processesNaming(dir)
+		pods := podProcesses(t, dir)
+		if len(procs) == 0 && pods == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after the kill, still running: %v and %d processes in the node's cgroups", procs, pods)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	start := time.Now()
 	if err := devcluster.CleanNodeLeftovers(5 * time.Minute); err != nil {
@@ -85,4 +103,33 @@ func runNodeKillChild(t *testing.T) {
 	runProbePod(t, cs, image)
 	fmt.Println("READY", c.NodeStateDir())
 	time.Sleep(time.Hour)
+}
+
+// podProcesses counts the processes in the memory cgroup tree of the node
+// whose state folder is dir (the pods).
+func podProcesses(t *testing.T, dir string) int {
+	t.Helper()
+	root := filepath.Join("/sys/fs/cgroup/memory", "of-node-"+filepath.Base(dir))
+	n := 0
+	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "cgroup.procs" {
+			data, _ := os.ReadFile(path)
+			n += len(strings.Fields(string(data)))
+		}
+		return nil
+	})
+	return n
+}
+
+// processesNaming lists the command lines of the processes that name s.
+func processesNaming(s string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var found []string
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(cmdline), s) {
+			found = append(found, strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+	return found
 }

@@ -17,16 +17,42 @@ import (
 // group it was given and removes the cluster directory ($1). It ignores the
 // terminal's signals so that a Ctrl-C reaching the test process cannot stop
 // it before it has cleaned up.
+//
+// A line "node DIR CGROUP" names a real node's state folder and cgroup root:
+// then it also kills every process in that cgroup tree (the pods) and every
+// process whose command line names DIR (containerd's shims), so no container
+// outlives a killed test. The node's rules, mounts and folders wait for
+// CleanNodeLeftovers.
 const reaperScript = `trap '' INT TERM HUP QUIT
 pgids=
+nodes=
 while read -r line; do
 	case "$line" in
 	disarm) exit 0 ;;
+	"node "*) nodes="$nodes ${line#node }" ;;
 	*) pgids="$pgids $line" ;;
 	esac
 done
 for g in $pgids; do kill -KILL "-$g" 2>/dev/null; done
-rm -rf -- "$1"
+set -- "$1" $nodes
+cluster=$1
+shift
+while [ $# -ge 2 ]; do
+	dir=$1 cg=$2
+	shift 2
+	for i in 1 2 3 4 5; do
+		for f in /sys/fs/cgroup/*"$cg"/cgroup.procs /sys/fs/cgroup/*"$cg"/*/cgroup.procs /sys/fs/cgroup/*"$cg"/*/*/cgroup.procs /sys/fs/cgroup/*"$cg"/*/*/*/cgroup.procs /sys/fs/cgroup/*"$cg"/*/*/*/*/cgroup.procs; do
+			[ -r "$f" ] && while read -r p; do kill -KILL "$p" 2>/dev/null; done <"$f"
+		done
+		for p in /proc/[0-9]*; do
+			case "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)" in
+			*"$dir"*) kill -KILL "${p#/proc/}" 2>/dev/null ;;
+			esac
+		done
+		sleep 0.2
+	done
+done
+rm -rf -- "$cluster"
 `
 
 // reaper is a watchdog process that cleans up after the cluster if the
@@ -55,6 +81,13 @@ func startReaper(dir string) (*reaper, error) {
 	_ = r.Close()
 	go func() { _ = cmd.Wait() }()
 	return &reaper{cmd: cmd, w: w}, nil
+}
+
+// watchNode hands a real node's state folder and cgroup root to the
+// watchdog. Neither may contain a space.
+func (r *reaper) watchNode(dir, cgroupRoot string) error {
+	_, err := fmt.Fprintf(r.w, "node %s %s\n", dir, cgroupRoot)
+	return err
 }
 
 // watch hands the process group pgid to the watchdog.
