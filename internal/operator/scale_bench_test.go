@@ -73,7 +73,7 @@ func BenchmarkOperatorScale(b *testing.B) {
 	for b.Loop() {
 		start := time.Now()
 		run := startOperatorQPS(b, c, images, 100)
-		testutil.Eventually(b, max(10*time.Minute, time.Duration(n)*200*time.Millisecond), "all plugins converged", func() (bool, string) {
+		testutil.Eventually(b, max(10*time.Minute, time.Duration(n)*time.Second), "all plugins converged", func() (bool, string) {
 			var list v1alpha1.PluginList
 			if err := cl.List(ctx, &list, client.InNamespace(plugins.Namespace)); err != nil {
 				return false, err.Error()
