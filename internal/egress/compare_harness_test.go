@@ -118,7 +118,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if smokescreenBuild.path != "" {
+		// The binary built for this run; a failed removal leaves a
+		// temporary directory behind and nothing else.
+		_ = os.RemoveAll(filepath.Dir(smokescreenBuild.path))
+	}
+	os.Exit(code)
 }
 
 // serveForBench serves role on a free loopback port, writes "listening
