@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -54,9 +55,11 @@ func TestGrantRunsAndRevocationIsImmediate(t *testing.T) {
 	}
 	assertHardenedPod(t, &dep, p.Spec.Image)
 	assertTokens(t, &dep, []string{plugins.AudienceCore, plugins.AudienceEgress})
-	if v, ok := f.allowList(p.Name); !ok || v != "api.nbp.pl:443\n" {
-		t.Errorf("allow-list = %q (present %v), want api.nbp.pl:443", v, ok)
-	}
+	// Opening hosts lands with the allow-list writer's next batch (OF-15).
+	testutil.Eventually(t, waitTimeout, "allow-list api.nbp.pl:443", func() (bool, string) {
+		v, ok := f.allowList(p.Name)
+		return ok && v == "api.nbp.pl:443\n", fmt.Sprintf("allow-list = %q (present %v)", v, ok)
+	})
 	if got.Status.Deployed == nil || got.Status.Deployed.Image != p.Spec.Image || got.Status.Deployed.VerifiedAt == nil {
 		t.Errorf("deployed = %+v", got.Status.Deployed)
 	}
@@ -358,9 +361,12 @@ func TestPluginDeletedWhileOperatorDownLosesAllowListKey(t *testing.T) {
 	f := newFixture(t)
 	p := testutil.MakePlugin("orphan", testutil.Image("orphan-1")).Egress("api.nbp.pl").Obj()
 	f.run(p)
-	if _, ok := f.allowList(p.Name); !ok {
-		t.Fatal("no allow-list key while running")
-	}
+	// A key that only opens hosts is written with the writer's next batch
+	// (OF-15), so it may land just after the plugin runs.
+	testutil.Eventually(t, waitTimeout, "allow-list key while running", func() (bool, string) {
+		_, ok := f.allowList(p.Name)
+		return ok, "no key"
+	})
 	f.operator.stop()
 	f.delete(p)
 	startOperator(t, f.cluster, f.images)
