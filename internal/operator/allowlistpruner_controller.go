@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,26 +43,22 @@ func (r *AllowListPruner) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if req.NamespacedName != allowListKey {
 		return ctrl.Result{}, nil
 	}
-	// Both reads are read-only and skip the copy: the ConfigMap holds every
-	// plugin's key and this runs on every change to it (OF-15).
+	// Every read is read-only and skips the copy: the ConfigMap holds every
+	// plugin's key and this runs on every change to it, so it looks each
+	// key's Plugin up in the cache rather than list them all (OF-15).
 	var cm corev1.ConfigMap
 	if err := r.Client.Get(ctx, allowListKey, &cm, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	var list v1alpha1.PluginList
-	if err := r.Client.List(ctx, &list, client.InNamespace(plugins.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return ctrl.Result{}, fmt.Errorf("list plugins: %w", err)
-	}
-	live := make(map[string]bool, len(list.Items))
-	for _, p := range list.Items {
-		if p.DeletionTimestamp.IsZero() {
-			live[p.Name] = true
-		}
-	}
 	var orphans []string
 	for k := range cm.Data {
-		if !live[k] {
+		var p v1alpha1.Plugin
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: plugins.Namespace, Name: k}, &p, client.UnsafeDisableDeepCopy)
+		switch {
+		case apierrors.IsNotFound(err), err == nil && !p.DeletionTimestamp.IsZero():
 			orphans = append(orphans, k)
+		case err != nil:
+			return ctrl.Result{}, fmt.Errorf("read plugin %s: %w", k, err)
 		}
 	}
 	slices.Sort(orphans)
