@@ -28,6 +28,9 @@ cache_root="${OPENFIEF_CONTROLPLANE_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/ope
 export GOWORK=off
 export GOFLAGS="-mod=readonly -buildvcs=false"
 
+# shellcheck source=lib/buildcache.sh
+source "${root}/hack/lib/buildcache.sh"
+
 pins_hash() {
 	{
 		go version
@@ -49,24 +52,12 @@ kube_version() {
 	awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit }' "${tools}/go.mod"
 }
 
-elapsed() {
-	local s=$1
-	if ((s >= 60)); then
-		printf '%dm%02ds' $((s / 60)) $((s % 60))
-	else
-		printf '%ds' "${s}"
-	fi
-}
-
 kv="$(kube_version)"
 if [[ ! ${kv} =~ ^v([0-9]+)\.([0-9]+)\. ]]; then
 	echo "build-controlplane: cannot read the k8s.io/kubernetes version from ${tools}/go.mod" >&2
 	exit 1
 fi
-kube_ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-	kube_ldflags+=" -X ${pkg}.gitVersion=${kv} -X ${pkg}.gitMajor=${BASH_REMATCH[1]} -X ${pkg}.gitMinor=${BASH_REMATCH[2]} -X ${pkg}.gitTreeState=clean"
-done
+kube_ldflags="$(kube_version_ldflags "${kv}")"
 
 # name|module dir (relative to hack/tools)|package|ldflags
 targets=(
@@ -82,37 +73,7 @@ hash="$(pins_hash)"
 cache="${cache_root}/${hash}"
 mkdir -p "${cache}" "${bin_dir}"
 
-# Remove temporary outputs of this run if it is interrupted.
-tmp_files=()
-cleanup() {
-	if ((${#tmp_files[@]})); then
-		rm -f "${tmp_files[@]}"
-	fi
-}
-trap cleanup EXIT
-
-total=${#targets[@]}
-i=0
-built=0
-for t in "${targets[@]}"; do
-	IFS='|' read -r name dir pkg ldflags <<<"${t}"
-	i=$((i + 1))
-	out="${cache}/${name}"
-	if [[ ! -x ${out} ]]; then
-		printf 'building %s (%d/%d)... ' "${name}" "${i}" "${total}"
-		start=${SECONDS}
-		tmp="${out}.tmp.$$"
-		tmp_files+=("${tmp}")
-		if ! (cd "${tools}/${dir}" && go build -ldflags "${ldflags}" -o "${tmp}" "${pkg}"); then
-			echo "failed"
-			exit 1
-		fi
-		mv -f "${tmp}" "${out}"
-		printf 'done in %s\n' "$(elapsed $((SECONDS - start)))"
-		built=$((built + 1))
-	fi
-	ln -sfn "${out}" "${bin_dir}/${name}"
-done
+build_targets
 
 # The kwok stages come from the pinned kwok module, next to the kwok binary.
 stages="${cache}/kwok-stages.yaml"

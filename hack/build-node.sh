@@ -29,19 +29,14 @@ cache_root="${OPENFIEF_NODE_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/openfief/no
 export GOWORK=off
 export GOFLAGS="-mod=readonly -buildvcs=false"
 
+# shellcheck source=lib/buildcache.sh
+source "${root}/hack/lib/buildcache.sh"
+
 # module_version prints the version of module $2 required in hack/tools/$1/go.mod.
 module_version() {
 	awk -v m="$2" '$1 == m && $2 ~ /^v/ { print $2; exit } $1 == "require" && $2 == m { print $3; exit }' "${tools}/$1/go.mod"
 }
 
-elapsed() {
-	local s=$1
-	if ((s >= 60)); then
-		printf '%dm%02ds' $((s / 60)) $((s % 60))
-	else
-		printf '%ds' "${s}"
-	fi
-}
 
 kv="$(module_version node k8s.io/kubernetes)"
 cv="$(module_version containerd github.com/containerd/containerd/v2)"
@@ -50,10 +45,7 @@ if [[ ! ${kv} =~ ^v([0-9]+)\.([0-9]+)\. ]] || [[ -z ${cv} || -z ${rv} ]]; then
 	echo "build-node: cannot read the pinned versions from hack/tools/{node,containerd,kube-router}/go.mod" >&2
 	exit 1
 fi
-kube_ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-	kube_ldflags+=" -X ${pkg}.gitVersion=${kv} -X ${pkg}.gitMajor=${BASH_REMATCH[1]} -X ${pkg}.gitMinor=${BASH_REMATCH[2]} -X ${pkg}.gitTreeState=clean"
-done
+kube_ldflags="$(kube_version_ldflags "${kv}")"
 ctr_ldflags="-s -w -X github.com/containerd/containerd/v2/version.Version=${cv}"
 router_ldflags="-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=${rv}"
 
@@ -89,36 +81,7 @@ hash="$(pins_hash)"
 cache="${cache_root}/${hash}"
 mkdir -p "${cache}" "${bin_dir}"
 
-tmp_files=()
-cleanup() {
-	if ((${#tmp_files[@]})); then
-		rm -f "${tmp_files[@]}"
-	fi
-}
-trap cleanup EXIT
-
-total=${#targets[@]}
-i=0
-built=0
-for t in "${targets[@]}"; do
-	IFS='|' read -r name dir pkg ldflags <<<"${t}"
-	i=$((i + 1))
-	out="${cache}/${name}"
-	if [[ ! -x ${out} ]]; then
-		printf 'building %s (%d/%d)... ' "${name}" "${i}" "${total}"
-		start=${SECONDS}
-		tmp="${out}.tmp.$$"
-		tmp_files+=("${tmp}")
-		if ! (cd "${tools}/${dir}" && go build -ldflags "${ldflags}" -o "${tmp}" "${pkg}"); then
-			echo "failed"
-			exit 1
-		fi
-		mv -f "${tmp}" "${out}"
-		printf 'done in %s\n' "$(elapsed $((SECONDS - start)))"
-		built=$((built + 1))
-	fi
-	ln -sfn "${out}" "${bin_dir}/${name}"
-done
+build_targets
 
 # Our own sandbox (pause) process, from the main module: static, no cgo,
 # cached under a key of its own so that editing it rebuilds nothing else.
