@@ -1,10 +1,8 @@
 package devcluster_test
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,33 +25,9 @@ func TestRealNodeCleanedAfterKill(t *testing.T) {
 	}
 	skipUnlessRealNode(t)
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRealNodeCleanedAfterKill$", "-test.count=1")
-	cmd.Env = append(os.Environ(), nodeKillChildEnv+"=1")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill() }() // it may be gone already: killed below
-	var dir string
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if d, ok := strings.CutPrefix(sc.Text(), "READY "); ok {
-			dir = d
-			break
-		}
-		if strings.HasPrefix(sc.Text(), "ERROR") {
-			t.Fatalf("child: %s", sc.Text())
-		}
-	}
-	if dir == "" {
-		t.Fatal("the child printed no node state folder")
-	}
+	cmd, dir := startKillableChild(t, "TestRealNodeCleanedAfterKill", nodeKillChildEnv, "READY ")
 	assertSeesRunningNode(t, dir)
-	if podProcesses(t, dir) == 0 || len(processesNaming(dir)) == 0 {
+	if podProcesses(t, dir) == 0 || len(processesMentioning(dir)) == 0 {
 		t.Fatal("no pod or node process runs before the kill")
 	}
 
@@ -68,7 +42,7 @@ func TestRealNodeCleanedAfterKill(t *testing.T) {
 	// included, without waiting for a cleanup.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		procs := processesNaming(dir)
+		procs := processesMentioning(dir)
 		pods := podProcesses(t, dir)
 		if len(procs) == 0 && pods == 0 {
 			break
@@ -119,17 +93,4 @@ func podProcesses(t *testing.T, dir string) int {
 		return nil
 	})
 	return n
-}
-
-// processesNaming lists the command lines of the processes that name s.
-func processesNaming(s string) []string {
-	entries, _ := os.ReadDir("/proc")
-	var found []string
-	for _, e := range entries {
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(cmdline), s) {
-			found = append(found, strings.ReplaceAll(string(cmdline), "\x00", " "))
-		}
-	}
-	return found
 }

@@ -36,31 +36,7 @@ func TestNoOrphansWhenKilled(t *testing.T) {
 		t.Skip("starts a control plane of its own")
 	}
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestNoOrphansWhenKilled$", "-test.count=1")
-	cmd.Env = append(os.Environ(), orphanChildEnv+"=1")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill() }() // it may be gone already: killed below
-	var dir string
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if d, ok := strings.CutPrefix(sc.Text(), "DIR "); ok {
-			dir = d
-			break
-		}
-		if strings.HasPrefix(sc.Text(), "ERROR") {
-			t.Fatalf("child: %s", sc.Text())
-		}
-	}
-	if dir == "" {
-		t.Fatal("the child printed no cluster directory")
-	}
+	cmd, dir := startKillableChild(t, "TestNoOrphansWhenKilled", orphanChildEnv, "DIR ")
 	if n := len(processesMentioning(dir)); n < 2 {
 		t.Fatalf("%d processes mention %s; want etcd and kube-apiserver running", n, dir)
 	}
@@ -82,6 +58,36 @@ func TestNoOrphansWhenKilled(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// startKillableChild runs the test named test again in a child process with
+// env=1 set, and returns it and the folder it prints on the stdout line
+// starting with prefix (the child prints a line starting with ERROR when it
+// cannot start). The child is killed when the test ends, if it still runs.
+func startKillableChild(t *testing.T, test, env, prefix string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env+"=1")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() }) // it may be gone already: the test kills it
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+			return cmd, d
+		}
+		if strings.HasPrefix(sc.Text(), "ERROR") {
+			t.Fatalf("child: %s", sc.Text())
+		}
+	}
+	t.Fatalf("the child printed no %q line", prefix)
+	return nil, ""
 }
 
 // processesMentioning returns the command lines of the live processes whose
