@@ -12,13 +12,9 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
@@ -51,21 +47,13 @@ func setRunning(t *testing.T, cl client.Client, name string, running bool, tiers
 
 func pluginToken(t *testing.T, cs kubernetes.Interface, name string) string {
 	t.Helper()
-	tr, err := cs.CoreV1().ServiceAccounts(plugins.Namespace).CreateToken(t.Context(), plugins.ServiceAccountName(name), &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{plugins.AudienceCore}, ExpirationSeconds: ptr.To[int64](600)},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr.Status.Token
+	tok, _ := testutil.ServiceAccountToken(t, cs, plugins.Namespace, plugins.ServiceAccountName(name), plugins.AudienceCore)
+	return tok
 }
 
 func ensureSA(t *testing.T, cs kubernetes.Interface, name string) {
 	t.Helper()
-	_, err := cs.CoreV1().ServiceAccounts(plugins.Namespace).Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	testutil.EnsureServiceAccount(t, cs, plugins.Namespace, name)
 }
 
 // get sends a GET to url with an optional bearer token and decodes JSON.

@@ -17,11 +17,8 @@ import (
 
 	"connectrpc.com/connect"
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
@@ -186,13 +183,8 @@ func podEnv(t *testing.T, dep *appsv1.Deployment, cfg *corev1.ConfigMap) map[str
 // openfief with one audience, as the kubelet and the core do.
 func requestToken(t *testing.T, cs kubernetes.Interface, sa, audience string) string {
 	t.Helper()
-	tr, err := cs.CoreV1().ServiceAccounts(plugins.Namespace).CreateToken(context.Background(), sa, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: ptr.To[int64](600)},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("token for %s (%s): %v", sa, audience, err)
-	}
-	return tr.Status.Token
+	tok, _ := testutil.ServiceAccountToken(t, cs, plugins.Namespace, sa, audience)
+	return tok
 }
 
 // writeToken writes a projected-token file the way the kubelet does: a

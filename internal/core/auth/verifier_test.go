@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,19 +49,8 @@ func cluster(t testing.TB) (*kubernetes.Clientset, *rest.Config) {
 // creating the ServiceAccount if needed, and returns it with its expiry.
 func token(t testing.TB, cs kubernetes.Interface, ns, name, audience string) (string, time.Time) {
 	t.Helper()
-	ctx := context.Background()
-	_, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	exp := int64(600)
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: &exp},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr.Status.Token, tr.Status.ExpirationTimestamp.Time
+	testutil.EnsureServiceAccount(t, cs, ns, name)
+	return testutil.ServiceAccountToken(t, cs, ns, name, audience)
 }
 
 func TestVerify(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +21,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/egress"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // These tests run against a real etcd and kube-apiserver (devcluster's
@@ -51,18 +51,9 @@ func cluster(t *testing.T) (*kubernetes.Clientset, *rest.Config) {
 // audience, creating the ServiceAccount if needed.
 func requestToken(t *testing.T, cs kubernetes.Interface, ns, name, audience string) string {
 	t.Helper()
-	_, err := cs.CoreV1().ServiceAccounts(ns).Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	exp := int64(600)
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: &exp},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr.Status.Token
+	testutil.EnsureServiceAccount(t, cs, ns, name)
+	tok, _ := testutil.ServiceAccountToken(t, cs, ns, name, audience)
+	return tok
 }
 
 func TestTokenReviewer(t *testing.T) {

@@ -12,13 +12,12 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"github.com/arkadiuss/openfief/internal/devstack"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
 	connectorv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1"
 	"github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1/connectorv1connect"
 )
@@ -116,13 +115,8 @@ func publishNBPFx(t *testing.T, stack *devstack.Stack, nbp *devstack.FakeNBP) st
 // openfief with one audience, as the core does.
 func requestToken(t *testing.T, cs kubernetes.Interface, sa, audience string) string {
 	t.Helper()
-	tr, err := cs.CoreV1().ServiceAccounts(plugins.Namespace).CreateToken(t.Context(), sa, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: ptr.To[int64](600)},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("token for %s (%s): %v", sa, audience, err)
-	}
-	return tr.Status.Token
+	tok, _ := testutil.ServiceAccountToken(t, cs, plugins.Namespace, sa, audience)
+	return tok
 }
 
 // buildStatic builds the main package pkg of this repository statically and
