@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,9 +37,18 @@ func applyIfChanged(ctx context.Context, c client.Client, obj ownedObject) (bool
 	case err != nil && !apierrors.IsNotFound(err):
 		return false, fmt.Errorf("read %s: %w", describe(obj), err)
 	}
+	if err := apply(ctx, c, obj); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// apply server-side applies obj (its status and creation time left out) as
+// FieldManager, taking over the fields another manager changed.
+func apply(ctx context.Context, c client.Client, obj ownedObject) error {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
-		return false, fmt.Errorf("convert %s: %w", describe(obj), err)
+		return fmt.Errorf("convert %s: %w", describe(obj), err)
 	}
 	delete(u, "status")
 	if meta, ok := u["metadata"].(map[string]any); ok {
@@ -45,9 +56,9 @@ func applyIfChanged(ctx context.Context, c client.Client, obj ownedObject) (bool
 	}
 	ac := client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u})
 	if err := c.Apply(ctx, ac, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return false, fmt.Errorf("apply %s: %w", describe(obj), err)
+		return fmt.Errorf("apply %s: %w", describe(obj), err)
 	}
-	return true, nil
+	return nil
 }
 
 // holds reports whether current already carries every field of desired: its
@@ -76,6 +87,21 @@ func holds(current, desired client.Object) bool {
 	}
 	if !pullSecretsHeld(current, desired) {
 		return false
+	}
+	if dd, ok := desired.(*appsv1.Deployment); ok {
+		if cd, ok := current.(*appsv1.Deployment); ok {
+			held, compacted := podSpecHeld(cd, dd)
+			if compacted {
+				if !held {
+					return false
+				}
+				// The pod specs are equal as far as the operator owns them
+				// (OF-16); the rest is compared below.
+				dd, cd = dd.DeepCopy(), cd.DeepCopy()
+				dd.Spec.Template.Spec, cd.Spec.Template.Spec = corev1.PodSpec{}, corev1.PodSpec{}
+				desired, current = dd, cd
+			}
+		}
 	}
 	d, err := runtime.DefaultUnstructuredConverter.ToUnstructured(desired)
 	if err != nil {

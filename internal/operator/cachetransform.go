@@ -14,11 +14,16 @@ import (
 // most of what a cached object weighs (on a Deployment, the field set of
 // every applied field). What stays is what pullsecrets.go reads: on a
 // ServiceAccount or a Deployment, FieldManager's applied entry, cut down to
-// the imagePullSecrets list it owns.
+// the imagePullSecrets list it owns. A Deployment's pod spec is first
+// replaced by the digest of the part the operator owns (compactDeployment,
+// OF-16), which needs the managed fields whole.
 func keepOwnManagedFields(in any) (any, error) {
 	obj, err := apimeta.Accessor(in)
 	if err != nil || obj.GetManagedFields() == nil {
 		return in, nil // a tombstone, or nothing to drop
+	}
+	if d, ok := in.(*appsv1.Deployment); ok {
+		compactDeployment(d)
 	}
 	var path []string
 	switch in.(type) {

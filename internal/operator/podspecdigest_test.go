@@ -1,0 +1,239 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
+)
+
+// TestPodSpecDigest: the digest ignores key order and null members, and
+// keeps empty objects apart from absent ones (emptyDir: {} names a volume
+// source).
+func TestPodSpecDigest(t *testing.T) {
+	digest := func(s string) string {
+		t.Helper()
+		var v any
+		if err := json.Unmarshal([]byte(s), &v); err != nil {
+			t.Fatal(err)
+		}
+		d, err := podSpecDigest(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	same := [][2]string{
+		{`{"a":1,"b":{"c":"x"}}`, `{"b":{"c":"x"},"a":1}`},
+		{`{"a":1,"n":null}`, `{"a":1}`},
+		{`{"l":[{"x":null,"y":2}]}`, `{"l":[{"y":2}]}`},
+	}
+	for _, c := range same {
+		if digest(c[0]) != digest(c[1]) {
+			t.Errorf("%s and %s digest differently", c[0], c[1])
+		}
+	}
+	differ := [][2]string{
+		{`{"v":[{"name":"tmp","emptyDir":{}}]}`, `{"v":[{"name":"tmp"}]}`},
+		{`{"l":[1,2]}`, `{"l":[2,1]}`},
+		{`{"a":1}`, `{"a":"1"}`},
+		{`{"a":[]}`, `{}`},
+	}
+	for _, c := range differ {
+		if digest(c[0]) == digest(c[1]) {
+			t.Errorf("%s and %s digest the same", c[0], c[1])
+		}
+	}
+}
+
+// TestCompactedDeploymentHoldsAsTheWholeOne runs a plugin with a Secret, a
+// config and egress on the API server, then asks holds the same questions of
+// its Deployment as the API server returns it and of the cache's compacted
+// copy (OF-16): desired as the operator applied it, desired changed in each
+// field the operator sets, and the cluster's object changed by another
+// manager's update. Both must answer the same, but for an item another
+// manager added to a list: the whole copy says "not held" and so was
+// applied on every reconcile without removing the item (server-side apply
+// leaves other managers' items); the compacted copy says held.
+func TestCompactedDeploymentHoldsAsTheWholeOne(t *testing.T) {
+	f := newFixture(t)
+	p := testutil.MakePlugin("compact", testutil.Image("compact-1")).Egress("api.nbp.pl").
+		Secret("creds", "/etc/creds").ConfigSchema(`{"type":"object","properties":{"a":{"type":"string"}}}`).Config(`{"a":"b"}`).Obj()
+	f.images.sign(p.Spec.Image)
+	f.create(p, testutil.GrantFor(p).PullSecrets("pull-a").Obj())
+	f.waitReady(p.Name, v1alpha1.ReasonProgressing)
+	f.operator.stop() // the test's own edits must stay as made
+
+	live := func() *appsv1.Deployment {
+		var d appsv1.Deployment
+		f.exists(p.Name, &d)
+		return &d
+	}
+	compacted := func(d *appsv1.Deployment) *appsv1.Deployment {
+		c := d.DeepCopy()
+		if _, err := keepOwnManagedFields(c); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := c.Annotations[CachedPodSpecDigestAnnotation]; !ok {
+			t.Fatalf("the cache's copy was not compacted: %s", describeJSON(c.ObjectMeta))
+		}
+		return c
+	}
+	// desired is what the operator applied: the part of the object its
+	// field manager owns.
+	d0 := live()
+	ac, err := appsv1ac.ExtractDeployment(d0, FieldManager)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(ac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var desired appsv1.Deployment
+	if err := json.Unmarshal(raw, &desired); err != nil {
+		t.Fatal(err)
+	}
+	c0 := compacted(d0)
+	if full, small := d0.Size(), c0.Size(); small*2 > full {
+		t.Errorf("compacted copy is %d bytes of the whole %d", small, full)
+	}
+	if !holds(d0, &desired) || !holds(c0, &desired) {
+		t.Fatalf("desired not held: whole %v, compacted %v", holds(d0, &desired), holds(c0, &desired))
+	}
+
+	changes := map[string]func(*appsv1.Deployment){
+		"image":          func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = testutil.Image("compact-2") },
+		"read-only root": func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].SecurityContext.ReadOnlyRootFilesystem = ptr.To(false) },
+		"secret mounted": func(d *appsv1.Deployment) {
+			for i := range d.Spec.Template.Spec.Volumes {
+				if s := d.Spec.Template.Spec.Volumes[i].Secret; s != nil {
+					s.SecretName = "someone-elses"
+				}
+			}
+		},
+		"env":         func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Env[0].Name = "OTHER" },
+		"pull secret": func(d *appsv1.Deployment) { d.Spec.Template.Spec.ImagePullSecrets = nil },
+		"service account token": func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.AutomountServiceAccountToken = ptr.To(true)
+		},
+		"config hash": func(d *appsv1.Deployment) { d.Spec.Template.Annotations["openfief.io/config-hash"] = "x" },
+		"replicas":    func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](3) },
+	}
+	for name, change := range changes {
+		want := desired.DeepCopy()
+		change(want)
+		if w, c := holds(d0, want), holds(c0, want); w || c {
+			t.Errorf("desired with %s changed: whole copy holds %v, compacted %v; want neither", name, w, c)
+		}
+	}
+
+	// Another manager's updates to the cluster's object.
+	ctx := context.Background()
+	edits := []struct {
+		name  string
+		edit  func(*appsv1.Deployment)
+		held  bool // what the compacted copy answers
+		whole bool // what the whole copy answers, when it differs
+	}{
+		{"a field the operator does not set", func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5)
+		}, true, false},
+		{"the image", func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].Image = testutil.Image("evil")
+		}, false, false},
+		{"privilege escalation", func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = ptr.To(true)
+		}, false, false},
+		{"the Secret mounted", func(d *appsv1.Deployment) {
+			for i := range d.Spec.Template.Spec.Volumes {
+				if s := d.Spec.Template.Spec.Volumes[i].Secret; s != nil {
+					s.SecretName = "someone-elses"
+				}
+			}
+		}, false, false},
+		{"a volume source", func(d *appsv1.Deployment) {
+			for i := range d.Spec.Template.Spec.Volumes {
+				if d.Spec.Template.Spec.Volumes[i].EmptyDir != nil {
+					d.Spec.Template.Spec.Volumes[i].EmptyDir = nil
+					d.Spec.Template.Spec.Volumes[i].HostPath = &corev1.HostPathVolumeSource{Path: "/"}
+				}
+			}
+			// The whole copy misses this one: desired's emptyDir is an
+			// empty object, which derivative takes as "nothing set".
+		}, false, true},
+	}
+	for _, e := range edits {
+		// Each edit starts from the object as the operator applied it.
+		recreate(t, f, &desired)
+		d := live()
+		patch := client.MergeFrom(d.DeepCopy())
+		e.edit(d)
+		if err := f.cl.Patch(ctx, d, patch, client.FieldOwner("kubectl-edit")); err != nil {
+			t.Fatalf("%s: %v", e.name, err)
+		}
+		edited := live()
+		wantWhole := e.held || e.whole
+		if w, c := holds(edited, &desired), holds(compacted(edited), &desired); w != wantWhole || c != e.held {
+			t.Errorf("after an update of %s: whole copy holds %v, compacted %v; want %v and %v", e.name, w, c, wantWhole, e.held)
+		}
+	}
+
+	// An item another manager added to a list the operator sets.
+	recreate(t, f, &desired)
+	d := live()
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes, corev1.Volume{Name: "extra", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	if err := f.cl.Patch(ctx, d, patch, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	edited := live()
+	if w, c := holds(edited, &desired), holds(compacted(edited), &desired); w || !c {
+		t.Errorf("after another manager added a volume: whole copy holds %v (want false), compacted %v (want true)", w, c)
+	}
+	if err := apply(ctx, f.cl, desiredFor(t, &desired)); err != nil {
+		t.Fatal(err)
+	}
+	kept := false
+	for _, v := range live().Spec.Template.Spec.Volumes {
+		kept = kept || v.Name == "extra"
+	}
+	if !kept {
+		t.Error("applying desired removed another manager's volume; the compacted answer would then hide a difference apply can fix")
+	}
+}
+
+// recreate replaces the plugin's Deployment with desired, applied by the
+// operator's field manager alone.
+func recreate(t *testing.T, f *fixture, desired *appsv1.Deployment) {
+	t.Helper()
+	ctx := context.Background()
+	if err := f.cl.Delete(ctx, desiredFor(t, desired)); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, waitTimeout, "Deployment deleted", func() (bool, string) {
+		return !f.exists(desired.Labels[plugins.LabelPluginName], &appsv1.Deployment{}), "still there"
+	})
+	if err := apply(ctx, f.cl, desiredFor(t, desired)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// desiredFor is a copy of desired to apply (applyIfChanged reads into its
+// argument's copy; the test's desired stays untouched).
+func desiredFor(t *testing.T, desired *appsv1.Deployment) *appsv1.Deployment {
+	t.Helper()
+	d := desired.DeepCopy()
+	d.ResourceVersion = ""
+	return d
+}
