@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,11 +52,32 @@ func apply(ctx context.Context, c client.Client, obj ownedObject) error {
 	if meta, ok := u["metadata"].(map[string]any); ok {
 		delete(meta, "creationTimestamp")
 	}
+	if np, ok := obj.(*networkingv1.NetworkPolicy); ok {
+		ownEmptyRules(u, np)
+	}
 	ac := client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u})
 	if err := c.Apply(ctx, ac, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply %s: %w", describe(obj), err)
 	}
 	return nil
+}
+
+// ownEmptyRules puts np's empty rule lists back into u, its unstructured
+// form, which leaves empty lists out: applied as `[]`, a list is the
+// operator's, so a rule someone adds to a policy that allows nothing moves
+// that list to them, shows as a difference (OF-16) and is applied away;
+// left out, the operator would own no list and apply would keep the rule.
+func ownEmptyRules(u map[string]any, np *networkingv1.NetworkPolicy) {
+	spec, ok := u["spec"].(map[string]any)
+	if !ok {
+		return
+	}
+	if np.Spec.Ingress != nil && len(np.Spec.Ingress) == 0 {
+		spec["ingress"] = []any{}
+	}
+	if np.Spec.Egress != nil && len(np.Spec.Egress) == 0 {
+		spec["egress"] = []any{}
+	}
 }
 
 // holds reports whether current already carries every field of desired: its
@@ -82,26 +101,20 @@ func holds(current, desired client.Object) bool {
 			return false
 		}
 	}
-	if np, ok := desired.(*networkingv1.NetworkPolicy); ok && !rulesEqual(np, current) {
-		return false
-	}
 	if !pullSecretsHeld(current, desired) {
 		return false
 	}
-	if dd, ok := desired.(*appsv1.Deployment); ok {
-		if cd, ok := current.(*appsv1.Deployment); ok {
-			held, compacted := podSpecHeld(cd, dd)
-			if compacted {
-				if !held {
-					return false
-				}
-				// The pod specs are equal as far as the operator owns them
-				// (OF-16); the rest is compared below.
-				dd, cd = dd.DeepCopy(), cd.DeepCopy()
-				dd.Spec.Template.Spec, cd.Spec.Template.Spec = corev1.PodSpec{}, corev1.PodSpec{}
-				desired, current = dd, cd
-			}
+	if held, compacted, c, d := compactedHeld(current, desired); compacted {
+		// The cache left a spec out and kept its digest (OF-16).
+		if !held {
+			return false
 		}
+		if c == nil {
+			return true
+		}
+		current, desired = c, d
+	} else if np, ok := desired.(*networkingv1.NetworkPolicy); ok && !rulesEqual(np, current) {
+		return false
 	}
 	d, err := runtime.DefaultUnstructuredConverter.ToUnstructured(desired)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -14,16 +15,20 @@ import (
 // most of what a cached object weighs (on a Deployment, the field set of
 // every applied field). What stays is what pullsecrets.go reads: on a
 // ServiceAccount or a Deployment, FieldManager's applied entry, cut down to
-// the imagePullSecrets list it owns. A Deployment's pod spec is first
-// replaced by the digest of the part the operator owns (compactDeployment,
-// OF-16), which needs the managed fields whole.
+// the imagePullSecrets list it owns. A Deployment's pod spec and a
+// NetworkPolicy's spec are first replaced by their digests
+// (compactDeployment, compactNetworkPolicy, OF-16); the Deployment's needs
+// the managed fields whole.
 func keepOwnManagedFields(in any) (any, error) {
 	obj, err := apimeta.Accessor(in)
 	if err != nil || obj.GetManagedFields() == nil {
 		return in, nil // a tombstone, or nothing to drop
 	}
-	if d, ok := in.(*appsv1.Deployment); ok {
-		compactDeployment(d)
+	switch o := in.(type) {
+	case *appsv1.Deployment:
+		compactDeployment(o)
+	case *networkingv1.NetworkPolicy:
+		compactNetworkPolicy(o)
 	}
 	var path []string
 	switch in.(type) {

@@ -13,9 +13,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/apiconv"
+	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/testutil"
 )
@@ -56,7 +59,8 @@ const (
 //     Plugin queues routine reconciles, and how many were still queued when
 //     the Deployment was gone (revocations go first, OF-15);
 //   - RSS-MiB, peak-RSS-MiB: the operator process's resident memory once
-//     steady and at its peak (VmRSS, VmHWM);
+//     steady and at its peak (VmRSS, VmHWM), and heap-inuse-MiB its Go
+//     heap in use once steady;
 //   - floor-s, floor-writes/plugin: a plain client at the same rate limit
 //     and concurrency writing the same objects (floorWrite; for a sample of
 //     the Plugins when OPENFIEF_BENCH_FLOOR_PLUGINS says so, its time scaled
@@ -90,6 +94,9 @@ func BenchmarkOperatorScale(b *testing.B) {
 	}
 	b.Logf("%d Plugins with grants installed; operator client at %.0f QPS, burst %d, %d workers", n, qps, burst, workers)
 
+	// The Plugins are watched, not listed: listing 10,000 of them every few
+	// seconds would load the API server the operator writes to.
+	watched := watchPlugins(b, c)
 	for b.Loop() {
 		start := time.Now()
 		op := startChildOperator(b, c, qps, burst)
@@ -98,17 +105,9 @@ func BenchmarkOperatorScale(b *testing.B) {
 		if profiles != "" {
 			profiled.Go(func() { op.saveProfile(b, "profile", "seconds=30", profiles, "operator-cpu.pprof") })
 		}
-		// Listing every Plugin loads the API server the operator writes to,
-		// so at scale it is done rarely until the end is near.
-		poll := 2 * time.Second
 		testutil.Eventually(b, 30*time.Minute, "all plugins converged", func() (bool, string) {
-			time.Sleep(poll)
-			done, err := converged(ctx, cl)
-			if n > 2000 && done < n*9/10 {
-				poll = 15 * time.Second
-			} else {
-				poll = 2 * time.Second
-			}
+			time.Sleep(500 * time.Millisecond)
+			done, err := converged(ctx, watched)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -137,7 +136,7 @@ func BenchmarkOperatorScale(b *testing.B) {
 		revokeLoad := revoke(b, cl, names[1])
 		backlog := mustScrape(b, op).depth
 		touched.Wait()
-		settle(b, op)
+		steady := settle(b, op)
 		rss, peak := op.memory()
 		profiled.Wait()
 		op.stop()
@@ -158,6 +157,7 @@ func BenchmarkOperatorScale(b *testing.B) {
 		b.ReportMetric(backlog, "backlog")
 		b.ReportMetric(rss, "RSS-MiB")
 		b.ReportMetric(peak, "peak-RSS-MiB")
+		b.ReportMetric(steady.heap/(1<<20), "heap-inuse-MiB")
 		b.ReportMetric(floorAll, "floor-s")
 		b.ReportMetric(floorPerPlugin, "floor-writes/plugin")
 		b.ReportMetric(converge.Seconds()/floorAll, "converge/floor")
@@ -167,7 +167,7 @@ func BenchmarkOperatorScale(b *testing.B) {
 
 // converged counts the scale Plugins whose status describes their generation
 // with a deployed version.
-func converged(ctx context.Context, cl client.Client) (int, error) {
+func converged(ctx context.Context, cl client.Reader) (int, error) {
 	var list v1alpha1.PluginList
 	if err := cl.List(ctx, &list, client.InNamespace(plugins.Namespace)); err != nil {
 		return 0, err
@@ -179,6 +179,34 @@ func converged(ctx context.Context, cl client.Client) (int, error) {
 		}
 	}
 	return done, nil
+}
+
+// watchPlugins returns a reader of the Plugins of c's openfief namespace
+// from a watch, running until the benchmark ends.
+func watchPlugins(b *testing.B, c *devcluster.Cluster) client.Reader {
+	b.Helper()
+	s, err := apiconv.NewScheme()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ca, err := cache.New(c.Config, cache.Options{Scheme: s, DefaultNamespaces: map[string]cache.Config{plugins.Namespace: {}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	if _, err := ca.GetInformer(ctx, &v1alpha1.Plugin{}); err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		if err := ca.Start(ctx); err != nil {
+			b.Errorf("plugin watch: %v", err)
+		}
+	}()
+	if !ca.WaitForCacheSync(ctx) {
+		b.Fatal("plugin watch did not sync")
+	}
+	return ca
 }
 
 // settle waits until the operator's queue is empty and it has sent no write

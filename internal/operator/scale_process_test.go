@@ -110,6 +110,7 @@ type childFigures struct {
 	writes     float64 // POST, PUT, PATCH and DELETE requests its clients sent
 	reconciles float64 // Plugin reconciles finished
 	depth      float64 // Plugin requests queued
+	heap       float64 // bytes in the Go heap's spans in use (live objects and garbage not yet swept)
 }
 
 // scrape reads the child's metrics.
@@ -144,6 +145,8 @@ func (op *childOperator) scrape() (childFigures, error) {
 			f.reconciles += v
 		case strings.HasPrefix(name, "workqueue_depth{") && strings.Contains(name, `name="plugin"`):
 			f.depth += v
+		case name == "go_memstats_heap_inuse_bytes":
+			f.heap = v
 		}
 	}
 	return f, s.Err()

@@ -7,7 +7,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,17 +19,17 @@ import (
 	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
-// TestPodSpecDigest: the digest ignores key order and null members, and
+// TestSpecDigest: the digest ignores key order and null members, and
 // keeps empty objects apart from absent ones (emptyDir: {} names a volume
 // source).
-func TestPodSpecDigest(t *testing.T) {
+func TestSpecDigest(t *testing.T) {
 	digest := func(s string) string {
 		t.Helper()
 		var v any
 		if err := json.Unmarshal([]byte(s), &v); err != nil {
 			t.Fatal(err)
 		}
-		d, err := podSpecDigest(v)
+		d, err := specDigest(v)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +86,7 @@ func TestCompactedDeploymentHoldsAsTheWholeOne(t *testing.T) {
 		if _, err := keepOwnManagedFields(c); err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := c.Annotations[CachedPodSpecDigestAnnotation]; !ok {
+		if _, ok := c.Annotations[CachedSpecDigestAnnotation]; !ok {
 			t.Fatalf("the cache's copy was not compacted: %s", describeJSON(c.ObjectMeta))
 		}
 		return c
@@ -236,4 +238,103 @@ func desiredFor(t *testing.T, desired *appsv1.Deployment) *appsv1.Deployment {
 	d := desired.DeepCopy()
 	d.ResourceVersion = ""
 	return d
+}
+
+// TestCompactedNetworkPolicyHolds: the cache's copy of a plugin's
+// NetworkPolicy holds its spec as a digest (OF-16), and an edit by another
+// manager that widens what the plugin may reach shows as a difference that
+// the operator's next apply removes, for the running plugin's policy and
+// for the deny-all one of a plugin that runs nothing.
+func TestCompactedNetworkPolicyHolds(t *testing.T) {
+	f := newFixture(t)
+	p := f.run(testutil.MakePlugin("compactnp", testutil.Image("compactnp-1")).Egress("api.nbp.pl").Obj())
+	f.operator.stop() // the test's own edits must stay as made
+	ctx := context.Background()
+
+	live := func() *networkingv1.NetworkPolicy {
+		var np networkingv1.NetworkPolicy
+		f.exists(p.Name, &np)
+		return &np
+	}
+	compacted := func(np *networkingv1.NetworkPolicy) *networkingv1.NetworkPolicy {
+		c := np.DeepCopy()
+		if _, err := keepOwnManagedFields(c); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := c.Annotations[CachedSpecDigestAnnotation]; !ok {
+			t.Fatalf("the cache's copy was not compacted: %s", describeJSON(c.ObjectMeta))
+		}
+		return c
+	}
+	running := live()
+	desired := &networkingv1.NetworkPolicy{
+		TypeMeta: metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: running.Name, Namespace: running.Namespace, Labels: running.Labels,
+			OwnerReferences: running.OwnerReferences},
+		Spec: *running.Spec.DeepCopy(),
+	}
+	if len(desired.Spec.Egress) == 0 || len(desired.Spec.Egress[0].To) == 0 {
+		t.Fatalf("the running plugin's policy allows no egress: %s", describeJSON(desired.Spec))
+	}
+	if !holds(running, desired) || !holds(compacted(running), desired) {
+		t.Fatalf("desired not held: whole %v, compacted %v", holds(running, desired), holds(compacted(running), desired))
+	}
+
+	widen := []struct {
+		name  string
+		edit  func(*networkingv1.NetworkPolicy)
+		whole bool // what comparing whole objects answered
+	}{
+		{"a peer's namespaces", func(np *networkingv1.NetworkPolicy) {
+			np.Spec.Egress[0].To[0].NamespaceSelector = &metav1.LabelSelector{}
+		}, true},
+		{"an egress rule to anywhere", func(np *networkingv1.NetworkPolicy) {
+			np.Spec.Egress = append(np.Spec.Egress, networkingv1.NetworkPolicyEgressRule{})
+		}, false},
+	}
+	for _, w := range widen {
+		if err := apply(ctx, f.cl, desired.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+		np := live()
+		patch := client.MergeFrom(np.DeepCopy())
+		w.edit(np)
+		if err := f.cl.Patch(ctx, np, patch, client.FieldOwner("kubectl-edit")); err != nil {
+			t.Fatalf("%s: %v", w.name, err)
+		}
+		edited := live()
+		if whole, c := holds(edited, desired), holds(compacted(edited), desired); whole != w.whole || c {
+			t.Errorf("after widening %s: whole copy holds %v (want %v), compacted %v (want false)", w.name, whole, w.whole, c)
+		}
+		if err := apply(ctx, f.cl, desired.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+		if back := live(); !holds(compacted(back), desired) {
+			t.Errorf("after widening %s, apply did not restore the policy: %s", w.name, describeJSON(back.Spec))
+		}
+	}
+
+	// The policy of a plugin that runs nothing: a rule added to it must go.
+	denyAll := DenyAllNetworkPolicy(p)
+	if err := apply(ctx, f.cl, denyAll.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	if np := live(); !holds(compacted(np), denyAll) || len(np.Spec.Egress)+len(np.Spec.Ingress) != 0 {
+		t.Fatalf("deny-all not held or not empty: %s", describeJSON(np.Spec))
+	}
+	np := live()
+	patch := client.MergeFrom(np.DeepCopy())
+	np.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{}}
+	if err := f.cl.Patch(ctx, np, patch, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	if edited := live(); holds(edited, denyAll) || holds(compacted(edited), denyAll) {
+		t.Errorf("an egress rule added to deny-all: whole copy holds %v, compacted %v; want neither", holds(edited, denyAll), holds(compacted(edited), denyAll))
+	}
+	if err := apply(ctx, f.cl, denyAll.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	if back := live(); len(back.Spec.Egress) != 0 {
+		t.Errorf("apply kept the egress rule another manager added to deny-all: %s", describeJSON(back.Spec))
+	}
 }
