@@ -7,8 +7,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -48,6 +50,10 @@ func main() {
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	// A Go soft memory limit under the container's (issue 18).
+	if _, err := operator.SetMemoryLimit(slog.New(logr.ToSlogHandler(ctrl.Log.WithName("memlimit")))); err != nil {
+		fmt.Fprintln(os.Stderr, "operator: memory limit:", err)
+	}
 
 	cfg := ctrl.GetConfigOrDie()
 	cfg.QPS, cfg.Burst = float32(qps), burst

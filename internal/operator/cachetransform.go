@@ -8,6 +8,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // keepOwnManagedFields is the cache's transform (OF-15): before an object is
@@ -18,7 +19,8 @@ import (
 // the imagePullSecrets list it owns. A Deployment's pod spec and a
 // NetworkPolicy's spec are first replaced by their digests
 // (compactDeployment, compactNetworkPolicy, OF-16); the Deployment's needs
-// the managed fields whole.
+// the managed fields whole. Last, the strings every plugin's objects repeat
+// are shared (internCached).
 func keepOwnManagedFields(in any) (any, error) {
 	obj, err := apimeta.Accessor(in)
 	if err != nil || obj.GetManagedFields() == nil {
@@ -48,6 +50,9 @@ func keepOwnManagedFields(in any) (any, error) {
 		}
 	}
 	obj.SetManagedFields(kept)
+	if o, ok := in.(client.Object); ok {
+		internCached(o)
+	}
 	return in, nil
 }
 

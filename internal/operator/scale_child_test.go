@@ -3,8 +3,10 @@ package operator
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -13,6 +15,7 @@ import (
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
 	"github.com/arkadiuss/openfief/internal/trust"
 )
 
@@ -28,6 +31,11 @@ const (
 	childPprofEnv      = "OPENFIEF_BENCH_CHILD_PPROF"
 	// benchWorkersEnv, when set, overrides MaxConcurrentReconciles.
 	benchWorkersEnv = "OPENFIEF_BENCH_WORKERS"
+	// benchMemoryLimitEnv, when set (a quantity such as 512Mi), runs the
+	// child in a memory cgroup of that limit, as deploy/operator's
+	// container; childCgroupEnv tells the child the cgroup to wait for.
+	benchMemoryLimitEnv = "OPENFIEF_BENCH_MEMORY_LIMIT"
+	childCgroupEnv      = "OPENFIEF_BENCH_CHILD_CGROUP"
 )
 
 // allSigned is the child's image checker: every image is signed by a trusted
@@ -38,8 +46,8 @@ func (allSigned) Check(context.Context, plugins.ImageRef, *plugins.Manifest) tru
 	return trust.Verification{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSignedByTrustedSigner, Message: "signed by test", Signer: "test-owner"}
 }
 
-// runOperatorChild runs the operator as cmd/operator builds it (DefaultOptions,
-// ManagerOptions, AddToManager) against the kubeconfig in childKubeconfigEnv,
+// runOperatorChild runs the operator as cmd/operator builds it (SetMemoryLimit,
+// DefaultOptions, ManagerOptions, AddToManager) against the kubeconfig in childKubeconfigEnv,
 // with metrics and pprof served where the parent says, until SIGTERM. It
 // returns the process's exit code.
 func runOperatorChild() int {
@@ -51,6 +59,16 @@ func runOperatorChild() int {
 }
 
 func operatorChild() error {
+	if path := os.Getenv(childCgroupEnv); path != "" {
+		if err := testutil.WaitInMemoryCgroup(path, 10*time.Second); err != nil {
+			return err
+		}
+	}
+	if limit, err := SetMemoryLimit(slog.Default()); err != nil {
+		return err
+	} else if limit > 0 {
+		fmt.Fprintln(os.Stderr, "operator child: Go memory limit", limit)
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv(childKubeconfigEnv))
 	if err != nil {
 		return err

@@ -15,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/arkadiuss/openfief/internal/devcluster"
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // childOperator is the operator run as a child process by the scale
@@ -56,6 +59,15 @@ func startChildOperator(b *testing.B, c *devcluster.Cluster, qps float64, burst 
 		childBurstEnv+"="+strconv.Itoa(burst),
 		childMetricsEnv+"="+metricsAddr,
 		childPprofEnv+"="+pprofAddr)
+	var cg *testutil.MemoryCgroup
+	if s := os.Getenv(benchMemoryLimitEnv); s != "" {
+		limit, err := resource.ParseQuantity(s)
+		if err != nil {
+			b.Fatalf("%s=%q: %v", benchMemoryLimitEnv, s, err)
+		}
+		cg = testutil.NewMemoryCgroup(b, limit.Value())
+		op.cmd.Env = append(op.cmd.Env, childCgroupEnv+"="+cg.Path)
+	}
 	op.cmd.Stdout, op.cmd.Stderr = logf, logf
 	op.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := op.cmd.Start(); err != nil {
@@ -63,6 +75,11 @@ func startChildOperator(b *testing.B, c *devcluster.Cluster, qps float64, burst 
 	}
 	go func() { op.exitErr = op.cmd.Wait(); _ = logf.Close(); close(op.done) }()
 	b.Cleanup(op.stop)
+	if cg != nil {
+		if err := cg.Add(op.cmd.Process.Pid); err != nil {
+			b.Fatalf("move the operator child into %s: %v", cg.Dir, err)
+		}
+	}
 	deadline := time.Now().Add(time.Minute)
 	for {
 		if _, err := op.scrape(); err == nil {

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/lru"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/plugins"
@@ -20,8 +20,12 @@ import (
 // reached, or refused the read, is tried again.
 const RegistryRetryInterval = time.Minute
 
-// maxSignedImages caps the signed-image cache; when full it is emptied.
-const maxSignedImages = 256
+// maxSignedImages caps the signed-image cache, which drops the least
+// recently checked image when full. An operator's reconciles check every
+// running plugin's image, so the cache should hold every distinct image in
+// use: 4,096 covers a cluster of thousands of plugins that share catalog
+// images, at a few KB each (issue 18).
+const maxSignedImages = 4096
 
 // Verification is the outcome of checking one image against the trust
 // policy, already in the shape of the SignatureVerified condition (D-56).
@@ -49,21 +53,20 @@ type ImageChecker interface {
 
 // PolicyVerifier checks images against the trust policy (D-42, D-45, D-56,
 // D-57). It reads signatures through a cosign.ImageVerifier, caches signed
-// images by digest (at most 256, emptied when full; an unsigned or unreadable
-// result is never cached), and coalesces concurrent checks of one image into
-// one registry round.
+// images by digest (at most maxSignedImages, the least recently checked
+// dropped first; an unsigned or unreadable result is never cached), and
+// coalesces concurrent checks of one image into one registry round.
 type PolicyVerifier struct {
 	images cosign.ImageVerifier
 	policy plugins.TrustPolicy
 
 	flight singleflight.Group
-	mu     sync.Mutex
-	cache  map[string]plugins.SignedImage // by digest
+	cache  *lru.Cache // digest → plugins.SignedImage
 }
 
 // NewPolicyVerifier builds a PolicyVerifier over a registry reader and a trust policy.
 func NewPolicyVerifier(images cosign.ImageVerifier, policy plugins.TrustPolicy) *PolicyVerifier {
-	return &PolicyVerifier{images: images, policy: policy, cache: map[string]plugins.SignedImage{}}
+	return &PolicyVerifier{images: images, policy: policy, cache: lru.New(maxSignedImages)}
 }
 
 // Check decides whether ref may run with the declared manifest.
@@ -148,11 +151,8 @@ func SignerFromMessage(reason, message string) string {
 // signedImage returns the verified signatures and label of ref's digest,
 // from the cache when an earlier check found it signed.
 func (v *PolicyVerifier) signedImage(ctx context.Context, ref plugins.ImageRef) (plugins.SignedImage, error) {
-	v.mu.Lock()
-	img, ok := v.cache[ref.Digest()]
-	v.mu.Unlock()
-	if ok {
-		return img, nil
+	if img, ok := v.cache.Get(ref.Digest()); ok {
+		return img.(plugins.SignedImage), nil
 	}
 	res, err, _ := v.flight.Do(ref.String(), func() (any, error) {
 		img, _, err := v.images.Verify(ctx, ref)
@@ -160,12 +160,7 @@ func (v *PolicyVerifier) signedImage(ctx context.Context, ref plugins.ImageRef) 
 			return plugins.SignedImage{}, err
 		}
 		if len(img.Signatures) > 0 {
-			v.mu.Lock()
-			if len(v.cache) >= maxSignedImages {
-				clear(v.cache)
-			}
-			v.cache[ref.Digest()] = img
-			v.mu.Unlock()
+			v.cache.Add(ref.Digest(), img)
 		}
 		return img, nil
 	})

@@ -137,23 +137,42 @@ func TestPolicyVerifierCoalescesConcurrentChecks(t *testing.T) {
 	}
 }
 
+// TestPolicyVerifierCacheIsBounded: the signed-image cache holds at most
+// maxSignedImages and drops the least recently checked image first, so an
+// image checked again and again stays while others come and go.
 func TestPolicyVerifierCacheIsBounded(t *testing.T) {
 	images := &countingImages{}
 	v := NewPolicyVerifier(images, ciPolicy(t))
-	for i := range maxSignedImages + 1 {
-		ref, _ := plugins.ParseImageRef(testutil.Image(fmt.Sprint("bound-", i)))
-		v.Check(context.Background(), ref, nil)
-		v.mu.Lock()
-		n := len(v.cache)
-		v.mu.Unlock()
-		if n > maxSignedImages {
-			t.Fatalf("cache holds %d images, at most %d", n, maxSignedImages)
+	ref := func(i int) plugins.ImageRef {
+		r, err := plugins.ParseImageRef(testutil.Image(fmt.Sprint("bound-", i)))
+		if err != nil {
+			t.Fatal(err)
 		}
+		return r
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if len(v.cache) != 1 {
-		t.Errorf("after overflowing, the cache holds %d, want 1 (emptied, then the newest)", len(v.cache))
+	check := func(i int) int64 {
+		before := images.calls.Load()
+		v.Check(context.Background(), ref(i), nil)
+		return images.calls.Load() - before
+	}
+	for i := range maxSignedImages {
+		check(i)
+		check(0) // image 0 stays the most recently checked
+	}
+	if n := v.cache.Len(); n != maxSignedImages {
+		t.Fatalf("cache holds %d images, want %d", n, maxSignedImages)
+	}
+	if calls := check(maxSignedImages); calls != 1 {
+		t.Errorf("a new image made %d registry rounds, want 1", calls)
+	}
+	if n := v.cache.Len(); n != maxSignedImages {
+		t.Errorf("after one more image the cache holds %d, want %d", n, maxSignedImages)
+	}
+	if calls := check(0); calls != 0 {
+		t.Errorf("the most recently checked image was dropped: %d registry rounds", calls)
+	}
+	if calls := check(1); calls != 1 {
+		t.Errorf("the least recently checked image was kept: %d registry rounds, want 1", calls)
 	}
 }
 
