@@ -115,8 +115,10 @@ func TestCompactedDeploymentHoldsAsTheWholeOne(t *testing.T) {
 	}
 
 	changes := map[string]func(*appsv1.Deployment){
-		"image":          func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = testutil.Image("compact-2") },
-		"read-only root": func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].SecurityContext.ReadOnlyRootFilesystem = ptr.To(false) },
+		"image": func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = testutil.Image("compact-2") },
+		"read-only root": func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].SecurityContext.ReadOnlyRootFilesystem = ptr.To(false)
+		},
 		"secret mounted": func(d *appsv1.Deployment) {
 			for i := range d.Spec.Template.Spec.Volumes {
 				if s := d.Spec.Template.Spec.Volumes[i].Secret; s != nil {
