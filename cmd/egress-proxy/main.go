@@ -23,6 +23,7 @@ import (
 
 	"github.com/arkadiuss/openfief/internal/egress"
 	"github.com/arkadiuss/openfief/internal/egress/kube"
+	"github.com/arkadiuss/openfief/internal/memlimit"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -59,6 +60,10 @@ func main() {
 	_ = fs.Parse(os.Args[1:])
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	// A Go soft memory limit under the container's (issue 18).
+	if _, err := memlimit.Set(log); err != nil {
+		log.Error("memory limit", "error", err.Error())
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := run(ctx, c, log); err != nil {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/arkadiuss/openfief/internal/core"
+	"github.com/arkadiuss/openfief/internal/memlimit"
 )
 
 // intervals is the repeatable --sync-interval-for flag.
@@ -63,6 +64,10 @@ func main() {
 	_ = fs.Parse(os.Args[1:])
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	// A Go soft memory limit under the container's (issue 18).
+	if _, err := memlimit.Set(log); err != nil {
+		log.Error("memory limit", "error", err.Error())
+	}
 	if err := core.CheckInterval(o.Scheduler.DefaultInterval); err != nil {
 		log.Error("--sync-interval", "error", err.Error())
 		os.Exit(2)

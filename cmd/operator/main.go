@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/arkadiuss/openfief/internal/apiconv"
+	"github.com/arkadiuss/openfief/internal/memlimit"
 	"github.com/arkadiuss/openfief/internal/operator"
 )
 
@@ -51,7 +52,7 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	// A Go soft memory limit under the container's (issue 18).
-	if _, err := operator.SetMemoryLimit(slog.New(logr.ToSlogHandler(ctrl.Log.WithName("memlimit")))); err != nil {
+	if _, err := memlimit.Set(slog.New(logr.ToSlogHandler(ctrl.Log.WithName("memlimit")))); err != nil {
 		fmt.Fprintln(os.Stderr, "operator: memory limit:", err)
 	}
 

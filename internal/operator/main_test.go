@@ -9,14 +9,10 @@ import (
 
 // TestMain runs the package's tests and stops the shared control plane they
 // start (one for the whole package). A process started by the scale
-// benchmark as its operator (scale_child_test.go) runs the operator instead,
-// and one started by TestSetMemoryLimitFromCgroup reports its memory limit.
+// benchmark as its operator (scale_child_test.go) runs the operator instead.
 func TestMain(m *testing.M) {
 	if os.Getenv(childKubeconfigEnv) != "" {
 		os.Exit(runOperatorChild())
-	}
-	if os.Getenv(memlimitChildEnv) != "" {
-		os.Exit(runMemlimitChild())
 	}
 	os.Exit(devcluster.Main(m))
 }

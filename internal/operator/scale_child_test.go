@@ -14,6 +14,7 @@ import (
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/apiconv"
+	"github.com/arkadiuss/openfief/internal/memlimit"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/testutil"
 	"github.com/arkadiuss/openfief/internal/trust"
@@ -46,7 +47,7 @@ func (allSigned) Check(context.Context, plugins.ImageRef, *plugins.Manifest) tru
 	return trust.Verification{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSignedByTrustedSigner, Message: "signed by test", Signer: "test-owner"}
 }
 
-// runOperatorChild runs the operator as cmd/operator builds it (SetMemoryLimit,
+// runOperatorChild runs the operator as cmd/operator builds it (memlimit.Set,
 // DefaultOptions, ManagerOptions, AddToManager) against the kubeconfig in childKubeconfigEnv,
 // with metrics and pprof served where the parent says, until SIGTERM. It
 // returns the process's exit code.
@@ -64,7 +65,7 @@ func operatorChild() error {
 			return err
 		}
 	}
-	if limit, err := SetMemoryLimit(slog.Default()); err != nil {
+	if limit, err := memlimit.Set(slog.Default()); err != nil {
 		return err
 	} else if limit > 0 {
 		fmt.Fprintln(os.Stderr, "operator child: Go memory limit", limit)

@@ -1,4 +1,4 @@
-package operator
+package memlimit
 
 import (
 	"bytes"
@@ -17,17 +17,26 @@ import (
 )
 
 // memlimitChildEnv names the memory cgroup a child of
-// TestSetMemoryLimitFromCgroup waits to be moved into.
+// TestSetFromCgroup waits to be moved into.
 const memlimitChildEnv = "OPENFIEF_MEMLIMIT_CHILD_CGROUP"
 
+// TestMain runs the tests, or, in a child TestSetFromCgroup started, reports
+// the memory limit Set gave it.
+func TestMain(m *testing.M) {
+	if os.Getenv(memlimitChildEnv) != "" {
+		os.Exit(runMemlimitChild())
+	}
+	os.Exit(m.Run())
+}
+
 // runMemlimitChild waits until its parent has moved it into the cgroup,
-// calls SetMemoryLimit and prints what it returned and the runtime's limit.
+// calls Set and prints what it returned and the runtime's limit.
 func runMemlimitChild() int {
 	if err := testutil.WaitInMemoryCgroup(os.Getenv(memlimitChildEnv), 10*time.Second); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	set, err := SetMemoryLimit(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	set, err := Set(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -36,10 +45,10 @@ func runMemlimitChild() int {
 	return 0
 }
 
-// TestSetMemoryLimitFromCgroup runs this binary as a child in a memory
+// TestSetFromCgroup runs this binary as a child in a memory
 // cgroup of 300 MiB, as a container with that limit: the Go runtime's soft
 // limit becomes 90% of it, and a GOMEMLIMIT in the environment wins.
-func TestSetMemoryLimitFromCgroup(t *testing.T) {
+func TestSetFromCgroup(t *testing.T) {
 	const limit = 300 << 20
 	cases := []struct {
 		name      string
@@ -74,7 +83,7 @@ func TestSetMemoryLimitFromCgroup(t *testing.T) {
 			set, _ := strconv.ParseInt(fields[0], 10, 64)
 			have, _ := strconv.ParseInt(fields[1], 10, 64)
 			if set != c.set || have != c.have {
-				t.Errorf("SetMemoryLimit returned %d and the runtime's limit is %d; want %d and %d", set, have, c.set, c.have)
+				t.Errorf("Set returned %d and the runtime's limit is %d; want %d and %d", set, have, c.set, c.have)
 			}
 		})
 	}
