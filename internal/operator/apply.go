@@ -82,7 +82,9 @@ func ownEmptyRules(u map[string]any, np *networkingv1.NetworkPolicy) {
 
 // holds reports whether current already carries every field of desired: its
 // labels and owner references, and everything desired sets outside metadata
-// (compared with the API server's defaults ignored).
+// (compared with the API server's defaults ignored). Where current is the
+// cache's copy, a Deployment's pod spec and a NetworkPolicy's spec are
+// compared by the digests the cache keeps instead (compactedHeld, OF-16).
 func holds(current, desired client.Object) bool {
 	for k, v := range desired.GetLabels() {
 		if current.GetLabels()[k] != v {
