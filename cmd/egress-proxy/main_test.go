@@ -17,6 +17,7 @@ import (
 
 	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // The test runs the binary's wiring against a real API server (devcluster's
@@ -42,10 +43,7 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plugins.Namespace}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	testutil.EnsureNamespaces(t, cs, plugins.Namespace)
 	cfg := config{
 		listen: freeAddr(t), metricsListen: freeAddr(t),
 		namespace: plugins.Namespace, configMap: plugins.AllowListConfigMap,

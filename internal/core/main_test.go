@@ -36,10 +36,7 @@ func cluster(t testing.TB) (*kubernetes.Clientset, *rest.Config) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plugins.Namespace}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	testutil.EnsureNamespaces(t, cs, plugins.Namespace)
 	for _, sa := range []string{DefaultServiceAccount} {
 		_, err = cs.CoreV1().ServiceAccounts(plugins.Namespace).Create(ctx, &corev1.ServiceAccount{
 			ObjectMeta: metav1.ObjectMeta{Name: sa}, AutomountServiceAccountToken: ptr.To(false),

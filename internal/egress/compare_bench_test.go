@@ -91,17 +91,7 @@ func BenchmarkCompareThroughput(b *testing.B) {
 	for _, c := range conns {
 		batch(c) // warm up: buffers, pipes, the first window
 	}
-	times := make([][]time.Duration, len(paths))
-	n := 0
-	for b.Loop() {
-		for k := range paths {
-			j := (n + k) % len(paths)
-			start := time.Now()
-			batch(conns[j])
-			times[j] = append(times[j], time.Since(start))
-		}
-		n++
-	}
+	times := alternate(b, len(paths), func(j int) { batch(conns[j]) })
 	for j, p := range paths {
 		b.ReportMetric(ackBatch/median(times[j]).Seconds()/1e6, p.name+"-MB/s")
 	}
@@ -135,22 +125,28 @@ func BenchmarkCompareNewTunnel(b *testing.B) {
 	for _, p := range paths {
 		once(p) // warm up: the review cache, smokescreen's first request
 	}
-	times := make([][]time.Duration, len(paths))
-	n := 0
-	for b.Loop() {
-		for k := range paths {
-			j := (n + k) % len(paths)
-			start := time.Now()
-			once(paths[j])
-			times[j] = append(times[j], time.Since(start))
-		}
-		n++
-	}
+	times := alternate(b, len(paths), func(j int) { once(paths[j]) })
 	for j, p := range paths {
 		b.ReportMetric(float64(median(times[j]).Nanoseconds())/1e3, p.name+"-µs")
 	}
 	// Lower is better: ours over the reference.
 	reportRatios(b, paths, times, "time", func(ours, ref time.Duration) float64 { return float64(ours) / float64(ref) })
+}
+
+// alternate runs op(j) for each of n paths once per benchmark iteration,
+// rotating which path goes first so a burst of load elsewhere falls on all
+// of them alike, and returns each path's times.
+func alternate(b *testing.B, n int, op func(j int)) [][]time.Duration {
+	times := make([][]time.Duration, n)
+	for i := 0; b.Loop(); i++ {
+		for k := range n {
+			j := (i + k) % n
+			start := time.Now()
+			op(j)
+			times[j] = append(times[j], time.Since(start))
+		}
+	}
+	return times
 }
 
 // median returns the median of ds, leaving ds as it is.

@@ -34,6 +34,12 @@ func PluginImage(m plugins.Manifest, files map[string][]byte) (v1.Image, error) 
 	if err != nil {
 		return nil, err
 	}
+	return filesImage(files, "amd64", "65532:65532", "/plugin", map[string]string{plugins.ManifestLabel: string(label)})
+}
+
+// filesImage is an image of one layer holding files (filesLayer) for
+// linux/arch, run as user with entrypoint and labels.
+func filesImage(files map[string][]byte, arch, user, entrypoint string, labels map[string]string) (v1.Image, error) {
 	layer, err := filesLayer(files)
 	if err != nil {
 		return nil, err
@@ -47,10 +53,10 @@ func PluginImage(m plugins.Manifest, files map[string][]byte) (v1.Image, error) 
 		return nil, err
 	}
 	cf = cf.DeepCopy()
-	cf.Architecture, cf.OS = "amd64", "linux"
-	cf.Config.User = "65532:65532"
-	cf.Config.Labels = map[string]string{plugins.ManifestLabel: string(label)}
-	cf.Config.Entrypoint = []string{"/plugin"}
+	cf.Architecture, cf.OS = arch, "linux"
+	cf.Config.User = user
+	cf.Config.Labels = labels
+	cf.Config.Entrypoint = []string{entrypoint}
 	return mutate.ConfigFile(img, cf)
 }
 
@@ -113,21 +119,5 @@ func BinaryImage(name string, binary []byte, user string) (v1.Image, error) {
 	if name == "" || strings.Contains(name, "/") {
 		return nil, fmt.Errorf("binary image: name %q must be one path element", name)
 	}
-	layer, err := filesLayer(map[string][]byte{name: binary})
-	if err != nil {
-		return nil, err
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return nil, err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.Architecture, cf.OS = runtime.GOARCH, "linux"
-	cf.Config.User = user
-	cf.Config.Entrypoint = []string{"/" + name}
-	return mutate.ConfigFile(img, cf)
+	return filesImage(map[string][]byte{name: binary}, runtime.GOARCH, user, "/"+name, nil)
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -75,11 +74,10 @@ func compactNetworkPolicy(np *networkingv1.NetworkPolicy) {
 	setCachedDigest(np, sum)
 }
 
-// setCachedDigest sets CachedSpecDigestAnnotation on a copy of obj's
-// annotations (the decoded map may be shared with nothing, but a copy costs
-// one small map and assumes nothing).
+// setCachedDigest sets CachedSpecDigestAnnotation on obj, which the cache's
+// transform owns: it was just decoded, as the rest it changes in place.
 func setCachedDigest(obj client.Object, sum string) {
-	annotations := maps.Clone(obj.GetAnnotations())
+	annotations := obj.GetAnnotations()
 	if annotations == nil {
 		annotations = map[string]string{}
 	}

@@ -81,16 +81,7 @@ func TestCompactedDeploymentHoldsAsTheWholeOne(t *testing.T) {
 		f.exists(p.Name, &d)
 		return &d
 	}
-	compacted := func(d *appsv1.Deployment) *appsv1.Deployment {
-		c := d.DeepCopy()
-		if _, err := keepOwnManagedFields(c); err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := c.Annotations[CachedSpecDigestAnnotation]; !ok {
-			t.Fatalf("the cache's copy was not compacted: %s", describeJSON(c.ObjectMeta))
-		}
-		return c
-	}
+	compacted := func(d *appsv1.Deployment) *appsv1.Deployment { return cachedCopy(t, d) }
 	// desired is what the operator applied: the part of the object its
 	// field manager owns.
 	d0 := live()
@@ -233,6 +224,20 @@ func recreate(t *testing.T, f *fixture, desired *appsv1.Deployment) {
 	}
 }
 
+// cachedCopy is obj as the operator's cache holds it (keepOwnManagedFields
+// on a copy), failing t unless its spec was left out for a digest.
+func cachedCopy[T client.Object](t *testing.T, obj T) T {
+	t.Helper()
+	c := obj.DeepCopyObject().(T)
+	if _, err := keepOwnManagedFields(c); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.GetAnnotations()[CachedSpecDigestAnnotation]; !ok {
+		t.Fatalf("the cache's copy was not compacted: %s", describeJSON(c.GetAnnotations()))
+	}
+	return c
+}
+
 // desiredFor is a copy of desired to apply (applyIfChanged reads into its
 // argument's copy; the test's desired stays untouched).
 func desiredFor(t *testing.T, desired *appsv1.Deployment) *appsv1.Deployment {
@@ -258,16 +263,7 @@ func TestCompactedNetworkPolicyHolds(t *testing.T) {
 		f.exists(p.Name, &np)
 		return &np
 	}
-	compacted := func(np *networkingv1.NetworkPolicy) *networkingv1.NetworkPolicy {
-		c := np.DeepCopy()
-		if _, err := keepOwnManagedFields(c); err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := c.Annotations[CachedSpecDigestAnnotation]; !ok {
-			t.Fatalf("the cache's copy was not compacted: %s", describeJSON(c.ObjectMeta))
-		}
-		return c
-	}
+	compacted := func(np *networkingv1.NetworkPolicy) *networkingv1.NetworkPolicy { return cachedCopy(t, np) }
 	running := live()
 	desired := &networkingv1.NetworkPolicy{
 		TypeMeta: metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -36,12 +34,7 @@ func cluster(t testing.TB) (*kubernetes.Clientset, *rest.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ns := range []string{plugins.Namespace, "other"} {
-		_, err = cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
+	testutil.EnsureNamespaces(t, cs, plugins.Namespace, "other")
 	return cs, c.Config
 }
 

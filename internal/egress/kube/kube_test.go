@@ -38,12 +38,7 @@ func cluster(t *testing.T) (*kubernetes.Clientset, *rest.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ns := range []string{plugins.Namespace, "other"} {
-		_, err = cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
+	testutil.EnsureNamespaces(t, cs, plugins.Namespace, "other")
 	return cs, c.Config
 }
 
