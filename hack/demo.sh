@@ -68,12 +68,20 @@ run plugin wait fx --for Running --timeout 60s
 run plugin list
 
 step "openfief-core calls nbp-fx's Sync on its schedule and stores the rates it delivers"
+# The status is read into a variable, never piped into `grep -q`: grep -q
+# exits at the first match, the CLI may still be writing, and under
+# `set -o pipefail` its SIGPIPE made the check fail after a successful sync.
+synced=""
 for _ in $(seq 1 60); do
-	"${bin}" plugin status fx 2>/dev/null | grep -q 'Last sync: .*succeeded' && break
+	status="$("${bin}" plugin status fx 2>/dev/null || true)"
+	if grep -q 'Last sync: .*succeeded' <<<"${status}"; then
+		synced=yes
+		break
+	fi
 	sleep 1
 done
 run plugin status fx | sed -n '/^Core/,$p'
-"${bin}" plugin status fx | grep -q 'Last sync: .*succeeded' || { echo "the core did not sync fx within 60s" >&2; exit 1; }
+[[ -n "${synced}" ]] || { echo "the core did not sync fx within 60s" >&2; exit 1; }
 
 step "Upgrade to a version that asks for one more host (the previous version keeps running)"
 run plugin upgrade fx --image "${OPENFIEF_DEMO_IMAGE_V2}" --signers "${OPENFIEF_SIGNERS}"
