@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -49,28 +48,20 @@ func TestDashboardCommand(t *testing.T) {
 	go func() {
 		done <- run(ctx, env, []string{"--kubeconfig", k.kubeconfig, "-n", ns, "dashboard", "--no-browser"})
 	}()
-	urlRE := regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+/\?token=[0-9a-f]{32}`)
+	urlRE := regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+/[0-9a-f]{32}/`)
 	var url string
 	testutil.Eventually(t, 30*time.Second, "the dashboard's URL", func() (bool, string) {
 		url = urlRE.FindString(out.String())
 		return url != "", out.String()
 	})
-	base := strings.Split(url, "?")[0]
+	// The token is the URL's first path segment: the origin alone is refused.
+	token := strings.Trim(url[strings.LastIndex(url[:len(url)-1], "/"):], "/")
+	base := strings.TrimSuffix(url, token+"/")
 
-	jar, err := cookiejar.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	c := &http.Client{Timeout: 10 * time.Second}
 	var page string
-	// The first visit sets the cookie and a page that moves on to base.
 	testutil.Eventually(t, 30*time.Second, "the plugins page", func() (bool, string) {
-		first, err := c.Get(url)
-		if err != nil {
-			return false, err.Error()
-		}
-		first.Body.Close()
-		resp, err := c.Get(base)
+		resp, err := c.Get(url)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -102,7 +93,7 @@ func TestDashboardCommand(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the dashboard did not stop after cancellation")
 	}
-	if n := strings.Count(out.String(), strings.TrimPrefix(url, base+"?token=")); n != 1 {
+	if n := strings.Count(out.String(), token); n != 1 {
 		t.Errorf("the token appears %d times in the output, want once (the URL):\n%s", n, out.String())
 	}
 }
@@ -133,8 +124,8 @@ func TestDashboardOpensBrowserWithoutToken(t *testing.T) {
 		args, err = os.ReadFile(argsFile)
 		return err == nil, out.String()
 	})
-	url := regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+/\?token=[0-9a-f]{32}`).FindString(out.String())
-	token := strings.TrimPrefix(url[strings.Index(url, "?"):], "?token=")
+	url := regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+/[0-9a-f]{32}/`).FindString(out.String())
+	token := strings.Trim(url[strings.LastIndex(url[:len(url)-1], "/"):], "/")
 	arg := strings.TrimSpace(string(args))
 	if strings.Contains(arg, token) || !strings.HasPrefix(arg, "file:///") {
 		t.Fatalf("the browser was started with %q, want a file:// launcher without the token", arg)

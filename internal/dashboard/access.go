@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 )
 
 // ContentSecurityPolicy is sent with every response: the page may load
@@ -15,9 +17,6 @@ import (
 // (the event stream), and be framed by no one (OF-12).
 const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; " +
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-
-// tokenParam is the query parameter of the URL the command prints.
-const tokenParam = "token"
 
 // newToken returns 128 random bits, hex-encoded.
 func newToken() (string, error) {
@@ -31,10 +30,15 @@ func newToken() (string, error) {
 // access guards every request: a Host header naming this server on
 // loopback (a DNS-rebinding page names its own host), only GET and HEAD
 // (and, when approving is on, a POST from the page's own origin), and the
-// run's token, from the cookie or, once, from the URL. A token in
-// the URL is moved into an HttpOnly, SameSite=Strict cookie and the browser
-// is sent on to the same page without it, so it leaves no trace in the
-// address bar or in the page's links.
+// run's token as the first segment of the path: every page lives under
+// /TOKEN/, and links between pages are relative, so they keep it.
+//
+// The token is never a cookie (OF-12): browsers scope cookies by host, not
+// by port, so a cookie set by 127.0.0.1:PORT is also sent to every other
+// listener on 127.0.0.1, including one another local user runs. A path is
+// sent only to the origin it was typed for; a page of another origin can
+// neither read it (the same-origin policy) nor learn it from a Referer
+// (Referrer-Policy: no-referrer).
 type access struct {
 	token string
 	port  int
@@ -42,9 +46,6 @@ type access struct {
 	allowPost bool
 	next      http.Handler
 }
-
-// cookieName is per port: cookies are shared by every port of a host.
-func (a *access) cookieName() string { return "openfief-dashboard-" + strconv.Itoa(a.port) }
 
 func (a *access) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
@@ -63,8 +64,7 @@ func (a *access) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && a.allowPost:
 		// Only the page itself may post: its own origin (browsers send
 		// Origin with every POST) and a JSON body, which no cross-site form
-		// can send without a preflight this server never answers. The
-		// SameSite=Strict cookie is the third lock.
+		// can send without a preflight this server never answers.
 		if r.Header.Get("Origin") != "http://"+r.Host || r.Header.Get("Content-Type") != "application/json" {
 			http.Error(w, "refused: approvals come only from this dashboard's own page", http.StatusForbidden)
 			return
@@ -78,32 +78,40 @@ func (a *access) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	if q := r.URL.Query(); q.Has(tokenParam) && r.Method != http.MethodPost {
-		if !a.valid(q.Get(tokenParam)) {
-			http.Error(w, "refused: the token is not this dashboard's; open the URL `openfief dashboard` printed", http.StatusUnauthorized)
-			return
-		}
-		http.SetCookie(w, &http.Cookie{Name: a.cookieName(), Value: a.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-		clean := *r.URL
-		q.Del(tokenParam)
-		clean.RawQuery = q.Encode()
-		moveOn(w, clean.RequestURI())
+	rest, ok := a.strip(r.URL.EscapedPath())
+	if !ok {
+		http.Error(w, "refused: no valid token in the address; open the URL `openfief dashboard` printed", http.StatusUnauthorized)
 		return
 	}
-	c, err := r.Cookie(a.cookieName())
-	if err != nil || !a.valid(c.Value) {
-		http.Error(w, "refused: no valid token; open the URL `openfief dashboard` printed", http.StatusUnauthorized)
+	if rest == "" {
+		// /TOKEN without the slash: relative links need the directory.
+		moveOn(w, "/"+a.token+"/")
 		return
 	}
-	a.next.ServeHTTP(w, r)
+	inner := r.Clone(r.Context())
+	inner.URL.RawPath = rest
+	inner.URL.Path, _ = url.PathUnescape(rest) // rest comes from a parsed URL: it unescapes
+	inner.RequestURI = ""
+	a.next.ServeHTTP(w, inner)
 }
 
-// moveOn sends the browser to target with a page of this origin (a meta
-// refresh, which the CSP allows) rather than a 303: when the first visit
-// came from another site, such as the launcher file, a redirect would stay
-// part of that cross-site navigation and the browser would withhold the
-// SameSite=Strict cookie just set; a navigation this page starts is
-// same-site. target comes from the request's own path and query, escaped.
+// strip takes the token off the front of an escaped path: "/TOKEN/x"
+// gives "/x", "/TOKEN" gives "". The comparison takes the same time
+// whatever the path holds.
+func (a *access) strip(escaped string) (string, bool) {
+	seg, rest, _ := strings.Cut(strings.TrimPrefix(escaped, "/"), "/")
+	if !a.valid(seg) {
+		return "", false
+	}
+	if rest == "" && !strings.HasSuffix(escaped, "/") {
+		return "", true
+	}
+	return "/" + rest, true
+}
+
+// moveOn sends the browser to target, a path of this server, with a page
+// of this origin (a meta refresh, which the CSP allows). target is built
+// here, never taken from the request.
 func moveOn(w http.ResponseWriter, target string) {
 	t := html.EscapeString(target)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

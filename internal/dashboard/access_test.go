@@ -9,38 +9,45 @@ import (
 )
 
 // TestAccess checks the guard in front of every page: Host, method and
-// token, with the security headers on every answer, refusals included.
+// the token as the path's first segment, with the security headers on every
+// answer, refusals included, and no cookie ever set.
 func TestAccess(t *testing.T) {
 	const token = "0123456789abcdef0123456789abcdef"
-	reached := 0
-	a := &access{token: token, port: 4242, next: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		reached++
+	var reached []string
+	a := &access{token: token, port: 4242, next: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached = append(reached, r.URL.Path+"?"+r.URL.RawQuery)
 		_, _ = w.Write([]byte("page"))
 	})}
-	cookie := &http.Cookie{Name: "openfief-dashboard-4242", Value: token}
 	for name, tc := range map[string]struct {
 		method, target, host string
 		cookie               *http.Cookie
 		want                 int
-		moveOn               string
+		// inner is the path and query the pages see.
+		inner  string
+		moveOn string
 	}{
-		"token moves into a cookie":        {target: "/?token=" + token, want: http.StatusOK, moveOn: "/"},
-		"other query parameters stay":      {target: "/events?plugin=fx&token=" + token, want: http.StatusOK, moveOn: "/events?plugin=fx"},
-		"localhost works too":              {target: "/?token=" + token, host: "localhost:4242", want: http.StatusOK, moveOn: "/"},
-		"cookie":                           {target: "/", cookie: cookie, want: http.StatusOK},
-		"no token":                         {target: "/", want: http.StatusUnauthorized},
-		"wrong token":                      {target: "/?token=" + strings.Repeat("0", 32), want: http.StatusUnauthorized},
-		"token prefix":                     {target: "/?token=" + token[:31], want: http.StatusUnauthorized},
-		"wrong cookie":                     {target: "/", cookie: &http.Cookie{Name: cookie.Name, Value: "x"}, want: http.StatusUnauthorized},
-		"cookie of another port":           {target: "/", cookie: &http.Cookie{Name: "openfief-dashboard-4243", Value: token}, want: http.StatusUnauthorized},
-		"rebound host":                     {target: "/?token=" + token, host: "evil.example.com:4242", want: http.StatusMisdirectedRequest},
-		"host without port":                {target: "/", host: "127.0.0.1", cookie: cookie, want: http.StatusMisdirectedRequest},
-		"another port":                     {target: "/", host: "127.0.0.1:4243", cookie: cookie, want: http.StatusMisdirectedRequest},
-		"post":                             {method: http.MethodPost, target: "/", cookie: cookie, want: http.StatusMethodNotAllowed},
-		"empty token parameter is refused": {target: "/?token=", cookie: cookie, want: http.StatusUnauthorized},
+		"table":                     {target: "/" + token + "/", want: http.StatusOK, inner: "/?"},
+		"a plugin's page":           {target: "/" + token + "/plugins/fx", want: http.StatusOK, inner: "/plugins/fx?"},
+		"the query stays":           {target: "/" + token + "/events?plugin=fx", want: http.StatusOK, inner: "/events?plugin=fx"},
+		"escapes stay escapes":      {target: "/" + token + "/plugins/a%2Fb", want: http.StatusOK, inner: "/plugins/a/b?"},
+		"localhost works too":       {target: "/" + token + "/", host: "localhost:4242", want: http.StatusOK, inner: "/?"},
+		"the token without a slash": {target: "/" + token, want: http.StatusOK, moveOn: "/" + token + "/"},
+		"no token":                  {target: "/", want: http.StatusUnauthorized},
+		"no token, a page":          {target: "/plugins/fx", want: http.StatusUnauthorized},
+		"the old query token":       {target: "/?token=" + token, want: http.StatusUnauthorized},
+		"wrong token":               {target: "/" + strings.Repeat("0", 32) + "/", want: http.StatusUnauthorized},
+		"token prefix":              {target: "/" + token[:31] + "/", want: http.StatusUnauthorized},
+		"token and more":            {target: "/" + token + "0/", want: http.StatusUnauthorized},
+		"token escaped":             {target: "/%30123456789abcdef0123456789abcdef/", want: http.StatusUnauthorized},
+		"token later in the path":   {target: "/x/" + token + "/", want: http.StatusUnauthorized},
+		"a cookie is no credential": {target: "/", cookie: &http.Cookie{Name: "openfief-dashboard-4242", Value: token}, want: http.StatusUnauthorized},
+		"rebound host":              {target: "/" + token + "/", host: "evil.example.com:4242", want: http.StatusMisdirectedRequest},
+		"host without port":         {target: "/" + token + "/", host: "127.0.0.1", want: http.StatusMisdirectedRequest},
+		"another port":              {target: "/" + token + "/", host: "127.0.0.1:4243", want: http.StatusMisdirectedRequest},
+		"post":                      {method: http.MethodPost, target: "/" + token + "/", want: http.StatusMethodNotAllowed},
 	} {
 		t.Run(name, func(t *testing.T) {
-			reached = 0
+			reached = nil
 			method := tc.method
 			if method == "" {
 				method = http.MethodGet
@@ -58,29 +65,31 @@ func TestAccess(t *testing.T) {
 			if w.Code != tc.want {
 				t.Fatalf("status %d, want %d: %s", w.Code, tc.want, w.Body)
 			}
-			if (reached == 1) != (tc.want == http.StatusOK && tc.moveOn == "") {
-				t.Errorf("the page was reached %d times", reached)
+			switch {
+			case tc.inner != "":
+				if len(reached) != 1 || reached[0] != tc.inner {
+					t.Errorf("the pages saw %q, want %q", reached, tc.inner)
+				}
+			case len(reached) != 0:
+				t.Errorf("the pages were reached: %q", reached)
 			}
 			if tc.moveOn != "" {
 				want := `<meta http-equiv="refresh" content="0;url=` + html.EscapeString(tc.moveOn) + `">`
 				if !strings.Contains(w.Body.String(), want) {
-					t.Errorf("the first visit's page does not move on with %s:\n%s", want, w.Body)
+					t.Errorf("the page does not move on with %s:\n%s", want, w.Body)
 				}
-				set := w.Header().Get("Set-Cookie")
-				for _, part := range []string{"openfief-dashboard-4242=" + token, "Path=/", "HttpOnly", "SameSite=Strict"} {
-					if !strings.Contains(set, part) {
-						t.Errorf("Set-Cookie %q lacks %q", set, part)
-					}
-				}
-			}
-			if strings.Contains(w.Body.String(), token) {
+			} else if strings.Contains(w.Body.String(), token) {
 				t.Errorf("the answer repeats the token: %s", w.Body)
+			}
+			if set := w.Header().Values("Set-Cookie"); len(set) != 0 {
+				t.Errorf("the dashboard set a cookie: %q", set)
 			}
 			for h, want := range map[string]string{
 				"Content-Security-Policy": ContentSecurityPolicy,
 				"X-Content-Type-Options":  "nosniff",
 				"Referrer-Policy":         "no-referrer",
 				"X-Frame-Options":         "DENY",
+				"Cache-Control":           "no-store",
 			} {
 				if got := w.Header().Get(h); got != want {
 					t.Errorf("%s = %q, want %q", h, got, want)
@@ -109,30 +118,30 @@ func TestNewToken(t *testing.T) {
 }
 
 // TestAccessPost: approvals are posted only when the dashboard allows them,
-// from the page's own origin, as JSON, with the cookie.
+// from the page's own origin, as JSON, under the token's path.
 func TestAccessPost(t *testing.T) {
 	const token = "0123456789abcdef0123456789abcdef"
-	cookie := &http.Cookie{Name: "openfief-dashboard-4242", Value: token}
+	withToken := "/" + token + "/plugins/fx/approve"
 	for name, tc := range map[string]struct {
 		allowPost         bool
 		origin, mediaType string
-		cookie            *http.Cookie
+		target            string
 		host              string
 		want              int
 	}{
-		"allowed":                  {allowPost: true, origin: "http://127.0.0.1:4242", mediaType: "application/json", cookie: cookie, want: http.StatusOK},
-		"allowed on localhost":     {allowPost: true, origin: "http://localhost:4242", mediaType: "application/json", cookie: cookie, host: "localhost:4242", want: http.StatusOK},
-		"read-only dashboard":      {origin: "http://127.0.0.1:4242", mediaType: "application/json", cookie: cookie, want: http.StatusMethodNotAllowed},
-		"no origin":                {allowPost: true, mediaType: "application/json", cookie: cookie, want: http.StatusForbidden},
-		"other origin":             {allowPost: true, origin: "http://evil.example.com", mediaType: "application/json", cookie: cookie, want: http.StatusForbidden},
-		"origin of the other name": {allowPost: true, origin: "http://localhost:4242", mediaType: "application/json", cookie: cookie, want: http.StatusForbidden},
-		"form body":                {allowPost: true, origin: "http://127.0.0.1:4242", mediaType: "application/x-www-form-urlencoded", cookie: cookie, want: http.StatusForbidden},
-		"no cookie":                {allowPost: true, origin: "http://127.0.0.1:4242", mediaType: "application/json", want: http.StatusUnauthorized},
+		"allowed":                  {allowPost: true, origin: "http://127.0.0.1:4242", mediaType: "application/json", target: withToken, want: http.StatusOK},
+		"allowed on localhost":     {allowPost: true, origin: "http://localhost:4242", mediaType: "application/json", target: withToken, host: "localhost:4242", want: http.StatusOK},
+		"read-only dashboard":      {origin: "http://127.0.0.1:4242", mediaType: "application/json", target: withToken, want: http.StatusMethodNotAllowed},
+		"no origin":                {allowPost: true, mediaType: "application/json", target: withToken, want: http.StatusForbidden},
+		"other origin":             {allowPost: true, origin: "http://evil.example.com", mediaType: "application/json", target: withToken, want: http.StatusForbidden},
+		"origin of the other name": {allowPost: true, origin: "http://localhost:4242", mediaType: "application/json", target: withToken, want: http.StatusForbidden},
+		"form body":                {allowPost: true, origin: "http://127.0.0.1:4242", mediaType: "application/x-www-form-urlencoded", target: withToken, want: http.StatusForbidden},
+		"no token":                 {allowPost: true, origin: "http://127.0.0.1:4242", mediaType: "application/json", target: "/plugins/fx/approve", want: http.StatusUnauthorized},
 	} {
 		t.Run(name, func(t *testing.T) {
 			reached := false
 			a := &access{token: token, port: 4242, allowPost: tc.allowPost, next: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached = true })}
-			r := httptest.NewRequest(http.MethodPost, "/plugins/fx/approve", strings.NewReader(`{}`))
+			r := httptest.NewRequest(http.MethodPost, tc.target, strings.NewReader(`{}`))
 			r.Host = "127.0.0.1:4242"
 			if tc.host != "" {
 				r.Host = tc.host
@@ -141,9 +150,6 @@ func TestAccessPost(t *testing.T) {
 				r.Header.Set("Origin", tc.origin)
 			}
 			r.Header.Set("Content-Type", tc.mediaType)
-			if tc.cookie != nil {
-				r.AddCookie(tc.cookie)
-			}
 			w := httptest.NewRecorder()
 			a.ServeHTTP(w, r)
 			if w.Code != tc.want || reached != (tc.want == http.StatusOK) {

@@ -6,12 +6,16 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
-	"net/http/cookiejar"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -108,17 +112,23 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Errorf("dashboard: %v", err)
 		}
 	})
-	url := srv.URL()
-	base := strings.Split(url, "?")[0]
+	// The URL holds the token as the first path segment; every page is
+	// under it.
+	base := srv.URL()
+	u, err := neturl.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	origin := u.Scheme + "://" + u.Host
 	waitServing(t, base)
 
-	t.Run("http", func(t *testing.T) { checkHTTP(t, url, base) })
+	t.Run("http", func(t *testing.T) { checkHTTP(t, base, origin) })
 
 	browserStart := time.Now()
 	b := newBrowser(t, chromium)
 	b.do(chromedp.EmulateViewport(1280, 900))
 	// The command opens the browser on a launcher file, so the token is in
-	// no command line; from it, the page must load with the cookie.
+	// no command line; from it, the browser goes to the URL with the token.
 	launcher, err := srv.Launcher(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +136,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.do(chromedp.Navigate("file://" + launcher))
 	b.waitFor(`document.body.dataset.updates >= 1`)
 	if loc := b.eval(`location.href`); loc != base {
-		t.Errorf("after the first visit the address is %q, want the token gone: %q", loc, base)
+		t.Errorf("after the first visit the address is %q, want %q", loc, base)
 	}
 
 	rows := b.rows()
@@ -242,8 +252,8 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Fatal("a declined confirmation wrote the grant")
 		}
 		// A request for versions the owner did not see is refused.
-		c := authedClient(t, url)
-		if status := postApproval(t, c, base, "hostile", base[:len(base)-1], `{"plugin":"1","grant":""}`); status != http.StatusConflict {
+		c := http.DefaultClient
+		if status := postApproval(t, c, base, "hostile", origin, `{"plugin":"1","grant":""}`); status != http.StatusConflict {
 			t.Errorf("an approval of an older version: %d, want 409", status)
 		}
 		if status := postApproval(t, c, base, "hostile", "", `{"plugin":"1","grant":""}`); status != http.StatusForbidden {
@@ -251,6 +261,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 		if status := postApproval(t, c, base, "hostile", "http://evil.example.com", `{"plugin":"1","grant":""}`); status != http.StatusForbidden {
 			t.Errorf("an approval from another origin: %d, want 403", status)
+		}
+		if status := postApproval(t, c, origin+"/", "hostile", origin, `{"plugin":"1","grant":""}`); status != http.StatusUnauthorized {
+			t.Errorf("an approval without the token: %d, want 401", status)
 		}
 		if p.grantExists(t, "hostile") {
 			t.Fatal("a refused approval wrote the grant")
@@ -305,14 +318,85 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("no other local listener gets the token", func(t *testing.T) { checkOtherListeners(t, b, base, origin) })
+
 	t.Logf("browser part took %s", time.Since(browserStart).Round(time.Millisecond))
 }
 
-// checkHTTP checks the server's guards with a plain client: the token, the
-// Host header, the cookie and the headers on every answer.
-func checkHTTP(t *testing.T, url, base string) {
+// checkOtherListeners plays another local user's server on another
+// loopback port, visited in the browser that has the dashboard open: its
+// page tries what a page can to learn the dashboard's credential, and the
+// server records every byte the browser sends it. Browsers share cookies
+// between the ports of a host, so a cookie credential would arrive here
+// with the first request (OF-12).
+func checkOtherListeners(t *testing.T, b *browser, base, dashOrigin string) {
+	token := strings.Trim(strings.TrimPrefix(base, dashOrigin), "/")
+	var (
+		mu       sync.Mutex
+		received []string
+		reports  int
+	)
+	page := `<!doctype html><html><head><meta charset="utf-8"><title>another local server</title></head><body><script>
+(async () => {
+  const dash = ` + "`" + dashOrigin + "`" + `;
+  const seen = { cookie: document.cookie, referrer: document.referrer, history: history.length };
+  try { const r = await fetch(dash + "/", { credentials: "include" }); seen.cors = await r.text(); } catch (e) { seen.cors = "refused: " + e; }
+  try { const r = await fetch(dash + "/events", { credentials: "include", mode: "no-cors" }); seen.noCors = r.type; } catch (e) { seen.noCors = "refused: " + e; }
+  const f = document.createElement("iframe");
+  f.src = dash + "/";
+  document.body.appendChild(f);
+  await new Promise(r => setTimeout(r, 500));
+  try { seen.frame = f.contentWindow.location.href; } catch (e) { seen.frame = "refused: " + e; }
+  const w = window.open(dash + "/");
+  await new Promise(r => setTimeout(r, 500));
+  try { seen.window = w && w.location.href; } catch (e) { seen.window = "refused: " + e; }
+  if (w) w.close();
+  await fetch("/report", { method: "POST", body: JSON.stringify(seen) });
+  document.body.dataset.reported = "yes";
+})();
+</script></body></html>`
+	other := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		dump, err := httputil.DumpRequest(r, true)
+		mu.Lock()
+		if err == nil {
+			received = append(received, string(dump))
+		}
+		if r.URL.Path == "/report" {
+			reports++
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, page)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = other.Serve(ln) }()
+	t.Cleanup(func() { _ = other.Close() })
+	port := ln.Addr().(*net.TCPAddr).Port
+	for _, host := range []string{"127.0.0.1", "localhost"} {
+		b.do(chromedp.Navigate(fmt.Sprintf("http://%s:%d/", host, port)))
+		b.waitFor(`document.body.dataset.reported === "yes"`)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if reports != 2 {
+		t.Fatalf("the other server's page reported %d times, want 2: the test saw nothing", reports)
+	}
+	for _, req := range received {
+		if strings.Contains(req, token) {
+			t.Errorf("another local listener received the dashboard's token:\n%s", req)
+		}
+	}
+	t.Logf("the other listener received %d requests, none with the token", len(received))
+}
+
+// checkHTTP checks the server's guards with a plain client: the token in
+// the path, the Host header, no cookie, and the headers on every answer.
+func checkHTTP(t *testing.T, base, origin string) {
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	get := func(c *http.Client, u, host string) *http.Response {
+	get := func(u, host string) *http.Response {
 		t.Helper()
 		req, err := http.NewRequest(http.MethodGet, u, nil)
 		if err != nil {
@@ -321,39 +405,31 @@ func checkHTTP(t *testing.T, url, base string) {
 		if host != "" {
 			req.Host = host
 		}
-		resp, err := c.Do(req)
+		resp, err := noRedirect.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
 		return resp
 	}
-	for what, u := range map[string]string{"no token": base, "no token, events": base + "events", "wrong token": base + "?token=00000000000000000000000000000000"} {
-		if resp := get(noRedirect, u, ""); resp.StatusCode != http.StatusUnauthorized {
+	token := strings.Trim(strings.TrimPrefix(base, origin), "/")
+	for what, u := range map[string]string{
+		"no token": origin + "/", "no token, events": origin + "/events", "no token, a page": origin + "/plugins/hostile",
+		"the token as a query": origin + "/?token=" + token, "wrong token": origin + "/00000000000000000000000000000000/",
+	} {
+		if resp := get(u, ""); resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("%s: %s, want 401", what, resp.Status)
 		}
 	}
-	if resp := get(noRedirect, url, "evil.example.com:"+strings.Split(strings.TrimPrefix(base, "http://127.0.0.1:"), "/")[0]); resp.StatusCode != http.StatusMisdirectedRequest {
+	if resp := get(base, "evil.example.com:"+strings.TrimPrefix(origin, "http://127.0.0.1:")); resp.StatusCode != http.StatusMisdirectedRequest {
 		t.Errorf("a rebound Host header: %s, want 421", resp.Status)
 	}
-	resp := get(noRedirect, url, "")
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("Location") != "" {
-		t.Errorf("first visit: %s (Location %q), want 200 and a page that moves on to /", resp.Status, resp.Header.Get("Location"))
-	}
-	cookie := resp.Header.Get("Set-Cookie")
-	for _, w := range []string{"HttpOnly", "SameSite=Strict", "Path=/"} {
-		if !strings.Contains(cookie, w) {
-			t.Errorf("cookie %q lacks %s", cookie, w)
-		}
-	}
-	jar, err := cookiejar.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &http.Client{Jar: jar}
-	resp = get(c, url, "")
+	resp := get(base, "")
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("with the token: %s", resp.Status)
+	}
+	if set := resp.Header.Values("Set-Cookie"); len(set) != 0 {
+		t.Errorf("the dashboard set a cookie, which browsers send to every port of the host: %q", set)
 	}
 	for h, want := range map[string]string{
 		"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
@@ -365,10 +441,10 @@ func checkHTTP(t *testing.T, url, base string) {
 			t.Errorf("%s: %q, want %q", h, got, want)
 		}
 	}
-	if resp := get(c, base+"assets/app.js", ""); resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/javascript") {
+	if resp := get(base+"assets/app.js", ""); resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/javascript") {
 		t.Errorf("app.js: %s %s", resp.Status, resp.Header.Get("Content-Type"))
 	}
-	if resp := get(c, base+"assets/table.html", ""); resp.StatusCode != http.StatusNotFound {
+	if resp := get(base+"assets/table.html", ""); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("a template served as an asset: %s", resp.Status)
 	}
 }
@@ -516,22 +592,6 @@ func (b *browser) answerDialogs() *dialogs {
 		}
 	}()
 	return d
-}
-
-// authedClient is an HTTP client holding the dashboard's cookie.
-func authedClient(t *testing.T, url string) *http.Client {
-	t.Helper()
-	jar, err := cookiejar.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &http.Client{Jar: jar}
-	resp, err := c.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return c
 }
 
 // postApproval posts an approval of plugin name as from origin ("" sends

@@ -93,10 +93,10 @@ func New(opts Options, port int) (*Server, error) {
 	return s, nil
 }
 
-// URL is the address to open, with the token; it is printed once, to the
-// owner, and never logged.
+// URL is the address to open, with the token as its first path segment;
+// it is printed once, to the owner, and never logged.
 func (s *Server) URL() string {
-	return fmt.Sprintf("http://127.0.0.1:%d/?%s=%s", s.port, tokenParam, s.token)
+	return fmt.Sprintf("http://127.0.0.1:%d/%s/", s.port, s.token)
 }
 
 // Handler is the server's whole HTTP surface, guarded by the token.

@@ -8,6 +8,9 @@
   var body = document.body;
   var page = body.dataset.page;
   var live = document.getElementById("live");
+  // Paths are relative to the page's root, /TOKEN/ (the server says how
+  // to get there from this page): the token stays in the address only.
+  var root = body.dataset.root === "../" ? "../" : "./";
 
   function el(tag, text, cls) {
     var e = document.createElement(tag);
@@ -65,7 +68,7 @@
       var th = el("th");
       th.scope = "row";
       var a = el("a", r.name);
-      a.href = "/plugins/" + encodeURIComponent(r.name);
+      a.href = root + "plugins/" + encodeURIComponent(r.name);
       th.appendChild(a);
       tr.appendChild(th);
       r.cells.forEach(function (c) { tr.appendChild(cell(c)); });
@@ -206,11 +209,11 @@
     }
     b.disabled = true;
     result.textContent = "Approving…";
-    fetch("/plugins/" + encodeURIComponent(body.dataset.name) + "/approve", {
+    fetch(root + "plugins/" + encodeURIComponent(body.dataset.name) + "/approve", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ plugin: b.dataset.plugin, grant: b.dataset.grant }),
-      credentials: "same-origin",
+      credentials: "omit",
     }).then(function (resp) {
       return resp.json().then(function (a) { result.textContent = (resp.ok ? "" : "Refused: ") + a.message; });
     }, function () {
@@ -234,7 +237,7 @@
     }
   });
 
-  var url = "/events";
+  var url = root + "events";
   if (page === "plugin") url += "?plugin=" + encodeURIComponent(body.dataset.name);
   if (!window.EventSource) {
     live.textContent = "Live updates unavailable in this browser: reload to refresh.";
