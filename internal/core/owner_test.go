@@ -279,4 +279,3 @@ func userAllowed(t *testing.T, cs kubernetes.Interface, user string, groups []st
 	}
 	return sar.Status.Allowed, sar.Status.Reason
 }
-
