@@ -60,22 +60,26 @@ func ensureSA(t *testing.T, cs kubernetes.Interface, name string) {
 // get sends a GET to url with an optional bearer token and decodes JSON.
 func get(t *testing.T, url, token string, into any) int {
 	t.Helper()
-	return getWith(t, url, "Authorization", "Bearer "+token, into)
+	h := http.Header{}
+	if token != "" {
+		h.Set("Authorization", "Bearer "+token)
+	}
+	return getWith(t, url, h, into)
 }
 
 // getOwner sends a GET to the owner API at url with the owner's token.
 func getOwner(t *testing.T, url, token string, into any) int {
 	t.Helper()
-	return getWith(t, url, ownerapi.HeaderOwnerToken, token, into)
+	h := http.Header{}
+	h.Set(ownerapi.HeaderOwnerToken, token)
+	return getWith(t, url, h, into)
 }
 
-// getWith sends a GET to url with one header and decodes JSON.
-func getWith(t *testing.T, url, header, value string, into any) int {
+// getWith sends a GET to url with header and decodes JSON.
+func getWith(t *testing.T, url string, header http.Header, into any) int {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
-	if value != "" && value != "Bearer " {
-		req.Header.Set(header, value)
-	}
+	req.Header = header
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
