@@ -69,11 +69,13 @@ run plugin list
 
 step "openfief-core calls nbp-fx's Sync on its schedule and stores the rates it delivers"
 for _ in $(seq 1 60); do
-	"${bin}" plugin status fx 2>/dev/null | grep -q 'Last sync: .*succeeded' && break
+	"${bin}" plugin status fx 2>/dev/null | grep 'Last sync: .*succeeded' >/dev/null && break
 	sleep 1
 done
 run plugin status fx | sed -n '/^Core/,$p'
-"${bin}" plugin status fx | grep -q 'Last sync: .*succeeded' || { echo "the core did not sync fx within 60s" >&2; exit 1; }
+# grep reads all of the output (no -q): with pipefail, a grep that stops at
+# the first match would fail the pipeline when the CLI writes the next line.
+"${bin}" plugin status fx | grep 'Last sync: .*succeeded' >/dev/null || { echo "the core did not sync fx within 60s" >&2; exit 1; }
 
 step "Upgrade to a version that asks for one more host (the previous version keeps running)"
 run plugin upgrade fx --image "${OPENFIEF_DEMO_IMAGE_V2}" --signers "${OPENFIEF_SIGNERS}"
