@@ -28,12 +28,16 @@ const maxCoreAnswer = 1 << 20
 // coreAPI reaches openfief-core's owner API: directly at a URL, or through
 // the API server's service proxy with the owner's own credentials, so the
 // API server authorizes the call (get or create on services/proxy of
-// openfief-core, docs/core.md).
+// openfief-core, docs/core.md). Either way every request carries the owner's
+// token (OF-18), minted at the first request.
 type coreAPI struct {
 	base   string
 	client *http.Client
 	// via says how the core was reached, for messages.
 	via string
+	// mint returns a new owner token; token holds the one minted.
+	mint  func(context.Context) (string, error)
+	token string
 }
 
 // coreAPI returns the owner API client: direct when coreURL is set,
@@ -44,7 +48,7 @@ func (e *Env) coreAPI(coreURL string, timeout time.Duration) (*coreAPI, error) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, exitf(ExitUsage, "--core-url %q: want http(s)://host:port", coreURL)
 		}
-		return &coreAPI{base: strings.TrimSuffix(coreURL, "/"), client: &http.Client{Timeout: timeout}, via: coreURL}, nil
+		return &coreAPI{base: strings.TrimSuffix(coreURL, "/"), client: &http.Client{Timeout: timeout}, via: coreURL, mint: e.ownerToken}, nil
 	}
 	cfg, err := e.RESTConfig()
 	if err != nil {
@@ -58,7 +62,7 @@ func (e *Env) coreAPI(coreURL string, timeout time.Duration) (*coreAPI, error) {
 	}
 	base := strings.TrimSuffix(cfg.Host, "/") + "/api/v1/namespaces/" + url.PathEscape(e.Namespace) +
 		"/services/" + ownerapi.ServiceName + ":" + ownerapi.ServicePort + "/proxy"
-	return &coreAPI{base: base, client: hc, via: "the API server's service proxy to " + ownerapi.ServiceName}, nil
+	return &coreAPI{base: base, client: hc, via: "the API server's service proxy to " + ownerapi.ServiceName, mint: e.ownerToken}, nil
 }
 
 // errCoreStatus is an answer other than 200: from the core itself
@@ -68,14 +72,23 @@ type errCoreStatus struct {
 	code     int
 	msg      string
 	fromCore bool
+	// reason is the core's refusal of the owner's token (ownerapi.Reason...).
+	reason string
 }
 
 func (e *errCoreStatus) Error() string {
-	if !e.fromCore {
+	switch {
+	case !e.fromCore:
 		return fmt.Sprintf("no openfief-core answered (HTTP %d): %s", e.code, e.msg)
+	case e.refusedOwner():
+		return fmt.Sprintf("openfief-core refused the owner's token (%d): %s", e.code, e.msg)
 	}
 	return fmt.Sprintf("the core answered %d: %s", e.code, e.msg)
 }
+
+// refusedOwner reports whether the core refused the owner's credential,
+// rather than the request itself.
+func (e *errCoreStatus) refusedOwner() bool { return e.fromCore && e.reason != "" }
 
 // maxErrorText bounds the text of an error answer the CLI repeats.
 const maxErrorText = 512
@@ -89,6 +102,12 @@ func (c *coreAPI) do(ctx context.Context, method, path string, body io.Reader, h
 	for k, v := range header {
 		req.Header[k] = v
 	}
+	if c.token == "" {
+		if c.token, err = c.mint(ctx); err != nil {
+			return err
+		}
+	}
+	req.Header.Set(ownerapi.HeaderOwnerToken, c.token)
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("reaching the core through %s: %w", c.via, err)
@@ -101,7 +120,7 @@ func (c *coreAPI) do(ctx context.Context, method, path string, body io.Reader, h
 	if resp.StatusCode != http.StatusOK {
 		var e ownerapi.ErrorResponse
 		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
-			return &errCoreStatus{code: resp.StatusCode, msg: e.Error, fromCore: true}
+			return &errCoreStatus{code: resp.StatusCode, msg: e.Error, fromCore: true, reason: e.Reason}
 		}
 		msg := strings.TrimSpace(string(raw))
 		var st struct {

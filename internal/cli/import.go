@@ -36,7 +36,9 @@ The CLI reaches the core through the API server's service proxy with your
 kubeconfig's credentials, so the API server decides whether you may (get or
 create on services/proxy of openfief-core in the namespace); --core-url, or
 $OPENFIEF_CORE_URL (which 'openfief dev' sets), calls a core at that URL
-directly instead. The file is at most 32 MiB.`,
+directly instead. Either way the core takes only the owner's token, which the
+CLI mints with your credentials for the serviceaccount openfief-owner (the
+Role openfief-owner lets you). The file is at most 32 MiB.`,
 		Example: `  openfief plugin import ibkr-main statement.xml
   openfief plugin import ibkr-main statement.xml --preview`,
 		Args: exactArgs(2),
@@ -72,7 +74,7 @@ directly instead. The file is at most 32 MiB.`,
 			err = api.do(cmd.Context(), http.MethodPost, ownerapi.ImportPath(name, preview), f, h, &res)
 			var ce *errCoreStatus
 			switch {
-			case errors.As(err, &ce) && !ce.fromCore:
+			case errors.As(err, &ce) && (!ce.fromCore || ce.refusedOwner()):
 				return exitf(ExitFailure, "%w", err)
 			case errors.As(err, &ce) && ce.code == http.StatusNotFound:
 				return exitf(ExitNotFound, "plugin %s: %s", name, ce.msg)

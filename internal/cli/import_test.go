@@ -2,6 +2,13 @@ package cli
 
 import (
 	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/arkadiuss/openfief/internal/core/ownerapi"
+	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // TestImportRefusals: what `plugin import` refuses before sending anything,
@@ -9,9 +16,19 @@ import (
 // service proxy finds no Service): a failure that says so, never "plugin
 // not found". `plugin status` says the same in its Core section and still
 // exits 0. The path through a running core is in the end-to-end suite
-// (test/e2e TestCoreSyncsConnector).
+// (test/e2e TestCoreSyncsConnector); the owner's token in TestOwnerToken.
 func TestImportRefusals(t *testing.T) {
 	k := newKube(t)
+	cfg, err := clientcmd.BuildConfigFromFlags("", k.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The owner's token is minted first; here it can be.
+	testutil.EnsureServiceAccount(t, cs, plugins.Namespace, ownerapi.ServiceAccount)
 	t.Setenv(EnvCoreURL, "")
 	file := tempFile(t, "statement.csv", "a;b\n")
 	expect(t, openfief(t, k, runOpts{}, "plugin", "import", "Bad_Name", file), ExitInvalid, "plugin name")

@@ -157,7 +157,7 @@ func newStatusCommand(env *Env) *cobra.Command {
   Conditions   Ready, SignatureVerified and ApprovalRequired, with their messages
   Core         what openfief-core recorded: last sync, next sync, last error,
                rows stored (through the API server's service proxy, or
-               --core-url / $OPENFIEF_CORE_URL)
+               --core-url / $OPENFIEF_CORE_URL, with the owner's token)
 
 Pending is computed from the spec and the grant as they are now, the way the
 operator computes status.pendingApproval. -o json or -o yaml prints the Plugin.`,

@@ -27,7 +27,7 @@ const (
 	// "plugins" port, the operator's CorePodPort).
 	DefaultPluginAddr = ":8080"
 	// DefaultOwnerAddr serves the owner API, reached through the API
-	// server's service proxy (docs/core.md).
+	// server's service proxy with the owner's token (docs/core.md, OF-18).
 	DefaultOwnerAddr = ":8081"
 	// DefaultDSN is the SQLite file on the core's volume.
 	DefaultDSN = "/var/lib/openfief-core/core.db"
@@ -89,7 +89,8 @@ type Core struct {
 // listeners, and returns once the first list of Plugins is in. cfg is the
 // core's identity at the API server: it needs get, list and watch on
 // plugins, create on serviceaccounts/token of its own ServiceAccount and
-// create on tokenreviews (deploy/core).
+// create on tokenreviews (deploy/core), with which it verifies both the
+// plugins' tokens and the owner's (OF-18).
 func Start(ctx context.Context, cfg *rest.Config, o Options) (c *Core, err error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
@@ -144,13 +145,17 @@ func Start(ctx context.Context, cfg *rest.Config, o Options) (c *Core, err error
 	if err != nil {
 		return nil, err
 	}
+	owner, err := auth.NewOwnerVerifier(cs.AuthenticationV1(), o.Namespace, auth.Options{})
+	if err != nil {
+		return nil, err
+	}
 	if c.pluginLn, err = net.Listen("tcp", o.PluginAddr); err != nil {
 		return nil, fmt.Errorf("plugin listener: %w", err)
 	}
 	if c.ownerLn, err = net.Listen("tcp", o.OwnerAddr); err != nil {
 		return nil, fmt.Errorf("owner listener: %w", err)
 	}
-	for ln, h := range map[net.Listener]http.Handler{c.pluginLn: c.pluginHandler(verifier, o.Log), c.ownerLn: c.ownerHandler()} {
+	for ln, h := range map[net.Listener]http.Handler{c.pluginLn: c.pluginHandler(verifier, o.Log), c.ownerLn: c.ownerHandler(owner, o.Log)} {
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 		c.servers = append(c.servers, srv)
 		go func() {

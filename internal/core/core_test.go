@@ -19,6 +19,7 @@ import (
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/apiconv"
+	"github.com/arkadiuss/openfief/internal/core/ownerapi"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/testutil"
 )
@@ -59,10 +60,26 @@ func ensureSA(t *testing.T, cs kubernetes.Interface, name string) {
 // get sends a GET to url with an optional bearer token and decodes JSON.
 func get(t *testing.T, url, token string, into any) int {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	h := http.Header{}
 	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+		h.Set("Authorization", "Bearer "+token)
 	}
+	return getWith(t, url, h, into)
+}
+
+// getOwner sends a GET to the owner API at url with the owner's token.
+func getOwner(t *testing.T, url, token string, into any) int {
+	t.Helper()
+	h := http.Header{}
+	h.Set(ownerapi.HeaderOwnerToken, token)
+	return getWith(t, url, h, into)
+}
+
+// getWith sends a GET to url with header and decodes JSON.
+func getWith(t *testing.T, url string, header http.Header, into any) int {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	req.Header = header
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -130,6 +147,7 @@ func TestCore(t *testing.T) {
 	}
 	defer c.Stop()
 	owner, pluginAPI := "http://"+c.OwnerAddr(), "http://"+c.PluginAddr()
+	ownerTok := testutil.OwnerToken(t, cs, plugins.Namespace)
 
 	if err := cl.Create(t.Context(), testutil.MakePlugin("core-fx", testutil.Image("fx")).Obj()); err != nil {
 		t.Fatal(err)
@@ -143,16 +161,16 @@ func TestCore(t *testing.T) {
 
 	testutil.Eventually(t, 20*time.Second, "the first sync stored", func() (bool, string) {
 		var s InstanceStatus
-		code := get(t, owner+PathPluginPrefix+"core-fx/status", "", &s)
+		code := getOwner(t, owner+PathPluginPrefix+"core-fx/status", ownerTok, &s)
 		return code == http.StatusOK && s.LastOK && s.Rows.FxRates == 2, fmt.Sprintf("%d %+v", code, s)
 	})
 	var s InstanceStatus
-	get(t, owner+PathPluginPrefix+"core-fx/status", "", &s)
+	getOwner(t, owner+PathPluginPrefix+"core-fx/status", ownerTok, &s)
 	if !s.Scheduled || s.NextSync == nil || s.LastSync == nil || s.Watermark != "2026-11-27" || s.RowsTotal != 2 {
 		t.Errorf("status %+v", s)
 	}
 	var all []InstanceStatus
-	if code := get(t, owner+PathStatus, "", &all); code != http.StatusOK || len(all) != 1 || all[0].Plugin != "core-fx" {
+	if code := getOwner(t, owner+PathStatus, ownerTok, &all); code != http.StatusOK || len(all) != 1 || all[0].Plugin != "core-fx" {
 		t.Errorf("all statuses: %d %+v", code, all)
 	}
 
@@ -166,6 +184,7 @@ func TestCore(t *testing.T) {
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, owner+PathPluginPrefix+"core-fx/import", strings.NewReader("a;b\n"))
 		req.Header.Set(HeaderFileName, "../../statement.csv")
 		req.Header.Set("Content-Type", "text/csv; charset=utf-8")
+		req.Header.Set(ownerapi.HeaderOwnerToken, ownerTok)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -36,14 +36,18 @@ const (
 	MaxImportBytes = ownerapi.MaxImportBytes
 )
 
-// ownerHandler serves the owner API: status and file imports.
-func (c *Core) ownerHandler() http.Handler {
+// ownerHandler serves the owner API, status and file imports, behind
+// RequireOwner (OF-18); only /healthz, which the kubelet probes, asks for
+// no credential.
+func (c *Core) ownerHandler(v *auth.OwnerVerifier, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET "+PathStatus, c.serveStatusAll)
 	mux.HandleFunc("GET "+PathPluginPrefix+"{name}/status", c.serveStatus)
 	mux.HandleFunc("POST "+PathPluginPrefix+"{name}/import", c.serveImport)
-	return mux
+	outer := http.NewServeMux()
+	outer.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	outer.Handle("/", auth.RequireOwner(v, log, mux))
+	return outer
 }
 
 // pluginHandler serves the plugin API behind RequirePlugin (D-27).

@@ -117,7 +117,7 @@ The platform is running.
   trusted signers: %s
   registry:        %s
   egress proxy:    %s
-  core (owner API): %s
+  core (owner API): %s (the owner's token required; the CLI mints it)
   demo images:
 `, s.KubeconfigPath, s.SignersFile, s.RegistryHost, s.ProxyAddress, s.CoreURL)
 	for _, d := range DemoImages() {

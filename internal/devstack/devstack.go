@@ -119,7 +119,8 @@ type Stack struct {
 	ProxyAddress string
 	// Core is openfief-core, running in this process; CoreURL is its owner
 	// API (http://127.0.0.1:port), which the CLI reaches directly in the
-	// local mode (OPENFIEF_CORE_URL, docs/core.md).
+	// local mode (OPENFIEF_CORE_URL, docs/core.md), with a token of the
+	// owner's ServiceAccount like everyone (OF-18).
 	Core    *core.Core
 	CoreURL string
 	// FakeNBP is the loopback NBP stand-in Options.LocalPlugins starts.
@@ -204,8 +205,11 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.step("creating the openfief namespace (restricted) and the core's and proxy's Services", func() error {
-		return s.installNamespace(ctx, client)
+	if err := p.step("creating the openfief namespace (restricted), the core's and proxy's Services and the owner's ServiceAccount", func() error {
+		if err := s.installNamespace(ctx, client); err != nil {
+			return err
+		}
+		return s.installOwner(ctx)
 	}); err != nil {
 		return nil, err
 	}
@@ -306,8 +310,8 @@ func (s *Stack) Stop() {
 
 // installNamespace applies the namespace from deploy/crds and the Services
 // and ServiceAccount the operator and the suite expect of the core and the
-// proxy. The core and proxy pods are not run in the cluster: the proxy runs
-// in this process, and the core is not part of this project yet.
+// proxy. The core and proxy pods are not run in the cluster: both run in
+// this process.
 func (s *Stack) installNamespace(ctx context.Context, client kubernetes.Interface) error {
 	var ns corev1.Namespace
 	if err := yaml.UnmarshalStrict(deploy.Namespace(), &ns); err != nil {

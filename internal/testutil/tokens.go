@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/arkadiuss/openfief/internal/core/ownerapi"
 )
 
 // EnsureServiceAccount creates the ServiceAccount ns/name unless it exists.
@@ -34,4 +36,14 @@ func ServiceAccountToken(t testing.TB, cs kubernetes.Interface, ns, name, audien
 		t.Fatalf("token of %s/%s for %s: %v", ns, name, audience, err)
 	}
 	return tr.Status.Token, tr.Status.ExpirationTimestamp.Time
+}
+
+// OwnerToken creates the owner's ServiceAccount in ns unless it exists and
+// mints the owner's credential for the core's owner API, as the CLI does
+// (OF-18): a ten-minute token of openfief-owner for openfief-core-owner.
+func OwnerToken(t testing.TB, cs kubernetes.Interface, ns string) string {
+	t.Helper()
+	EnsureServiceAccount(t, cs, ns, ownerapi.ServiceAccount)
+	tok, _ := ServiceAccountToken(t, cs, ns, ownerapi.ServiceAccount, ownerapi.Audience)
+	return tok
 }

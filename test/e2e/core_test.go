@@ -23,7 +23,16 @@ import (
 // coreStatus reads the core's status of instance from its owner API.
 func coreStatus(t *testing.T, instance string) ownerapi.InstanceStatus {
 	t.Helper()
-	resp, err := http.Get(stack.CoreURL + ownerapi.StatusPath(instance))
+	cs, err := stack.Cluster.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, stack.CoreURL+ownerapi.StatusPath(instance), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(ownerapi.HeaderOwnerToken, testutil.OwnerToken(t, cs, plugins.Namespace))
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

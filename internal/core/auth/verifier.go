@@ -61,22 +61,27 @@ func NewVerifier(client authv1client.TokenReviewsGetter, opts Options) (*Verifie
 
 // newVerifier wraps any reviewer of openfief-core tokens in the cache.
 func newVerifier(inner egress.TokenReviewer, opts Options) *Verifier {
-	ttl := opts.CacheTTL
-	if ttl == 0 {
-		ttl = DefaultCacheTTL
+	if opts.CacheTTL == 0 {
+		opts.CacheTTL = DefaultCacheTTL
 	}
-	copts := []egress.CachingOption{egress.WithCacheTTL(ttl)}
+	serving := opts.Serving
+	if serving == nil {
+		serving = func(string) bool { return true }
+	}
+	return &Verifier{reviewer: newCachingReviewer(inner, opts), serving: serving}
+}
+
+// newCachingReviewer wraps inner in the proxy's review cache with opts'
+// CacheTTL (negative disables it), CacheSize and Now.
+func newCachingReviewer(inner egress.TokenReviewer, opts Options) *egress.CachingTokenReviewer {
+	copts := []egress.CachingOption{egress.WithCacheTTL(opts.CacheTTL)}
 	if opts.CacheSize > 0 {
 		copts = append(copts, egress.WithCacheSize(opts.CacheSize))
 	}
 	if opts.Now != nil {
 		copts = append(copts, egress.WithClock(opts.Now))
 	}
-	serving := opts.Serving
-	if serving == nil {
-		serving = func(string) bool { return true }
-	}
-	return &Verifier{reviewer: egress.NewCachingTokenReviewer(inner, copts...), serving: serving}
+	return egress.NewCachingTokenReviewer(inner, copts...)
 }
 
 // Verify returns the plugin instance token belongs to: the API server

@@ -24,6 +24,51 @@ const (
 	ServiceName = "openfief-core"
 )
 
+// The owner's credential (OF-18): a TokenRequest token of the ServiceAccount
+// ServiceAccount in the platform namespace, for the audience Audience, sent
+// in HeaderOwnerToken. The API server's service proxy drops the
+// Authorization header once it has authenticated the caller, so the token
+// travels in a header of its own.
+const (
+	// Audience is the only audience the owner API accepts. No other
+	// component asks for it, so a token minted for the owner is worth
+	// nothing elsewhere, and no other token is worth anything here.
+	Audience = "openfief-core-owner"
+	// ServiceAccount is the owner's ServiceAccount. Whoever may create a
+	// token for it (the Role OwnerRole in deploy/core) may act as owner.
+	ServiceAccount = "openfief-owner"
+	// OwnerRole is the Role an administrator binds to the owner.
+	OwnerRole = "openfief-owner"
+	// HeaderOwnerToken carries the owner's token on every request but
+	// /healthz.
+	HeaderOwnerToken = "X-OpenFief-Owner-Token"
+	// TokenSeconds is how long a token the CLI mints lasts: the shortest
+	// lifetime TokenRequest grants.
+	TokenSeconds = 600
+)
+
+// OwnerUsername is the username the API server gives the owner's
+// ServiceAccount in namespace.
+func OwnerUsername(namespace string) string {
+	return "system:serviceaccount:" + namespace + ":" + ServiceAccount
+}
+
+// Reasons the owner API gives when it refuses a request for its
+// credential, in ErrorResponse.Reason.
+const (
+	// ReasonTokenRequired: no owner token in HeaderOwnerToken (401).
+	ReasonTokenRequired = "OwnerTokenRequired"
+	// ReasonTokenRefused: the API server did not authenticate the token for
+	// Audience: expired, another audience, revoked, or not a token (401).
+	ReasonTokenRefused = "OwnerTokenRefused"
+	// ReasonNotOwner: the token is valid for Audience but belongs to
+	// another identity than the owner's ServiceAccount (403).
+	ReasonNotOwner = "NotOwner"
+	// ReasonTokenUnverified: the core could not ask the API server now
+	// (503); retry.
+	ReasonTokenUnverified = "OwnerTokenUnverified"
+)
+
 // StatusPath is the status path of plugin name.
 func StatusPath(name string) string { return PathPluginPrefix + name + "/status" }
 
@@ -83,4 +128,7 @@ type ImportResponse struct {
 // ErrorResponse is every error answer's body.
 type ErrorResponse struct {
 	Error string `json:"error"`
+	// Reason names a refusal of the owner's credential (Reason...); empty
+	// for every other error.
+	Reason string `json:"reason,omitempty"`
 }

@@ -100,7 +100,16 @@ func TestCoreSyncsPodOnRealNode(t *testing.T) {
 // coreStatus reads the core's status of instance from its owner API.
 func coreStatus(t *testing.T, stack *devstack.Stack, instance string) ownerapi.InstanceStatus {
 	t.Helper()
-	resp, err := http.Get(stack.CoreURL + ownerapi.StatusPath(instance))
+	cs, err := stack.Cluster.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, stack.CoreURL+ownerapi.StatusPath(instance), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(ownerapi.HeaderOwnerToken, testutil.OwnerToken(t, cs, plugins.Namespace))
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
