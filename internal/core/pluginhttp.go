@@ -35,7 +35,8 @@ func (e redirectError) Error() string {
 
 func (redirectError) Unwrap() error { return ErrRedirectRefused }
 
-// refuseRedirect is the CheckRedirect of every client that calls plugins.
+// refuseRedirect is the CheckRedirect of every client that calls plugins: a
+// second line behind cappedTransport, which refuses every 3xx answer.
 func refuseRedirect(req *http.Request, _ []*http.Request) error {
 	e := redirectError{}
 	if req.Response != nil {
@@ -72,7 +73,7 @@ func pluginHTTPClient(base *http.Client, limit int64) *http.Client {
 	return hc
 }
 
-// cappedTransport cuts every answer body at limit bytes: whatever reads it
+// cappedTransport refuses redirects and cuts every answer body at limit bytes: whatever reads it
 // gets errAnswerBytes after that, so neither Connect's reading nor its
 // draining of an oversized answer goes on for the plugin's whole body.
 type cappedTransport struct {
@@ -80,11 +81,17 @@ type cappedTransport struct {
 	limit int64
 }
 
-// RoundTrip sends req and caps the answer's body.
+// RoundTrip sends req and caps the answer's body. Any 3xx answer is
+// refused here, before a client could follow it; a redirect the client
+// would not follow (a streamed body cannot be replayed) is named the same.
 func (t cappedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.rt.RoundTrip(req)
 	if err != nil || resp.Body == nil {
 		return resp, err
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		_ = resp.Body.Close()
+		return nil, redirectError{status: resp.StatusCode}
 	}
 	resp.Body = &cappedBody{rc: resp.Body, left: t.limit}
 	return resp, nil
