@@ -151,7 +151,8 @@ func closeFor(stream *connect.ClientStreamForClient[connectorv1.ImportFileReques
 // the core records and shows it.
 const maxPluginErrorText = 1024
 
-// refusal names what the core refused of a call to method: a redirect, an
+// refusal names what the core refused of a call to method: a redirect, a
+// compressed answer, an
 // answer over its bounds (Connect's own limit, the capped body, the codec's
 // estimate); a plugin's own error keeps its code with its message cut to
 // maxPluginErrorText. Nothing the plugin wrote beyond that message is
@@ -160,6 +161,9 @@ func (c *Caller) refusal(method string, err error) error {
 	var re redirectError
 	if errors.As(err, &re) {
 		return fmt.Errorf("%s: %w", method, re)
+	}
+	if errors.Is(err, ErrCompressedAnswer) {
+		return fmt.Errorf("%s: %w", method, ErrCompressedAnswer)
 	}
 	maxBytes, budget := c.limits()
 	switch {

@@ -14,6 +14,11 @@ import (
 // address the plugin names, the core's own owner API included.
 var ErrRedirectRefused = errors.New("the plugin answered with a redirect, which the core never follows")
 
+// ErrCompressedAnswer is returned when a plugin answers with a compressed
+// body, which the core never asks for: how much memory a compressed answer
+// decodes to is known only once it has been inflated.
+var ErrCompressedAnswer = errors.New("the plugin answered a compressed body, which the core does not accept")
+
 // errAnswerBytes is what a plugin's answer body reports once it has given
 // more bytes than the core reads.
 var errAnswerBytes = errors.New("the answer's body is longer than the core reads")
@@ -82,8 +87,9 @@ type cappedTransport struct {
 }
 
 // RoundTrip sends req and caps the answer's body. Any 3xx answer is
-// refused here, before a client could follow it; a redirect the client
-// would not follow (a streamed body cannot be replayed) is named the same.
+// refused here, before a client could follow it (a redirect the client
+// would not follow, of a streamed body it cannot replay, is named the
+// same), and so is a compressed answer.
 func (t cappedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.rt.RoundTrip(req)
 	if err != nil || resp.Body == nil {
@@ -92,6 +98,12 @@ func (t cappedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		_ = resp.Body.Close()
 		return nil, redirectError{status: resp.StatusCode}
+	}
+	for _, h := range []string{"Content-Encoding", "Connect-Content-Encoding"} {
+		if v := resp.Header.Get(h); v != "" && v != "identity" {
+			_ = resp.Body.Close()
+			return nil, ErrCompressedAnswer
+		}
 	}
 	resp.Body = &cappedBody{rc: resp.Body, left: t.limit}
 	return resp, nil
