@@ -16,20 +16,26 @@ import (
 // alike), so that no connector can make the core allocate much more than
 // these however it answers.
 const (
-	// DefaultMaxAnswerBytes bounds the encoded answer. A batch holds at most
-	// store.MaxBatchRows (100,000) entries; a typical transaction with two
-	// postings takes about 150 bytes on the wire, so 16 MiB carries a full
-	// batch of them, and so the delivery of any file the owner API accepts
-	// (ownerapi.MaxImportBytes, 32 MiB) whose rows fit one batch. An answer
-	// the store would refuse for its size anyway is refused here before it
-	// costs memory.
-	DefaultMaxAnswerBytes = 16 << 20
+	// DefaultMaxAnswerBytes bounds the encoded answer: 8 MiB less 64 KiB.
+	// A typical transaction with two postings takes about 150 bytes on the
+	// wire, so this carries some 55,000 of them: more than a household's
+	// years of one account, and deliveries are incremental anyway (a
+	// connector delivers the rest from its watermark on the next sync,
+	// D-18). A file's delivery is about the size of its rows as protobuf:
+	// ibkr-flex's 32 MiB XML statement limit (the owner API's
+	// ownerapi.MaxImportBytes too) maps to a few MiB. It stays under 8 MiB by
+	// more than Connect's read step (512 bytes), so the buffer Connect reads
+	// an answer into, which doubles as it fills, stops at 8 MiB instead of
+	// 16: a hostile answer costs the core about twice this per call (the
+	// buffer and its smaller predecessors), well under 64 MiB.
+	DefaultMaxAnswerBytes = 8<<20 - 64<<10
 	// DefaultMaxAnswerMemory bounds what decoding the answer would allocate,
 	// estimated from its encoding before anything is decoded: every message
-	// costs its Go struct and a slice slot, every string and unknown field
-	// its bytes. It stops answers small on the wire that decode to far more
-	// (16 MiB of empty transactions are eight million structs); a full batch
-	// of ordinary transactions needs about half of it.
+	// costs its Go struct (and its slot when in a list), every string and
+	// unknown field its bytes. It stops answers small on the wire that decode to far more
+	// (8 MiB of empty transactions are four million structs, over 500 MiB);
+	// an answer of ordinary transactions filling DefaultMaxAnswerBytes fits
+	// (TestAnswerBoundsFitOrdinaryDeliveries).
 	DefaultMaxAnswerMemory = 48 << 20
 	// maxAnswerDepth bounds the nesting the estimate follows; a delivery
 	// nests four deep.
@@ -76,7 +82,8 @@ func (c boundedCodec) Unmarshal(data []byte, m any) error {
 	if err != nil {
 		return err
 	}
-	if cost > c.budget {
+	// An eighth more for the allocator's rounding up to its size classes.
+	if cost+cost/8 > c.budget {
 		return errOverBudget
 	}
 	return proto.Unmarshal(data, pm)
@@ -90,7 +97,7 @@ func decodedCost(data []byte, desc protoreflect.MessageDescriptor, budget int64,
 	if depth > maxAnswerDepth {
 		return 0, fmt.Errorf("the answer nests deeper than %d messages", maxAnswerDepth)
 	}
-	cost := structSize(desc) + 16 // the struct, and its slot in a parent's slice
+	cost := structSize(desc)
 	fields := desc.Fields()
 	for len(data) > 0 {
 		num, typ, n := protowire.ConsumeTag(data)
@@ -119,14 +126,20 @@ func decodedCost(data []byte, desc protoreflect.MessageDescriptor, budget int64,
 				return 0, err
 			}
 			cost += sub
+			if fd.IsList() || fd.IsMap() {
+				cost += 16 // its slot in a slice that doubles as it grows
+			}
 		case fd.IsList() && typ == protowire.BytesType && fd.Kind() != protoreflect.StringKind && fd.Kind() != protoreflect.BytesKind:
 			// A packed list: at most one element per byte, eight bytes each.
 			cost += 8 * int64(m)
 		case fd.Kind() == protoreflect.StringKind || fd.Kind() == protoreflect.BytesKind:
 			// Copied out of the encoding, and a slot when in a list.
-			cost += int64(m) + 16
+			cost += int64(m)
+			if fd.IsList() {
+				cost += 32
+			}
 		case fd.IsList():
-			cost += 8
+			cost += 16
 		}
 		if cost > budget {
 			return cost, nil

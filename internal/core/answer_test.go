@@ -3,7 +3,9 @@ package core
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -131,5 +133,33 @@ func TestSyncAnswerTooLarge(t *testing.T) {
 	status, _ = st.Status(t.Context(), "fx")
 	if calls.Load() != 2 || !status.LastOK || status.Rows.FxRates != 2 {
 		t.Fatalf("after the next sync: %d calls, %+v", calls.Load(), status)
+	}
+}
+
+// TestAnswerBoundsFitOrdinaryDeliveries: an answer of ordinary transactions
+// (two postings, a description) as large as DefaultMaxAnswerBytes allows is
+// within DefaultMaxAnswerMemory, so the bounds refuse only hostile shapes.
+func TestAnswerBoundsFitOrdinaryDeliveries(t *testing.T) {
+	raw := ordinaryAnswer("b1", DefaultMaxAnswerBytes)
+	cost, err := decodedCost(raw, (&connectorv1.SyncResponse{}).ProtoReflect().Descriptor(), math.MaxInt64, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) > DefaultMaxAnswerBytes {
+		t.Fatalf("the answer is %d bytes, over the bound", len(raw))
+	}
+	t.Logf("%d bytes encoded, estimated %d bytes decoded", len(raw), cost)
+	if cost+cost/8 > DefaultMaxAnswerMemory {
+		t.Fatalf("an ordinary answer of %d bytes is estimated at %d bytes decoded, over the bound %d", len(raw), cost, DefaultMaxAnswerMemory)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var out connectorv1.SyncResponse
+	if err := (boundedCodec{budget: DefaultMaxAnswerMemory}).Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(cost+cost/8) {
+		t.Errorf("decoding allocated %d bytes, more than the estimate %d", alloc, cost+cost/8)
 	}
 }

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	connectorv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1"
 )
 
 // Hostile plugins: servers on loopback that answer the core's calls with
@@ -71,6 +75,27 @@ func emptyTransactions(batch string, n int) []byte {
 	var resp []byte
 	resp = protowire.AppendTag(resp, 1, protowire.BytesType)
 	return protowire.AppendBytes(resp, d)
+}
+
+// ordinaryAnswer is the encoding of a SyncResponse whose delivery holds as
+// many ordinary transactions (two postings, a description) as fit in size
+// bytes.
+func ordinaryAnswer(batch string, size int) []byte {
+	tx := func(i int) *connectorv1.Transaction {
+		return &connectorv1.Transaction{
+			SourceId: fmt.Sprintf("tx-%08d", i), Date: "2026-11-02", Description: "CARD PAYMENT COFFEE SHOP WARSZAWA",
+			Postings: []*connectorv1.Posting{
+				{AccountId: "checking", Amount: "-13.50", Currency: "PLN"},
+				{AccountId: "expenses:food", Amount: "13.50", Currency: "PLN"},
+			},
+		}
+	}
+	d := &connectorv1.Delivery{BatchId: batch, Institution: &connectorv1.Institution{Id: "bank", Name: "Bank"}}
+	for i := range (size - 1024) / (proto.Size(tx(0)) + 3) {
+		d.Transactions = append(d.Transactions, tx(i))
+	}
+	raw, _ := proto.Marshal(&connectorv1.SyncResponse{Delivery: d})
+	return raw
 }
 
 // fixedAnswer answers every unary call 200 with body.
