@@ -3,8 +3,10 @@ package core
 import (
 	"context"
 	"errors"
+	"io"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -162,4 +164,27 @@ func TestAnswerBoundsFitOrdinaryDeliveries(t *testing.T) {
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(cost+cost/8) {
 		t.Errorf("decoding allocated %d bytes, more than the estimate %d", alloc, cost+cost/8)
 	}
+}
+
+// TestOwnerImportRefusesLargeAnswer: the owner API's import goes through
+// the same bounds: an ImportFile answer announcing 4 GiB is answered 502,
+// named, and nothing is stored.
+func TestOwnerImportRefusesLargeAnswer(t *testing.T) {
+	url := serveHostile(t, hugeEnvelope(0xfffffff0))
+	st := openStore(t)
+	caller := &Caller{Tokens: testTokens{}, Resolve: func(string) string { return url }}
+	s := schedule(t, newFakeClock(), caller, st, SchedulerOptions{})
+	s.Update([]Target{accountsFx})
+	owner := httptest.NewServer((&Core{store: st, sched: s}).ownerHandler())
+	t.Cleanup(owner.Close)
+	resp, err := http.Post(owner.URL+PathPluginPrefix+"fx/import", "text/csv", strings.NewReader("a;b\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(body), "too large") {
+		t.Fatalf("%d %s, want 502 naming the bound", resp.StatusCode, body)
+	}
+	noRows(t, st)
 }
