@@ -41,6 +41,9 @@ const (
 	DefaultMaxBackoff = time.Minute
 	// DefaultCallTimeout bounds one call to a plugin.
 	DefaultCallTimeout = 2 * time.Minute
+	// storeTimeout bounds storing one delivery, which a change of the
+	// instance's grant waits for (checkGrant).
+	storeTimeout = time.Minute
 )
 
 // Connector calls a plugin's ConnectorService; *Caller is the real one.
@@ -215,17 +218,23 @@ func (s *Scheduler) Update(targets []Target) {
 		s.o.Log.Info("calling the plugin on its schedule", "plugin", name, "interval", s.interval(name).String())
 	}
 	s.mu.Unlock()
+	// Each change waits for its worker's store in progress, if any (at most
+	// storeTimeout); the workers' waits overlap.
+	var wg sync.WaitGroup
 	for _, c := range changed {
-		c.w.grant.Lock()
-		if c.t.Instance == "" {
-			c.w.stopped = true
-		} else {
+		wg.Go(func() {
+			c.w.grant.Lock()
+			defer c.w.grant.Unlock()
+			if c.t.Instance == "" {
+				c.w.stopped = true
+				return
+			}
 			c.w.mu.Lock()
 			c.w.target = c.t
 			c.w.mu.Unlock()
-		}
-		c.w.grant.Unlock()
+		})
 	}
+	wg.Wait()
 	for _, name := range stopped {
 		s.o.Log.Info("stopped calling the plugin", "plugin", name)
 		if s.o.OnStop != nil {
@@ -400,7 +409,11 @@ func (s *Scheduler) accept(ctx context.Context, instance string, w *worker, batc
 	if err := w.checkGrant(instance, d); err != nil {
 		return store.ImportResult{}, err
 	}
-	res, err := s.o.Store.Import(ctx, instance, kind, d)
+	// Bounded, since a change of the grant waits for it; a store that takes
+	// longer is rolled back and retried like a database that failed.
+	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	res, err := s.o.Store.Import(sctx, instance, kind, d)
 	if err != nil {
 		if isInvalidDelivery(err) {
 			return store.ImportResult{}, err // "store: delivery refused: <field>: <rule>"
@@ -471,7 +484,10 @@ func (s *Scheduler) ImportFile(ctx context.Context, instance, fileName, mediaTyp
 		}
 		return countDelivery(d), nil
 	}
-	return s.accept(ctx, instance, w, batch, store.KindFile, d)
+	actx, acancel := context.WithCancel(ctx)
+	defer acancel()
+	defer context.AfterFunc(w.ctx, acancel)()
+	return s.accept(actx, instance, w, batch, store.KindFile, d)
 }
 
 // baseName drops any directory from an uploaded file's name: the contract
