@@ -69,6 +69,7 @@ func (c *Caller) client(ctx context.Context, instance string) (connectorv1connec
 	), "Bearer " + token, nil
 }
 
+// limits returns the answer bounds, the defaults for those not set.
 func (c *Caller) limits() (maxBytes int, budget int64) {
 	maxBytes, budget = c.MaxAnswerBytes, c.MaxAnswerMemory
 	if maxBytes <= 0 {
@@ -152,10 +153,9 @@ func closeFor(stream *connect.ClientStreamForClient[connectorv1.ImportFileReques
 const maxPluginErrorText = 1024
 
 // refusal names what the core refused of a call to method: a redirect, a
-// compressed answer, an
-// answer over its bounds (Connect's own limit, the capped body, the codec's
-// estimate); a plugin's own error keeps its code with its message cut to
-// maxPluginErrorText. Nothing the plugin wrote beyond that message is
+// compressed answer, an answer over its bounds (Connect's own limit, the
+// capped body, the codec's estimate); a plugin's own error keeps its code
+// with its message cut to maxPluginErrorText. Nothing the plugin wrote beyond that message is
 // returned: not a redirect's Location, not error details.
 func (c *Caller) refusal(method string, err error) error {
 	var re redirectError
