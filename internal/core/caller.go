@@ -160,10 +160,10 @@ const maxPluginErrorText = 1024
 func (c *Caller) refusal(method string, err error) error {
 	var re redirectError
 	if errors.As(err, &re) {
-		return fmt.Errorf("%s: %w", method, re)
+		return re
 	}
 	if errors.Is(err, ErrCompressedAnswer) {
-		return fmt.Errorf("%s: %w", method, ErrCompressedAnswer)
+		return ErrCompressedAnswer
 	}
 	maxBytes, budget := c.limits()
 	switch {
