@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"connectrpc.com/connect"
 
@@ -39,8 +40,13 @@ type Caller struct {
 	Resolve Resolver
 	// HTTP is the client calls go through; nil means a plain client. The
 	// SDK serves HTTP/1.1 and h2c; unary calls and ImportFile's client
-	// stream both work on HTTP/1.1.
+	// stream both work on HTTP/1.1. Whatever it sets, no redirect is
+	// followed and answers are bounded (pluginHTTPClient).
 	HTTP *http.Client
+	// MaxAnswerBytes and MaxAnswerMemory bound every answer (answer.go);
+	// zero means DefaultMaxAnswerBytes and DefaultMaxAnswerMemory.
+	MaxAnswerBytes  int
+	MaxAnswerMemory int64
 }
 
 // fileChunk is the size of the chunks ImportFile streams.
@@ -52,11 +58,27 @@ func (c *Caller) client(ctx context.Context, instance string) (connectorv1connec
 		// Could not mint: the same as an unreachable plugin for the retries.
 		return nil, "", connect.NewError(connect.CodeUnavailable, err)
 	}
-	h := c.HTTP
-	if h == nil {
-		h = &http.Client{}
+	maxBytes, budget := c.limits()
+	h := pluginHTTPClient(c.HTTP, int64(maxBytes)+answerSlack)
+	return connectorv1connect.NewConnectorServiceClient(h, c.Resolve(instance),
+		connect.WithReadMaxBytes(maxBytes),
+		// Only uncompressed answers: a compressed one's size is known only
+		// once inflated, and inflating a bomb to its end costs the core.
+		connect.WithAcceptCompression("gzip", nil, nil),
+		connect.WithCodec(boundedCodec{budget: budget}),
+	), "Bearer " + token, nil
+}
+
+// limits returns the answer bounds, the defaults for those not set.
+func (c *Caller) limits() (maxBytes int, budget int64) {
+	maxBytes, budget = c.MaxAnswerBytes, c.MaxAnswerMemory
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxAnswerBytes
 	}
-	return connectorv1connect.NewConnectorServiceClient(h, c.Resolve(instance)), "Bearer " + token, nil
+	if budget <= 0 {
+		budget = DefaultMaxAnswerMemory
+	}
+	return maxBytes, budget
 }
 
 // Sync calls the instance's Sync.
@@ -69,7 +91,7 @@ func (c *Caller) Sync(ctx context.Context, instance string, req *connectorv1.Syn
 	r.Header().Set("Authorization", auth)
 	resp, err := cl.Sync(ctx, r)
 	if err != nil {
-		return nil, err
+		return nil, c.refusal("Sync", err)
 	}
 	if resp.Msg.GetDelivery() == nil {
 		return nil, connect.NewError(connect.CodeInternal, errors.New("the connector answered no delivery"))
@@ -86,7 +108,7 @@ func (c *Caller) ImportFile(ctx context.Context, instance string, header *connec
 	stream := cl.ImportFile(ctx)
 	stream.RequestHeader().Set("Authorization", auth)
 	if err := stream.Send(&connectorv1.ImportFileRequest{Message: &connectorv1.ImportFileRequest_Header{Header: header}}); err != nil {
-		return nil, closeFor(stream, err)
+		return nil, c.refusal("ImportFile", closeFor(stream, err))
 	}
 	buf := make([]byte, fileChunk)
 	for {
@@ -94,7 +116,7 @@ func (c *Caller) ImportFile(ctx context.Context, instance string, header *connec
 		if n > 0 {
 			chunk := append([]byte(nil), buf[:n]...)
 			if err := stream.Send(&connectorv1.ImportFileRequest{Message: &connectorv1.ImportFileRequest_Chunk{Chunk: chunk}}); err != nil {
-				return nil, closeFor(stream, err)
+				return nil, c.refusal("ImportFile", closeFor(stream, err))
 			}
 		}
 		if rerr == io.EOF {
@@ -107,7 +129,7 @@ func (c *Caller) ImportFile(ctx context.Context, instance string, header *connec
 	}
 	resp, err := stream.CloseAndReceive()
 	if err != nil {
-		return nil, err
+		return nil, c.refusal("ImportFile", err)
 	}
 	if resp.Msg.GetDelivery() == nil {
 		return nil, connect.NewError(connect.CodeInternal, errors.New("the connector answered no delivery"))
@@ -124,4 +146,47 @@ func closeFor(stream *connect.ClientStreamForClient[connectorv1.ImportFileReques
 		}
 	}
 	return err
+}
+
+// maxPluginErrorText bounds the message of an error a plugin answers, as
+// the core records and shows it.
+const maxPluginErrorText = 1024
+
+// refusal names what the core refused of a call to method: a redirect, a
+// compressed answer, an answer over its bounds (Connect's own limit, the
+// capped body, the codec's estimate); a plugin's own error keeps its code
+// with its message cut to maxPluginErrorText. Nothing the plugin wrote beyond that message is
+// returned: not a redirect's Location, not error details.
+func (c *Caller) refusal(method string, err error) error {
+	var re redirectError
+	if errors.As(err, &re) {
+		return re
+	}
+	if errors.Is(err, ErrCompressedAnswer) {
+		return ErrCompressedAnswer
+	}
+	maxBytes, budget := c.limits()
+	switch {
+	case errors.Is(err, errOverBudget):
+		return fmt.Errorf("%w: its answer to %s would take more than %d bytes of memory to decode; nothing of it is stored", ErrAnswerTooLarge, method, budget)
+	case errors.Is(err, errAnswerBytes),
+		connect.CodeOf(err) == connect.CodeResourceExhausted && !connect.IsWireError(err):
+		return fmt.Errorf("%w: its answer to %s is larger than %d bytes; nothing of it is stored", ErrAnswerTooLarge, method, maxBytes)
+	}
+	var ce *connect.Error
+	if connect.IsWireError(err) && errors.As(err, &ce) {
+		return connect.NewError(ce.Code(), errors.New(truncateText(ce.Message(), maxPluginErrorText)))
+	}
+	return err
+}
+
+// truncateText cuts s to at most n bytes on a rune boundary.
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

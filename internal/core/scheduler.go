@@ -41,6 +41,9 @@ const (
 	DefaultMaxBackoff = time.Minute
 	// DefaultCallTimeout bounds one call to a plugin.
 	DefaultCallTimeout = 2 * time.Minute
+	// storeTimeout bounds storing one delivery, which a change of the
+	// instance's grant waits for (checkGrant).
+	storeTimeout = time.Minute
 )
 
 // Connector calls a plugin's ConnectorService; *Caller is the real one.
@@ -93,16 +96,29 @@ type Scheduler struct {
 	o   SchedulerOptions
 	ctx context.Context
 
-	mu      sync.Mutex
-	workers map[string]*worker
-	wg      sync.WaitGroup
+	// updating serialises Update; mu guards workers alone, so that Update
+	// waiting for a store in progress blocks no reader of the schedule.
+	updating sync.Mutex
+	mu       sync.Mutex
+	workers  map[string]*worker
+	wg       sync.WaitGroup
 }
 
 type worker struct {
+	// ctx is done once the instance stops running; cancel ends it.
+	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
 	// call serialises calls to the instance (Sync and ImportFile).
 	call sync.Mutex
+
+	// grant is held while a delivery is checked against the target and
+	// stored, and by Update while it changes the target or stops the worker,
+	// so that a delivery is stored only under the grant as it stands then,
+	// not as it stood when the call began (checkGrant).
+	grant sync.Mutex
+	// stopped is set, under grant, once the instance no longer runs.
+	stopped bool
 
 	mu     sync.Mutex
 	target Target
@@ -156,35 +172,42 @@ func newBatchID() string {
 
 // Update sets the running instances: workers start for new connectors, stop
 // for instances no longer among them, and take the new permissions of the
-// others. Plugins.WatchPlugins calls it on every change.
+// others. Plugins.WatchPlugins calls it on every change. It returns once no
+// delivery can be stored under what it replaced: a store in progress under
+// the old grant (one database transaction) is waited for.
 func (s *Scheduler) Update(targets []Target) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.updating.Lock()
+	defer s.updating.Unlock()
 	want := map[string]Target{}
 	for _, t := range targets {
 		if t.Connector {
 			want[t.Instance] = t
 		}
 	}
+	type change struct {
+		w *worker
+		t Target
+	}
+	var stopped []string
+	var changed []change
+	s.mu.Lock()
 	for name, w := range s.workers {
 		if _, ok := want[name]; !ok {
 			w.cancel()
 			delete(s.workers, name)
-			s.o.Log.Info("stopped calling the plugin", "plugin", name)
-			if s.o.OnStop != nil {
-				s.o.OnStop(name)
-			}
+			stopped = append(stopped, name)
+			changed = append(changed, change{w: w})
 		}
 	}
 	for name, t := range want {
 		if w, ok := s.workers[name]; ok {
-			w.mu.Lock()
-			w.target = t
-			w.mu.Unlock()
+			if !sameTarget(w.getTarget(), t) {
+				changed = append(changed, change{w: w, t: t})
+			}
 			continue
 		}
 		ctx, cancel := context.WithCancel(s.ctx)
-		w := &worker{cancel: cancel, done: make(chan struct{}), target: t}
+		w := &worker{ctx: ctx, cancel: cancel, done: make(chan struct{}), target: t}
 		s.workers[name] = w
 		s.wg.Add(1)
 		go func() {
@@ -194,6 +217,35 @@ func (s *Scheduler) Update(targets []Target) {
 		}()
 		s.o.Log.Info("calling the plugin on its schedule", "plugin", name, "interval", s.interval(name).String())
 	}
+	s.mu.Unlock()
+	// Each change waits for its worker's store in progress, if any (at most
+	// storeTimeout); the workers' waits overlap.
+	var wg sync.WaitGroup
+	for _, c := range changed {
+		wg.Go(func() {
+			c.w.grant.Lock()
+			defer c.w.grant.Unlock()
+			if c.t.Instance == "" {
+				c.w.stopped = true
+				return
+			}
+			c.w.mu.Lock()
+			c.w.target = c.t
+			c.w.mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for _, name := range stopped {
+		s.o.Log.Info("stopped calling the plugin", "plugin", name)
+		if s.o.OnStop != nil {
+			s.o.OnStop(name)
+		}
+	}
+}
+
+// sameTarget tells whether two targets of one instance grant the same.
+func sameTarget(a, b Target) bool {
+	return a.Connector == b.Connector && slices.Equal(a.DataTiers, b.DataTiers)
 }
 
 // Wait returns once every worker has stopped (after the scheduler's context
@@ -308,7 +360,7 @@ func (s *Scheduler) syncOnce(ctx context.Context, instance string, w *worker) er
 	defer w.call.Unlock()
 	batch := s.o.NewBatchID()
 	for attempt := 1; ; attempt++ {
-		res, err := s.attempt(ctx, instance, w.getTarget(), batch)
+		res, err := s.attempt(ctx, instance, w, batch)
 		if err == nil {
 			s.o.Log.Info("synced", "plugin", instance, "batch", batch, "attempt", attempt,
 				"transactions", res.Transactions, "balances", res.Balances, "prices", res.Prices,
@@ -332,7 +384,7 @@ func (s *Scheduler) syncOnce(ctx context.Context, instance string, w *worker) er
 }
 
 // attempt is one call and, if it answers, one import.
-func (s *Scheduler) attempt(ctx context.Context, instance string, t Target, batch string) (store.ImportResult, error) {
+func (s *Scheduler) attempt(ctx context.Context, instance string, w *worker, batch string) (store.ImportResult, error) {
 	watermark, err := s.o.Store.Watermark(ctx, instance)
 	if err != nil {
 		return store.ImportResult{}, storeError{fmt.Errorf("reading the watermark: %w", err)}
@@ -343,19 +395,25 @@ func (s *Scheduler) attempt(ctx context.Context, instance string, t Target, batc
 	if err != nil {
 		return store.ImportResult{}, fmt.Errorf("calling Sync: %w", err)
 	}
-	return s.accept(ctx, instance, t, batch, store.KindSync, d)
+	return s.accept(ctx, instance, w, batch, store.KindSync, d)
 }
 
 // accept checks a delivery against the batch and the instance's data tiers
-// and imports it whole.
-func (s *Scheduler) accept(ctx context.Context, instance string, t Target, batch string, kind store.Kind, d *connectorv1.Delivery) (store.ImportResult, error) {
+// as they stand now (checkGrant) and imports it whole.
+func (s *Scheduler) accept(ctx context.Context, instance string, w *worker, batch string, kind store.Kind, d *connectorv1.Delivery) (store.ImportResult, error) {
 	if d.GetBatchId() != batch {
 		return store.ImportResult{}, fmt.Errorf("%w: sent %q, got %q", ErrBatchMismatch, batch, d.GetBatchId())
 	}
-	if err := CheckTiers(d, t.DataTiers); err != nil {
+	w.grant.Lock()
+	defer w.grant.Unlock()
+	if err := w.checkGrant(instance, d); err != nil {
 		return store.ImportResult{}, err
 	}
-	res, err := s.o.Store.Import(ctx, instance, kind, d)
+	// Bounded, since a change of the grant waits for it; a store that takes
+	// longer is rolled back and retried like a database that failed.
+	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	res, err := s.o.Store.Import(sctx, instance, kind, d)
 	if err != nil {
 		if isInvalidDelivery(err) {
 			return store.ImportResult{}, err // "store: delivery refused: <field>: <rule>"
@@ -404,25 +462,32 @@ func (s *Scheduler) ImportFile(ctx context.Context, instance, fileName, mediaTyp
 	if preview {
 		mode = connectorv1.IngestMode_INGEST_MODE_PREVIEW
 	}
+	// The call ends with the owner's request or when the instance stops
+	// running, whichever comes first.
 	cctx, cancel := context.WithTimeout(ctx, s.o.CallTimeout)
 	defer cancel()
+	defer context.AfterFunc(w.ctx, cancel)()
 	d, err := s.o.Connector.ImportFile(cctx, instance, &connectorv1.FileHeader{
 		BatchId: batch, Mode: mode, FileName: baseName(fileName), MediaType: mediaType,
 	}, file)
 	if err != nil {
 		return store.ImportResult{}, fmt.Errorf("calling ImportFile: %w", err)
 	}
-	t := w.getTarget()
 	if preview {
 		if d.GetBatchId() != batch {
 			return store.ImportResult{}, fmt.Errorf("%w: sent %q, got %q", ErrBatchMismatch, batch, d.GetBatchId())
 		}
-		if err := CheckTiers(d, t.DataTiers); err != nil {
+		w.grant.Lock()
+		defer w.grant.Unlock()
+		if err := w.checkGrant(instance, d); err != nil {
 			return store.ImportResult{}, err
 		}
 		return countDelivery(d), nil
 	}
-	return s.accept(ctx, instance, t, batch, store.KindFile, d)
+	actx, acancel := context.WithCancel(ctx)
+	defer acancel()
+	defer context.AfterFunc(w.ctx, acancel)()
+	return s.accept(actx, instance, w, batch, store.KindFile, d)
 }
 
 // baseName drops any directory from an uploaded file's name: the contract

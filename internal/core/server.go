@@ -114,6 +114,9 @@ func (c *Core) serveImport(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusNotFound, err)
 		case errors.Is(err, ErrOutsideTiers), errors.Is(err, ErrBatchMismatch):
 			writeError(w, http.StatusForbidden, err)
+		case errors.Is(err, ErrAnswerTooLarge), errors.Is(err, ErrRedirectRefused), errors.Is(err, ErrCompressedAnswer):
+			// The plugin answered what the core never takes.
+			writeError(w, http.StatusBadGateway, err)
 		case retryable(err):
 			writeError(w, http.StatusServiceUnavailable, err)
 		default:
