@@ -178,7 +178,9 @@ func TestOwnerImportRefusesLargeAnswer(t *testing.T) {
 	caller := &Caller{Tokens: testTokens{}, Resolve: func(string) string { return url }}
 	s := schedule(t, newFakeClock(), caller, st, SchedulerOptions{})
 	s.Update([]Target{accountsFx})
-	owner := httptest.NewServer((&Core{store: st, sched: s}).ownerHandler())
+	// The import's own path: the owner's authentication in front of it is
+	// tested in TestOwnerAPIRequiresOwnerToken.
+	owner := httptest.NewServer((&Core{store: st, sched: s}).ownerRoutes())
 	t.Cleanup(owner.Close)
 	resp, err := http.Post(owner.URL+PathPluginPrefix+"fx/import", "text/csv", strings.NewReader("a;b\n"))
 	if err != nil {

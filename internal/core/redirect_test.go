@@ -162,7 +162,9 @@ func TestRedirectToOwnerAPI(t *testing.T) {
 			s := schedule(t, newFakeClock(), caller, st, SchedulerOptions{})
 			s.Update([]Target{{Instance: "victim", Connector: true, DataTiers: []string{TierAccounts}}, {Instance: "evil", Connector: true}})
 			c := &Core{store: st, sched: s}
-			owner := httptest.NewServer(c.ownerHandler())
+			// The owner API's routes without the owner's authentication:
+			// the redirect refusal must hold on its own.
+			owner := httptest.NewServer(c.ownerRoutes())
 			t.Cleanup(owner.Close)
 			u["evil"] = redirecting(t, code, owner.URL+PathPluginPrefix+"victim/import")
 

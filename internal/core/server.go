@@ -40,14 +40,20 @@ const (
 // RequireOwner (OF-18); only /healthz, which the kubelet probes, asks for
 // no credential.
 func (c *Core) ownerHandler(v *auth.OwnerVerifier, log *slog.Logger) http.Handler {
+	outer := http.NewServeMux()
+	outer.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	outer.Handle("/", auth.RequireOwner(v, log, c.ownerRoutes()))
+	return outer
+}
+
+// ownerRoutes are the owner API's paths, with no authentication of their
+// own: ownerHandler puts RequireOwner in front of them.
+func (c *Core) ownerRoutes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathStatus, c.serveStatusAll)
 	mux.HandleFunc("GET "+PathPluginPrefix+"{name}/status", c.serveStatus)
 	mux.HandleFunc("POST "+PathPluginPrefix+"{name}/import", c.serveImport)
-	outer := http.NewServeMux()
-	outer.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	outer.Handle("/", auth.RequireOwner(v, log, mux))
-	return outer
+	return mux
 }
 
 // pluginHandler serves the plugin API behind RequirePlugin (D-27).
