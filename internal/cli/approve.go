@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/apiconv"
+	"github.com/arkadiuss/openfief/internal/display"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -194,13 +194,13 @@ func describeApproval(w io.Writer, indent string, a plugins.Approval, m plugins.
 	shown.Secrets = nil
 	describePending(w, indent, shown, m)
 	for _, s := range a.Secrets {
-		fmt.Fprintf(w, "%sSecret slot:   %s at %s, mounting Secret %s\n", indent, s.Slot, s.MountPath, s.SecretName)
+		fmt.Fprintf(w, "%sSecret slot:   %s, mounting Secret %s\n", indent, slotAt(s.Slot, s.MountPath), display.Text(s.SecretName))
 	}
 	for _, s := range a.Rebound {
-		fmt.Fprintf(w, "%sRebind:        slot %s to Secret %s\n", indent, s.Slot, s.SecretName)
+		fmt.Fprintf(w, "%sRebind:        slot %s to Secret %s\n", indent, display.Text(s.Slot), display.Text(s.SecretName))
 	}
 	if len(a.PullSecrets) > 0 {
-		fmt.Fprintf(w, "%sPull secrets:  %s (the grant then holds %s)\n", indent, strings.Join(a.PullSecrets, ", "), strings.Join(a.Grant.ImagePullSecrets, ", "))
+		fmt.Fprintf(w, "%sPull secrets:  %s (the grant then holds %s)\n", indent, display.Join(a.PullSecrets, ", "), display.Join(a.Grant.ImagePullSecrets, ", "))
 	}
 }
 
@@ -211,7 +211,7 @@ func warnSignature(w io.Writer, p *v1alpha1.Plugin) {
 	if cond == nil || cond.Status == metav1.ConditionTrue || p.Status.ObservedGeneration != p.Generation {
 		return
 	}
-	fmt.Fprintf(w, "Warning: the operator has not verified this image (%s: %s); it will not run until it does.\n", cond.Reason, cond.Message)
+	fmt.Fprintf(w, "Warning: the operator has not verified this image (%s: %s); it will not run until it does.\n", display.Text(cond.Reason), display.Message(cond.Message))
 }
 
 // newRevokeCommand builds `openfief plugin revoke`: delete the PluginGrant,
@@ -280,11 +280,11 @@ func describeGrant(w io.Writer, indent string, g *v1alpha1.PluginGrant) {
 	for i, t := range g.Spec.DataTiers {
 		tiers[i] = string(t)
 	}
-	fmt.Fprintf(w, "%sCapabilities:  %s\n", indent, orNone(sorted(caps)))
-	fmt.Fprintf(w, "%sEgress:        %s\n", indent, orNone(canonical(hosts)))
-	fmt.Fprintf(w, "%sSecrets:       %s\n", indent, orNone(sorted(secrets)))
-	fmt.Fprintf(w, "%sData tiers:    %s\n", indent, orNone(sorted(tiers)))
+	fmt.Fprintf(w, "%sCapabilities:  %s\n", indent, orNone(shown(sorted(caps))))
+	fmt.Fprintf(w, "%sEgress:        %s\n", indent, orNone(shown(canonical(hosts))))
+	fmt.Fprintf(w, "%sSecrets:       %s\n", indent, orNone(shown(sorted(secrets))))
+	fmt.Fprintf(w, "%sData tiers:    %s\n", indent, orNone(shown(sorted(tiers))))
 	if len(g.Spec.ImagePullSecrets) > 0 {
-		fmt.Fprintf(w, "%sPull secrets:  %s\n", indent, strings.Join(sorted(g.Spec.ImagePullSecrets), ", "))
+		fmt.Fprintf(w, "%sPull secrets:  %s\n", indent, display.Join(sorted(g.Spec.ImagePullSecrets), ", "))
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/configschema"
+	"github.com/arkadiuss/openfief/internal/display"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -70,7 +71,7 @@ An existing NAME is refused: use 'openfief plugin upgrade' to change it.`,
 			}
 			if existing, err := env.getPlugin(ctx, c, name); err == nil {
 				return exitf(ExitNothingToDo, "plugin %q already exists in namespace %q (image %s); to change its image run: openfief plugin upgrade %s --image IMAGE",
-					name, env.Namespace, existing.Spec.Image, name)
+					name, env.Namespace, display.Text(existing.Spec.Image), name)
 			} else if ExitCode(err) != ExitNotFound {
 				return err
 			}
@@ -223,7 +224,7 @@ func checkPlugin(name string, ref plugins.ImageRef, m plugins.Manifest, config j
 // spec waits for.
 func (e *Env) afterWrite(ctx context.Context, c client.Client, name string, res imageCheck) error {
 	v := res.Verification
-	fmt.Fprintf(e.Out, "Signature:  %s by %s\n", v.Reason, v.Signer)
+	fmt.Fprintf(e.Out, "Signature:  %s by %s\n", display.Text(v.Reason), display.Text(v.Signer))
 	g, err := e.getGrant(ctx, c, name)
 	if err != nil {
 		return err

@@ -23,7 +23,11 @@ import (
 // manifest field, host, condition message or error a person needs to read,
 // short enough that one value cannot push the rest of a prompt off the
 // screen.
-const DefaultMax = 512
+const DefaultMax = 1024
+
+// MessageMax is how many runes Message keeps: diagnostics (a registry's
+// refusal, a condition message, a plugin's error) wrap causes and run long.
+const MessageMax = 4096
 
 // Ellipsis marks text that was cut.
 const Ellipsis = "…"
@@ -31,6 +35,10 @@ const Ellipsis = "…"
 // Text returns s ready to show: unsafe runes and invalid bytes escaped, at
 // most DefaultMax runes.
 func Text(s string) string { return Limit(s, DefaultMax) }
+
+// Message returns a diagnostic ready to show, as Text does, at most
+// MessageMax runes.
+func Message(s string) string { return Limit(s, MessageMax) }
 
 // Limit returns s with every unsafe rune shown as \xHH (below U+0100) or
 // \uHHHH, every byte of invalid UTF-8 as \xHH, and the result cut to at
