@@ -133,18 +133,8 @@ with code 10.`,
 				}
 				return err
 			}
-			fmt.Fprintf(env.Out, "Plugin %s (image %s) asks for what its grant does not hold:\n", name, shortImage(p.Spec.Image))
-			if a.Pending.IsEmpty() {
-				fmt.Fprintln(env.Out, "  nothing")
-			}
-			describePending(env.Out, "  ", a.Pending, m)
+			printApprovalPrompt(env.Out, name, p.Spec.Image, a, m)
 			warnSignature(env.ErrOut, p)
-			fmt.Fprintln(env.Out, "This approves:")
-			describeApproval(env.Out, "  ", a, m)
-			if left := a.Remaining(); !left.IsEmpty() {
-				fmt.Fprintln(env.Out, "Still pending afterwards:")
-				describePending(env.Out, "  ", left, m)
-			}
 			if err := env.confirm(ctx, yes, fmt.Sprintf("Approve this for plugin %s?", name), "approving plugin "+name); err != nil {
 				return err
 			}
@@ -165,6 +155,24 @@ with code 10.`,
 	f.StringArrayVar(&sel.DataTiers, "data-tier", nil, "approve only this data tier (repeatable)")
 	f.StringArrayVar(&sel.PullSecrets, "pull-secret", nil, "add this image pull Secret to the grant (repeatable)")
 	return cmd
+}
+
+// printApprovalPrompt writes what approve shows before it asks: what the
+// plugin asks for beyond its grant, what this approval adds, and what stays
+// pending. It depends on plain values only, so the consent test renders it
+// exactly as the command does.
+func printApprovalPrompt(w io.Writer, name, image string, a plugins.Approval, m plugins.Manifest) {
+	fmt.Fprintf(w, "Plugin %s (image %s) asks for what its grant does not hold:\n", display.Text(name), shortImage(image))
+	if a.Pending.IsEmpty() {
+		fmt.Fprintln(w, "  nothing")
+	}
+	describePending(w, "  ", a.Pending, m)
+	fmt.Fprintln(w, "This approves:")
+	describeApproval(w, "  ", a, m)
+	if left := a.Remaining(); !left.IsEmpty() {
+		fmt.Fprintln(w, "Still pending afterwards:")
+		describePending(w, "  ", left, m)
+	}
 }
 
 // writeGrant writes an approval's grant: it creates the PluginGrant name
