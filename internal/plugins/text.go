@@ -91,6 +91,11 @@ func (fe *fieldErrors) checkText(field, s string, maxLen int) bool {
 // that does not decode is left to checkJSONSchemaShape.
 func checkSchemaText(field string, raw []byte) fieldErrors {
 	var errs fieldErrors
+	if !utf8.Valid(raw) {
+		// The decoder would quietly replace the bytes; refuse them.
+		errs.add(field, ErrUnsafeText, "not valid UTF-8")
+		return errs
+	}
 	v, err := decodeOneJSON(raw)
 	if err != nil {
 		return nil
