@@ -43,7 +43,7 @@ func screen(t testing.TB, out string) string {
 	// The emulator answers queries (device attributes, cursor position) on
 	// its input pipe; drain it so a hostile query cannot block the write.
 	go func() { _, _ = io.Copy(io.Discard, term) }()
-	defer term.Close()
+	defer func() { _ = term.Close() }()
 	if _, err := term.Write([]byte(strings.ReplaceAll(out, "\n", "\r\n"))); err != nil {
 		t.Fatal(err)
 	}
