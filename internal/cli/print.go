@@ -15,10 +15,12 @@ import (
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
-// Bounds of a config schema as shown: each line, and how many lines.
+// Bounds of a config schema as shown: each line, and how many lines. A
+// line holds a key and a string of at most plugins.MaxSchemaText bytes
+// each, so a valid schema is never cut; the bounds stop only a hostile one.
 const (
-	schemaLineMax  = 200
-	schemaLinesMax = 400
+	schemaLineMax  = 3*plugins.MaxSchemaText + 256
+	schemaLinesMax = 2000
 )
 
 // printManifest writes a manifest as labelled lines, egress hosts in their

@@ -183,10 +183,11 @@ func (s snapshot) detail(name string) Detail {
 }
 
 // Bounds of a preformatted value (a config schema) as shown: each line,
-// and how many lines.
+// and how many lines; a valid schema is never cut (see the CLI's
+// schemaLineMax).
 const (
-	preLineMax  = 200
-	preLinesMax = 400
+	preLineMax  = 3*plugins.MaxSchemaText + 256
+	preLinesMax = 2000
 )
 
 // shown returns the table with every string rendered through
