@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -35,19 +36,34 @@ const (
 	screenHeight = 80
 )
 
+// terminal is the one emulator the tests share: making one allocates a
+// few megabytes, too slow for a fuzz target that renders six screens per
+// input. screen resets it before each use.
+var terminal struct {
+	sync.Mutex
+	emu *vt.Emulator
+}
+
 // screen returns what a terminal shows after it is sent out, with a tty's
 // output processing (newline sent as CR LF).
 func screen(t testing.TB, out string) string {
 	t.Helper()
-	term := vt.NewEmulator(screenWidth, screenHeight)
-	// The emulator answers queries (device attributes, cursor position) on
-	// its input pipe; drain it so a hostile query cannot block the write.
-	go func() { _, _ = io.Copy(io.Discard, term) }()
-	defer func() { _ = term.Close() }()
-	if _, err := term.Write([]byte(strings.ReplaceAll(out, "\n", "\r\n"))); err != nil {
+	terminal.Lock()
+	defer terminal.Unlock()
+	if terminal.emu == nil {
+		terminal.emu = vt.NewEmulator(screenWidth, screenHeight)
+		// The emulator answers queries (device attributes, cursor
+		// position) on its input pipe; drain it so a hostile query cannot
+		// block the write.
+		go func(e *vt.Emulator) { _, _ = io.Copy(io.Discard, e) }(terminal.emu)
+	}
+	// CAN ends any sequence a previous output left open; RIS resets the
+	// terminal to its initial state: an empty screen, the cursor home.
+	reset := "\x18\x1bc"
+	if _, err := terminal.emu.Write([]byte(reset + strings.ReplaceAll(out, "\n", "\r\n"))); err != nil {
 		t.Fatal(err)
 	}
-	return term.String()
+	return terminal.emu.String()
 }
 
 // consentScreens renders the four outputs that show what a plugin asks for,
