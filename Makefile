@@ -11,7 +11,7 @@ CONTROLLER_GEN := .bin/controller-gen
 FUZZTIME ?= 60s
 SCALE_PROFILES ?= .bench/scale
 # Packages with fuzz targets (parsers of outside input).
-FUZZ_PACKAGES := ./internal/plugins/ ./internal/trust/cosign/ ./internal/configschema/ ./internal/operator/ ./internal/egress/ ./internal/connectors/nbpfx/ ./internal/connectors/ibkrflex/ ./internal/core/ ./sdk/go/ ./sdk/go/delivery/ ./internal/core/store/
+FUZZ_PACKAGES := ./internal/plugins/ ./internal/trust/cosign/ ./internal/configschema/ ./internal/operator/ ./internal/egress/ ./internal/connectors/nbpfx/ ./internal/connectors/ibkrflex/ ./internal/core/ ./sdk/go/ ./sdk/go/delivery/ ./internal/core/store/ ./internal/display/ ./internal/cli/
 
 .PHONY: all
 all: build

@@ -11,10 +11,10 @@ type Capability string
 
 // EgressHost is a host name with an optional port (443 when none is written).
 // The CRD checks only its shape; the domain refuses IP literals, wildcards and
-// single labels (D-32).
+// single labels (D-32), and no control or bidi character (OF-17).
 // +kubebuilder:validation:MinLength=1
 // +kubebuilder:validation:MaxLength=300
-// +kubebuilder:validation:Pattern=`^[^\s/@*\[\]]+$`
+// +kubebuilder:validation:Pattern=`^[^\s/@*\[\]\x00-\x1F\x7F-\x9F\x{061C}\x{200E}\x{200F}\x{2028}-\x{202E}\x{2066}-\x{2069}]+$`
 type EgressHost string
 
 // DataTier names a kind of data a plugin wants; a name only for now (P-33).
@@ -30,10 +30,11 @@ type SecretMount struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
-	// MountPath is an absolute, clean path outside /var/run/secrets.
+	// MountPath is an absolute, clean path outside /var/run/secrets,
+	// without control or bidi characters (OF-17).
 	// +kubebuilder:validation:MinLength=2
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^/`
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1F\x7F-\x9F\x{061C}\x{200E}\x{200F}\x{2028}-\x{202E}\x{2066}-\x{2069}]*$`
 	MountPath string `json:"mountPath"`
 }
 
@@ -71,9 +72,10 @@ type Manifest struct {
 // PluginSpec is the vendor's request for one plugin instance (D-16).
 type PluginSpec struct {
 	// Image is the plugin image pinned by digest, repository@sha256:<hex>
-	// (D-17). A tag, even beside the digest, is refused.
+	// (D-17). A tag, even beside the digest, is refused, and so is a
+	// control or bidi character (OF-17).
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^[^@]+@sha256:[0-9a-f]{64}$`
+	// +kubebuilder:validation:Pattern=`^[^@\x00-\x1F\x7F-\x9F\x{061C}\x{200E}\x{200F}\x{2028}-\x{202E}\x{2066}-\x{2069}]+@sha256:[0-9a-f]{64}$`
 	Image string `json:"image"`
 	// Manifest is a copy of the image's signed manifest label (D-42).
 	Manifest Manifest `json:"manifest"`

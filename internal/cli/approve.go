@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/apiconv"
+	"github.com/arkadiuss/openfief/internal/display"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -133,18 +133,8 @@ with code 10.`,
 				}
 				return err
 			}
-			fmt.Fprintf(env.Out, "Plugin %s (image %s) asks for what its grant does not hold:\n", name, shortImage(p.Spec.Image))
-			if a.Pending.IsEmpty() {
-				fmt.Fprintln(env.Out, "  nothing")
-			}
-			describePending(env.Out, "  ", a.Pending, m)
+			printApprovalPrompt(env.Out, name, p.Spec.Image, a, m)
 			warnSignature(env.ErrOut, p)
-			fmt.Fprintln(env.Out, "This approves:")
-			describeApproval(env.Out, "  ", a, m)
-			if left := a.Remaining(); !left.IsEmpty() {
-				fmt.Fprintln(env.Out, "Still pending afterwards:")
-				describePending(env.Out, "  ", left, m)
-			}
 			if err := env.confirm(ctx, yes, fmt.Sprintf("Approve this for plugin %s?", name), "approving plugin "+name); err != nil {
 				return err
 			}
@@ -165,6 +155,24 @@ with code 10.`,
 	f.StringArrayVar(&sel.DataTiers, "data-tier", nil, "approve only this data tier (repeatable)")
 	f.StringArrayVar(&sel.PullSecrets, "pull-secret", nil, "add this image pull Secret to the grant (repeatable)")
 	return cmd
+}
+
+// printApprovalPrompt writes what approve shows before it asks: what the
+// plugin asks for beyond its grant, what this approval adds, and what stays
+// pending. It depends on plain values only, so the consent test renders it
+// exactly as the command does.
+func printApprovalPrompt(w io.Writer, name, image string, a plugins.Approval, m plugins.Manifest) {
+	fmt.Fprintf(w, "Plugin %s (image %s) asks for what its grant does not hold:\n", display.Text(name), shortImage(image))
+	if a.Pending.IsEmpty() {
+		fmt.Fprintln(w, "  nothing")
+	}
+	describePending(w, "  ", a.Pending, m)
+	fmt.Fprintln(w, "This approves:")
+	describeApproval(w, "  ", a, m)
+	if left := a.Remaining(); !left.IsEmpty() {
+		fmt.Fprintln(w, "Still pending afterwards:")
+		describePending(w, "  ", left, m)
+	}
 }
 
 // writeGrant writes an approval's grant: it creates the PluginGrant name
@@ -194,13 +202,13 @@ func describeApproval(w io.Writer, indent string, a plugins.Approval, m plugins.
 	shown.Secrets = nil
 	describePending(w, indent, shown, m)
 	for _, s := range a.Secrets {
-		fmt.Fprintf(w, "%sSecret slot:   %s at %s, mounting Secret %s\n", indent, s.Slot, s.MountPath, s.SecretName)
+		fmt.Fprintf(w, "%sSecret slot:   %s, mounting Secret %s\n", indent, slotAt(s.Slot, s.MountPath), display.Text(s.SecretName))
 	}
 	for _, s := range a.Rebound {
-		fmt.Fprintf(w, "%sRebind:        slot %s to Secret %s\n", indent, s.Slot, s.SecretName)
+		fmt.Fprintf(w, "%sRebind:        slot %s to Secret %s\n", indent, display.Text(s.Slot), display.Text(s.SecretName))
 	}
 	if len(a.PullSecrets) > 0 {
-		fmt.Fprintf(w, "%sPull secrets:  %s (the grant then holds %s)\n", indent, strings.Join(a.PullSecrets, ", "), strings.Join(a.Grant.ImagePullSecrets, ", "))
+		fmt.Fprintf(w, "%sPull secrets:  %s (the grant then holds %s)\n", indent, display.Join(a.PullSecrets, ", "), display.Join(a.Grant.ImagePullSecrets, ", "))
 	}
 }
 
@@ -211,7 +219,7 @@ func warnSignature(w io.Writer, p *v1alpha1.Plugin) {
 	if cond == nil || cond.Status == metav1.ConditionTrue || p.Status.ObservedGeneration != p.Generation {
 		return
 	}
-	fmt.Fprintf(w, "Warning: the operator has not verified this image (%s: %s); it will not run until it does.\n", cond.Reason, cond.Message)
+	fmt.Fprintf(w, "Warning: the operator has not verified this image (%s: %s); it will not run until it does.\n", display.Text(cond.Reason), display.Message(cond.Message))
 }
 
 // newRevokeCommand builds `openfief plugin revoke`: delete the PluginGrant,
@@ -280,11 +288,11 @@ func describeGrant(w io.Writer, indent string, g *v1alpha1.PluginGrant) {
 	for i, t := range g.Spec.DataTiers {
 		tiers[i] = string(t)
 	}
-	fmt.Fprintf(w, "%sCapabilities:  %s\n", indent, orNone(sorted(caps)))
-	fmt.Fprintf(w, "%sEgress:        %s\n", indent, orNone(canonical(hosts)))
-	fmt.Fprintf(w, "%sSecrets:       %s\n", indent, orNone(sorted(secrets)))
-	fmt.Fprintf(w, "%sData tiers:    %s\n", indent, orNone(sorted(tiers)))
+	fmt.Fprintf(w, "%sCapabilities:  %s\n", indent, orNone(shown(sorted(caps))))
+	fmt.Fprintf(w, "%sEgress:        %s\n", indent, orNone(shown(canonical(hosts))))
+	fmt.Fprintf(w, "%sSecrets:       %s\n", indent, orNone(shown(sorted(secrets))))
+	fmt.Fprintf(w, "%sData tiers:    %s\n", indent, orNone(shown(sorted(tiers))))
 	if len(g.Spec.ImagePullSecrets) > 0 {
-		fmt.Fprintf(w, "%sPull secrets:  %s\n", indent, strings.Join(sorted(g.Spec.ImagePullSecrets), ", "))
+		fmt.Fprintf(w, "%sPull secrets:  %s\n", indent, display.Join(sorted(g.Spec.ImagePullSecrets), ", "))
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/arkadiuss/openfief/internal/core/ownerapi"
+	"github.com/arkadiuss/openfief/internal/display"
 )
 
 // EnvCoreURL names the environment variable that points the CLI at the
@@ -79,11 +80,11 @@ type errCoreStatus struct {
 func (e *errCoreStatus) Error() string {
 	switch {
 	case !e.fromCore:
-		return fmt.Sprintf("no openfief-core answered (HTTP %d): %s", e.code, e.msg)
+		return fmt.Sprintf("no openfief-core answered (HTTP %d): %s", e.code, display.Message(e.msg))
 	case e.refusedOwner():
-		return fmt.Sprintf("openfief-core refused the owner's token (%d): %s", e.code, e.msg)
+		return fmt.Sprintf("openfief-core refused the owner's token (%d): %s", e.code, display.Message(e.msg))
 	}
-	return fmt.Sprintf("the core answered %d: %s", e.code, e.msg)
+	return fmt.Sprintf("the core answered %d: %s", e.code, display.Message(e.msg))
 }
 
 // refusedOwner reports whether the core refused the owner's credential,
@@ -155,10 +156,10 @@ func printCoreStatus(w io.Writer, now time.Time, st ownerapi.InstanceStatus, err
 	if err != nil {
 		var ce *errCoreStatus
 		if errors.As(err, &ce) && !ce.fromCore {
-			fmt.Fprintf(w, "Core:         unknown: %v\n", ce)
+			fmt.Fprintf(w, "Core:         unknown: %s\n", display.Message(ce.Error()))
 			return
 		}
-		fmt.Fprintf(w, "Core:         unknown: %v\n", err)
+		fmt.Fprintf(w, "Core:         unknown: %s\n", display.Message(err.Error()))
 		return
 	}
 	fmt.Fprintln(w, "Core (openfief-core):")
@@ -176,7 +177,7 @@ func printCoreStatus(w io.Writer, now time.Time, st ownerapi.InstanceStatus, err
 		fmt.Fprintf(w, "  Last sync:  %s (%s ago), failed\n", st.LastSync.UTC().Format(time.RFC3339), age(now, *st.LastSync))
 	}
 	if st.LastError != "" {
-		fmt.Fprintf(w, "  Last error: %s\n", st.LastError)
+		fmt.Fprintf(w, "  Last error: %s\n", display.Message(st.LastError))
 	}
 	if st.NextSync != nil && st.Scheduled {
 		fmt.Fprintf(w, "  Next sync:  %s\n", st.NextSync.UTC().Format(time.RFC3339))

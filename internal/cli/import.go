@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/arkadiuss/openfief/internal/core/ownerapi"
+	"github.com/arkadiuss/openfief/internal/display"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -77,9 +78,9 @@ Role openfief-owner lets you). The file is at most 32 MiB.`,
 			case errors.As(err, &ce) && (!ce.fromCore || ce.refusedOwner()):
 				return exitf(ExitFailure, "%w", err)
 			case errors.As(err, &ce) && ce.code == http.StatusNotFound:
-				return exitf(ExitNotFound, "plugin %s: %s", name, ce.msg)
+				return exitf(ExitNotFound, "plugin %s: %s", name, display.Message(ce.msg))
 			case errors.As(err, &ce) && (ce.code == http.StatusUnprocessableEntity || ce.code == http.StatusForbidden || ce.code == http.StatusRequestEntityTooLarge):
-				return exitf(ExitInvalid, "plugin %s refused the file, nothing stored: %s", name, ce.msg)
+				return exitf(ExitInvalid, "plugin %s refused the file, nothing stored: %s", name, display.Message(ce.msg))
 			case err != nil:
 				return exitf(ExitFailure, "%w", err)
 			}

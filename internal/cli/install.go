@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -14,7 +15,9 @@ import (
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/configschema"
+	"github.com/arkadiuss/openfief/internal/display"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	imagetrust "github.com/arkadiuss/openfief/internal/trust"
 )
 
 // newInstallCommand builds `openfief plugin install`: verify the image,
@@ -70,7 +73,7 @@ An existing NAME is refused: use 'openfief plugin upgrade' to change it.`,
 			}
 			if existing, err := env.getPlugin(ctx, c, name); err == nil {
 				return exitf(ExitNothingToDo, "plugin %q already exists in namespace %q (image %s); to change its image run: openfief plugin upgrade %s --image IMAGE",
-					name, env.Namespace, existing.Spec.Image, name)
+					name, env.Namespace, display.Text(existing.Spec.Image), name)
 			} else if ExitCode(err) != ExitNotFound {
 				return err
 			}
@@ -222,21 +225,28 @@ func checkPlugin(name string, ref plugins.ImageRef, m plugins.Manifest, config j
 // afterWrite tells the owner how the image was trusted and what the new
 // spec waits for.
 func (e *Env) afterWrite(ctx context.Context, c client.Client, name string, res imageCheck) error {
-	v := res.Verification
-	fmt.Fprintf(e.Out, "Signature:  %s by %s\n", v.Reason, v.Signer)
 	g, err := e.getGrant(ctx, c, name)
 	if err != nil {
 		return err
 	}
-	pending := plugins.NeedsApproval(*res.Manifest, grantFromAPI(g))
-	if pending.IsEmpty() {
-		fmt.Fprintln(e.Out, "Approval:   nothing pending; the grant holds everything it asks for")
-		return nil
-	}
-	fmt.Fprintln(e.Out, "Pending approval (requested, not granted):")
-	describePending(e.Out, "  ", pending, *res.Manifest)
-	fmt.Fprintf(e.Out, "Approve with: %s\n", e.ApproveCommand(name))
+	printWritten(e.Out, res.Verification, *res.Manifest, grantFromAPI(g), e.ApproveCommand(name))
 	return nil
+}
+
+// printWritten writes what install and upgrade report after the write: how
+// the image was trusted and what the manifest asks for beyond the grant g (nil: none).
+// It depends on plain values only, so the consent test renders it exactly
+// as the commands do.
+func printWritten(w io.Writer, v imagetrust.Verification, m plugins.Manifest, g *plugins.Grant, approveCommand string) {
+	fmt.Fprintf(w, "Signature:  %s by %s\n", display.Text(v.Reason), display.Text(v.Signer))
+	pending := plugins.NeedsApproval(m, g)
+	if pending.IsEmpty() {
+		fmt.Fprintln(w, "Approval:   nothing pending; the grant holds everything it asks for")
+		return
+	}
+	fmt.Fprintln(w, "Pending approval (requested, not granted):")
+	describePending(w, "  ", pending, m)
+	fmt.Fprintf(w, "Approve with: %s\n", approveCommand)
 }
 
 // configJSON wraps a config for spec.config; nil stays unset ({}).

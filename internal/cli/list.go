@@ -19,6 +19,7 @@ import (
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/apiconv"
+	"github.com/arkadiuss/openfief/internal/display"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -94,7 +95,7 @@ prints the Plugins as a PluginList instead.`,
 				ready, reason := conditionColumns(p, v1alpha1.ConditionReady)
 				_, signature := conditionColumns(p, v1alpha1.ConditionSignatureVerified)
 				_, approval := conditionColumns(p, v1alpha1.ConditionApprovalRequired)
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, ready, reason, signature, approval,
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, cell(ready), cell(reason), cell(signature), cell(approval),
 					shortImage(p.Spec.Image), age(now, p.CreationTimestamp.Time))
 			}
 			return tw.Flush()
@@ -209,15 +210,15 @@ func printStatus(w io.Writer, now time.Time, p *v1alpha1.Plugin, g *v1alpha1.Plu
 	fmt.Fprintf(w, "Name:         %s\n", p.Name)
 	fmt.Fprintf(w, "Namespace:    %s\n", p.Namespace)
 	fmt.Fprintf(w, "Age:          %s\n", age(now, p.CreationTimestamp.Time))
-	fmt.Fprintf(w, "Image:        %s\n", p.Spec.Image)
+	fmt.Fprintf(w, "Image:        %s\n", display.Text(p.Spec.Image))
 	if p.Status.ObservedGeneration != 0 && p.Status.ObservedGeneration != p.Generation {
 		fmt.Fprintf(w, "Note:         the status describes generation %d; the spec is at %d (the operator has not caught up)\n",
 			p.Status.ObservedGeneration, p.Generation)
 	}
 	if d := p.Status.Deployed; d != nil {
 		fmt.Fprintln(w, "Deployed:")
-		fmt.Fprintf(w, "  Image:      %s\n", d.Image)
-		fmt.Fprintf(w, "  Signer:     %s (%s)\n", orDash(d.Signer), orDash(d.Trust))
+		fmt.Fprintf(w, "  Image:      %s\n", display.Text(d.Image))
+		fmt.Fprintf(w, "  Signer:     %s (%s)\n", display.Text(orDash(d.Signer)), display.Text(orDash(d.Trust)))
 		if d.VerifiedAt != nil {
 			fmt.Fprintf(w, "  Verified:   %s (%s ago)\n", d.VerifiedAt.UTC().Format("2006-01-02T15:04:05Z"), age(now, d.VerifiedAt.Time))
 		}
@@ -273,7 +274,7 @@ func printStatus(w io.Writer, now time.Time, p *v1alpha1.Plugin, g *v1alpha1.Plu
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "  TYPE\tSTATUS\tREASON\tAGE\tMESSAGE")
 	for _, c := range conds {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, age(now, c.LastTransitionTime.Time), oneLine(c.Message))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", cell(c.Type), cell(string(c.Status)), cell(c.Reason), age(now, c.LastTransitionTime.Time), display.Message(oneLine(c.Message)))
 	}
 	_ = tw.Flush()
 }
@@ -287,12 +288,12 @@ func describeEffective(w io.Writer, indent string, e *v1alpha1.EffectivePermissi
 	}
 	secrets := make([]string, len(e.Secrets))
 	for i, s := range e.Secrets {
-		secrets[i] = fmt.Sprintf("%s (Secret %s) at %s", s.Name, s.SecretName, s.MountPath)
+		secrets[i] = fmt.Sprintf("%s (Secret %s) at %s", display.Text(s.Name), display.Text(s.SecretName), display.Text(s.MountPath))
 	}
-	fmt.Fprintf(w, "%sCapabilities:  %s\n", indent, orNone(sorted(caps)))
-	fmt.Fprintf(w, "%sEgress:        %s\n", indent, orNone(sorted(e.Egress)))
+	fmt.Fprintf(w, "%sCapabilities:  %s\n", indent, orNone(shown(sorted(caps))))
+	fmt.Fprintf(w, "%sEgress:        %s\n", indent, orNone(shown(sorted(e.Egress))))
 	fmt.Fprintf(w, "%sSecrets:       %s\n", indent, orNone(sorted(secrets)))
-	fmt.Fprintf(w, "%sData tiers:    %s\n", indent, orNone(sorted(e.DataTiers)))
+	fmt.Fprintf(w, "%sData tiers:    %s\n", indent, orNone(shown(sorted(e.DataTiers))))
 }
 
 func orDash(s string) string {
@@ -301,6 +302,13 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+// cellMax bounds a table cell written by someone else (a condition's reason).
+const cellMax = 64
+
+// cell renders one table cell of outside text: escaped and bounded, so it
+// can neither move the cursor nor add a column (a tab is escaped too).
+func cell(s string) string { return display.Limit(s, cellMax) }
 
 // oneLine keeps a message on one table row.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -11,34 +11,58 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/duration"
 
+	"github.com/arkadiuss/openfief/internal/display"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
+// Bounds of a config schema as shown: each line, and how many lines. A
+// line holds a key and a string of at most plugins.MaxSchemaText bytes
+// each, so a valid schema is never cut; the bounds stop only a hostile one.
+const (
+	schemaLineMax  = 3*plugins.MaxSchemaText + 256
+	schemaLinesMax = 2000
+)
+
 // printManifest writes a manifest as labelled lines, egress hosts in their
-// canonical host:port form and the config schema indented.
+// canonical host:port form and the config schema indented. Every value is
+// the vendor's text and goes through internal/display (OF-17).
 func printManifest(w io.Writer, indent string, m plugins.Manifest) {
 	caps := make([]string, len(m.Capabilities))
 	for i, c := range m.Capabilities {
-		caps[i] = string(c)
+		caps[i] = display.Text(string(c))
 	}
 	secrets := make([]string, len(m.Secrets))
 	for i, s := range m.Secrets {
-		secrets[i] = s.Name + " at " + s.MountPath
+		secrets[i] = slotAt(s.Name, s.MountPath)
 	}
 	fmt.Fprintf(w, "%sCapabilities:  %s\n", indent, orNone(sorted(caps)))
-	fmt.Fprintf(w, "%sEgress:        %s\n", indent, orNone(canonical(m.Egress)))
+	fmt.Fprintf(w, "%sEgress:        %s\n", indent, orNone(shown(canonical(m.Egress))))
 	fmt.Fprintf(w, "%sSecrets:       %s\n", indent, orNone(sorted(secrets)))
-	fmt.Fprintf(w, "%sData tiers:    %s\n", indent, orNone(sorted(m.DataTiers)))
+	fmt.Fprintf(w, "%sData tiers:    %s\n", indent, orNone(shown(sorted(m.DataTiers))))
 	if len(bytes.TrimSpace(m.ConfigSchema)) == 0 {
 		fmt.Fprintf(w, "%sConfig schema: none (any config object)\n", indent)
 		return
 	}
 	var buf bytes.Buffer
 	if err := json.Indent(&buf, m.ConfigSchema, indent+"  ", "  "); err != nil {
-		fmt.Fprintf(w, "%sConfig schema: %s\n", indent, m.ConfigSchema)
+		fmt.Fprintf(w, "%sConfig schema: %s\n", indent, display.Text(string(m.ConfigSchema)))
 		return
 	}
-	fmt.Fprintf(w, "%sConfig schema:\n%s  %s\n", indent, indent, buf.String())
+	fmt.Fprintf(w, "%sConfig schema:\n%s  %s\n", indent, indent, display.Lines(buf.String(), schemaLineMax, schemaLinesMax))
+}
+
+// slotAt shows a Secret slot and where it is mounted.
+func slotAt(name, mountPath string) string {
+	return display.Text(name) + " at " + display.Text(mountPath)
+}
+
+// shown returns each item rendered with display.Text, in the same order.
+func shown(items []string) []string {
+	out := make([]string, len(items))
+	for i, s := range items {
+		out[i] = display.Text(s)
+	}
+	return out
 }
 
 // canonical returns egress hosts in canonical host:port form, sorted; a
@@ -70,17 +94,18 @@ func orNone(items []string) string {
 }
 
 // describePending lists what waits for approval, one kind per line, with
-// where each Secret slot would be mounted.
+// where each Secret slot would be mounted; every value through
+// internal/display.
 func describePending(w io.Writer, indent string, p plugins.Pending, m plugins.Manifest) {
 	if len(p.Capabilities) > 0 {
 		caps := make([]string, len(p.Capabilities))
 		for i, c := range p.Capabilities {
 			caps[i] = string(c)
 		}
-		fmt.Fprintf(w, "%sCapabilities:  %s\n", indent, strings.Join(caps, ", "))
+		fmt.Fprintf(w, "%sCapabilities:  %s\n", indent, display.Join(caps, ", "))
 	}
 	if len(p.Egress) > 0 {
-		fmt.Fprintf(w, "%sEgress:        %s\n", indent, strings.Join(p.Egress, ", "))
+		fmt.Fprintf(w, "%sEgress:        %s\n", indent, display.Join(p.Egress, ", "))
 	}
 	if len(p.Secrets) > 0 {
 		mounts := map[string]string{}
@@ -89,12 +114,12 @@ func describePending(w io.Writer, indent string, p plugins.Pending, m plugins.Ma
 		}
 		parts := make([]string, len(p.Secrets))
 		for i, s := range p.Secrets {
-			parts[i] = s + " at " + mounts[s]
+			parts[i] = slotAt(s, mounts[s])
 		}
 		fmt.Fprintf(w, "%sSecrets:       %s\n", indent, strings.Join(parts, ", "))
 	}
 	if len(p.DataTiers) > 0 {
-		fmt.Fprintf(w, "%sData tiers:    %s\n", indent, strings.Join(p.DataTiers, ", "))
+		fmt.Fprintf(w, "%sData tiers:    %s\n", indent, display.Join(p.DataTiers, ", "))
 	}
 }
 
@@ -103,9 +128,9 @@ func describePending(w io.Writer, indent string, p plugins.Pending, m plugins.Ma
 func shortImage(image string) string {
 	name, digest, ok := strings.Cut(image, "@sha256:")
 	if !ok || len(digest) < 12 {
-		return image
+		return display.Text(image)
 	}
-	return name + "@sha256:" + digest[:12]
+	return display.Text(name + "@sha256:" + digest[:12])
 }
 
 // age is how long ago t was, in kubectl's short form; "<unknown>" for zero.

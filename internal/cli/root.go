@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/arkadiuss/openfief/internal/display"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/trust/cosign"
 )
@@ -110,6 +111,12 @@ anything is written, and shows what a plugin asks for before you grant it.`,
 	return root
 }
 
+// Bounds of an error as printed: each line, and how many lines.
+const (
+	errorLineMax  = 2048
+	errorLinesMax = 200
+)
+
 // Main runs openfief with args on s and returns the exit code: it prints
 // the error, if any, as "Error: ..." on s.ErrOut, with a pointer to --help
 // for usage errors. extra adds top-level commands.
@@ -126,7 +133,9 @@ func run(ctx context.Context, env *Env, args []string, extra ...CommandFactory) 
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintf(s.ErrOut, "Error: %v\n", err)
+	// An error can carry text from outside (a registry's diagnostic, the
+	// core's answer): each of its lines is shown through internal/display.
+	fmt.Fprintf(s.ErrOut, "Error: %s\n", display.Lines(err.Error(), errorLineMax, errorLinesMax))
 	code := ExitCode(err)
 	if code == ExitUsage && cmd != nil {
 		fmt.Fprintf(s.ErrOut, "See '%s --help' for usage.\n", cmd.CommandPath())

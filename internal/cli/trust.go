@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/display"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	imagetrust "github.com/arkadiuss/openfief/internal/trust"
 	"github.com/arkadiuss/openfief/internal/trust/cosign"
@@ -170,9 +171,9 @@ func (c imageCheck) refusal() error {
 	v := c.Verification
 	switch {
 	case v.Status == metav1.ConditionUnknown && v.Reason == v1alpha1.ReasonRegistryUnauthorized:
-		return exitf(ExitRegistryUnauthorized, "%s: %s", v.Reason, v.Message)
+		return exitf(ExitRegistryUnauthorized, "%s: %s", display.Text(v.Reason), display.Message(v.Message))
 	case v.Status == metav1.ConditionUnknown:
-		return exitf(ExitRegistryUnavailable, "%s: %s", v.Reason, v.Message)
+		return exitf(ExitRegistryUnavailable, "%s: %s", display.Text(v.Reason), display.Message(v.Message))
 	case v.Status != metav1.ConditionTrue:
 		code := ExitInvalidImage
 		switch v.Reason {
@@ -186,7 +187,7 @@ func (c imageCheck) refusal() error {
 		if c.labelInvalid {
 			code = ExitManifestMismatch
 		}
-		return exitf(code, "image refused: %s: %s", v.Reason, v.Message)
+		return exitf(code, "image refused: %s: %s", display.Text(v.Reason), display.Message(v.Message))
 	case c.Manifest == nil:
 		return exitf(ExitManifestMismatch, "image refused: %s: the image has no %s label, so the operator cannot run it (D-42)",
 			v1alpha1.ReasonManifestMismatch, plugins.ManifestLabel)

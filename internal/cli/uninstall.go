@@ -17,6 +17,7 @@ import (
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/apiconv"
+	"github.com/arkadiuss/openfief/internal/display"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -129,7 +130,7 @@ Everything to be deleted is listed first, and confirmed unless --yes is given.`,
 				fmt.Fprintf(env.Out, "  plugingrant/%s\n", name)
 			}
 			for _, s := range plan.secrets {
-				fmt.Fprintf(env.Out, "  secret/%s\n", s.Name)
+				fmt.Fprintf(env.Out, "  secret/%s\n", display.Text(s.Name))
 			}
 			describeKept(env.Out, plan)
 			if !purge {
@@ -154,7 +155,7 @@ Everything to be deleted is listed first, and confirmed unless --yes is given.`,
 				if err := deleteObject(ctx, c, s); err != nil {
 					return writeError("deleting secret "+s.Name, err)
 				}
-				fmt.Fprintf(env.Out, "secret/%s deleted\n", s.Name)
+				fmt.Fprintf(env.Out, "secret/%s deleted\n", display.Text(s.Name))
 			}
 			if wait > 0 && p != nil {
 				return waitWorkloadGone(ctx, env, c, name, wait)
@@ -189,12 +190,12 @@ func describeKept(w io.Writer, plan purgePlan) {
 	for _, k := range plan.kept {
 		by := make([]string, len(k.BoundBy))
 		for i, g := range k.BoundBy {
-			by[i] = g
+			by[i] = display.Text(g)
 			if plan.uninstalled[g] {
 				by[i] += " (grant only)"
 			}
 		}
-		fmt.Fprintf(w, "  secret/%s (bound by %s)\n", k.Secret, strings.Join(by, ", "))
+		fmt.Fprintf(w, "  secret/%s (bound by %s)\n", display.Text(k.Secret), strings.Join(by, ", "))
 	}
 }
 

@@ -3,10 +3,10 @@ package cli
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/arkadiuss/openfief/internal/display"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -60,28 +60,28 @@ operator would refuse the image, and the exit code says which:
 // printCheck writes the outcome of an image check for a person.
 func printCheck(w io.Writer, res imageCheck, t trust) {
 	v := res.Verification
-	fmt.Fprintf(w, "Image:      %s\n", res.Ref)
+	fmt.Fprintf(w, "Image:      %s\n", display.Text(res.Ref.String()))
 	fmt.Fprintf(w, "Trusted:    %s\n", describeTrusted(t))
 	if !v.Verified() {
-		fmt.Fprintf(w, "Result:     refused (%s)\n", v.Reason)
-		fmt.Fprintf(w, "Why:        %s\n", v.Message)
+		fmt.Fprintf(w, "Result:     refused (%s)\n", display.Text(v.Reason))
+		fmt.Fprintf(w, "Why:        %s\n", display.Message(v.Message))
 		rep := res.Report
 		if rep.Referrers > 0 || len(rep.Skipped) > 0 {
 			fmt.Fprintf(w, "Referrers:  %d read, %d not signatures, %d signatures verified, %d skipped\n",
 				rep.Referrers, rep.Ignored, rep.Verified, len(rep.Skipped))
 			for _, s := range rep.Skipped {
-				fmt.Fprintf(w, "  skipped %s: %v\n", s.Referrer, s.Reason)
+				fmt.Fprintf(w, "  skipped %s: %s\n", display.Text(s.Referrer), display.Message(fmt.Sprint(s.Reason)))
 			}
 		}
 		return
 	}
-	fmt.Fprintf(w, "Result:     %s\n", v.Reason)
+	fmt.Fprintf(w, "Result:     %s\n", display.Text(v.Reason))
 	signer := v.Signer
 	if res.Signer != nil {
 		signer = fmt.Sprintf("%s (%s, %s)", res.Signer.Name, res.Signer.Kind, describeIdentity(res.Signer.Identity))
 	}
-	fmt.Fprintf(w, "Signer:     %s\n", signer)
-	fmt.Fprintf(w, "Trust:      %s\n", v.Message)
+	fmt.Fprintf(w, "Signer:     %s\n", display.Text(signer))
+	fmt.Fprintf(w, "Trust:      %s\n", display.Message(v.Message))
 	if res.Manifest == nil {
 		fmt.Fprintf(w, "Manifest:   none: the image has no %s label\n", plugins.ManifestLabel)
 		return
@@ -96,7 +96,7 @@ func describeTrusted(t trust) string {
 	for _, s := range t.policy.Signers() {
 		names = append(names, s.Name)
 	}
-	return strings.Join(names, ", ") + " (" + t.source + ")"
+	return display.Join(names, ", ") + " (" + display.Text(t.source) + ")"
 }
 
 // describeIdentity says how a signer is identified; all of it is public.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/display"
 )
 
 // newWaitCommand is `openfief plugin wait NAME --for REASON`: it blocks until
@@ -50,10 +51,10 @@ It exits 0 when the reason is reached, 9 when the plugin does not exist, and
 					for _, cond := range p.Status.Conditions {
 						if cond.Type == v1alpha1.ConditionReady && p.Status.ObservedGeneration == p.Generation {
 							if cond.Reason == reason {
-								fmt.Fprintf(env.Out, "%s: Ready=%s (%s)\n", args[0], cond.Status, cond.Reason)
+								fmt.Fprintf(env.Out, "%s: Ready=%s (%s)\n", args[0], display.Text(string(cond.Status)), display.Text(cond.Reason))
 								return nil
 							}
-							last = cond.Reason + ": " + cond.Message
+							last = display.Message(cond.Reason + ": " + cond.Message)
 						}
 					}
 				}

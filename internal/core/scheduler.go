@@ -17,6 +17,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/arkadiuss/openfief/internal/core/store"
+	"github.com/arkadiuss/openfief/internal/display"
 	connectorv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1"
 )
 
@@ -326,7 +327,9 @@ func (s *Scheduler) run(ctx context.Context, instance string, w *worker) {
 		w.setNext(next)
 		rec := store.SyncRecord{At: s.o.Clock.Now(), OK: err == nil, Next: next}
 		if err != nil {
-			rec.Error = err.Error()
+			// The error can quote the plugin's own words: stored and
+			// shown only escaped and bounded (OF-17).
+			rec.Error = display.Message(err.Error())
 			s.o.Log.Warn("sync failed", "plugin", instance, "error", rec.Error)
 		}
 		if rerr := s.o.Store.RecordSync(ctx, instance, rec); rerr != nil {

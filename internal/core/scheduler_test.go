@@ -12,6 +12,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/arkadiuss/openfief/internal/core/store"
+	"github.com/arkadiuss/openfief/internal/plugins"
 	connectorv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1"
 )
 
@@ -359,5 +360,34 @@ func TestSyncKeepsRecordedSchedule(t *testing.T) {
 				t.Fatalf("first sync after %v, want %v", w.d, tc.want)
 			}
 		})
+	}
+}
+
+// TestSyncErrorIsEscaped: a connector's error message is stored and
+// reported as the last error only escaped (OF-17), so the cursor-moving
+// escapes of issue 23 and bidi controls reach no terminal or page.
+func TestSyncErrorIsEscaped(t *testing.T) {
+	st := openStore(t)
+	clk := newFakeClock()
+	hostile := "bad\x1b7\x1b[1A\x1b[2K\x1b8 \u202egnirts\u202c\u009b2K\r\nforged"
+	c := newScripted(func(context.Context, *connectorv1.SyncRequest) (*connectorv1.Delivery, error) {
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New(hostile))
+	})
+	s := schedule(t, clk, c, st, SchedulerOptions{})
+	s.Update([]Target{fx})
+	clk.fire(clk.next(t))
+	clk.next(t)
+	status, err := st.Status(t.Context(), "fx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `bad\x1b7\x1b[1A\x1b[2K\x1b8 \u202egnirts\u202c\x9b2K\x0d\x0aforged`
+	for name, got := range map[string]string{"stored": status.LastError, "owner API": fromStore("fx", status).LastError} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%s last error %q, want it to hold %q", name, got, want)
+		}
+		if plugins.CheckText(got, 0) != nil {
+			t.Errorf("%s last error %q holds unsafe text", name, got)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/arkadiuss/openfief/internal/core/auth"
 	"github.com/arkadiuss/openfief/internal/core/ownerapi"
+	"github.com/arkadiuss/openfief/internal/display"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -155,5 +156,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, err error) {
-	writeJSON(w, status, ownerapi.ErrorResponse{Error: err.Error()})
+	// The error can quote a plugin's words (an ImportFile refusal): the
+	// owner API answers it escaped and bounded (OF-17).
+	writeJSON(w, status, ownerapi.ErrorResponse{Error: display.Message(err.Error())})
 }

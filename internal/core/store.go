@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/arkadiuss/openfief/internal/core/store"
+	"github.com/arkadiuss/openfief/internal/display"
 	connectorv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1"
 )
 
@@ -27,7 +28,9 @@ func isInvalidDelivery(err error) bool {
 // fromStore is the owner API's view of what the store recorded; an
 // instance the store does not know yet has an empty status.
 func fromStore(name string, st store.InstanceStatus) InstanceStatus {
-	out := InstanceStatus{Plugin: name, LastOK: st.LastOK, LastError: st.LastError, Watermark: st.Watermark}
+	// The last error and the watermark are plugin-written text; a record
+	// stored before OF-17 may hold them raw, so they are escaped here too.
+	out := InstanceStatus{Plugin: name, LastOK: st.LastOK, LastError: display.Message(st.LastError), Watermark: display.Text(st.Watermark)}
 	if !st.LastSync.IsZero() {
 		t := st.LastSync.UTC()
 		out.LastSync = &t

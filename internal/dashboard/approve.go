@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/arkadiuss/openfief/internal/display"
 	"io"
 	"net/http"
 	"strings"
@@ -73,5 +74,7 @@ func (s *Server) serveApprove(w http.ResponseWriter, r *http.Request) {
 func answer(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(approvalAnswer{Message: strings.TrimSpace(msg)})
+	// The message can quote the grant's or the manifest's text: escaped
+	// like everything else the page shows (OF-17).
+	_ = json.NewEncoder(w).Encode(approvalAnswer{Message: display.Message(strings.TrimSpace(msg))})
 }

@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/arkadiuss/openfief/internal/display"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -140,7 +141,7 @@ func (s *Server) snapshot(r *http.Request) (snapshot, error) {
 func (s *Server) serveTable(w http.ResponseWriter, r *http.Request) {
 	snap, err := s.snapshot(r)
 	if err != nil {
-		http.Error(w, "reading the plugins: "+err.Error(), http.StatusServiceUnavailable)
+		http.Error(w, "reading the plugins: "+display.Message(err.Error()), http.StatusServiceUnavailable)
 		return
 	}
 	render(w, "table.html", http.StatusOK, snap.table())
@@ -154,7 +155,7 @@ func (s *Server) servePlugin(w http.ResponseWriter, r *http.Request) {
 	}
 	snap, err := s.snapshot(r)
 	if err != nil {
-		http.Error(w, "reading the plugins: "+err.Error(), http.StatusServiceUnavailable)
+		http.Error(w, "reading the plugins: "+display.Message(err.Error()), http.StatusServiceUnavailable)
 		return
 	}
 	d := snap.detail(name)

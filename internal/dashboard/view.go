@@ -15,6 +15,7 @@ import (
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/apiconv"
+	"github.com/arkadiuss/openfief/internal/display"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/trust"
 )
@@ -127,14 +128,14 @@ func (s snapshot) table() Table {
 			{Text: age(s.now, p.CreationTimestamp.Time), Title: p.CreationTimestamp.UTC().Format(time.RFC3339)},
 		}})
 	}
-	return t
+	return t.shown()
 }
 
 // detail builds the page of the plugin name; Gone when it does not exist.
 func (s snapshot) detail(name string) Detail {
 	i := slices.IndexFunc(s.plugins, func(p v1alpha1.Plugin) bool { return p.Name == name })
 	if i < 0 {
-		return Detail{Name: name, Gone: true, Summary: []Item{}, Sections: []Section{}, Conditions: []Condition{}}
+		return Detail{Name: name, Gone: true, Summary: []Item{}, Sections: []Section{}, Conditions: []Condition{}}.shown()
 	}
 	p := &s.plugins[i]
 	g := s.grants[name]
@@ -170,13 +171,95 @@ func (s snapshot) detail(name string) Detail {
 		}
 		sig := d.Signature.Text
 		d.Approve = &ApproveOffer{
+			// The question's line breaks are the page's own; every value
+			// in it is escaped before it is put in (OF-17).
 			Question: fmt.Sprintf("Approve for plugin %s: %s?\n\nSignature: %s (%s).\nThis writes the PluginGrant %s with your credentials; the operator then runs the plugin with it.",
-				p.Name, pendingCell(pending).Detail, sig, d.Signature.Detail, p.Name),
+				display.Text(p.Name), display.Message(pendingCell(pending).Detail), display.Text(sig), display.Text(d.Signature.Detail), display.Text(p.Name)),
 			PluginVersion: p.ResourceVersion,
 			GrantVersion:  grantVersion,
 		}
 	}
+	return d.shown()
+}
+
+// Bounds of a preformatted value (a config schema) as shown: each line,
+// and how many lines; a valid schema is never cut (see the CLI's
+// schemaLineMax).
+const (
+	preLineMax  = 3*plugins.MaxSchemaText + 256
+	preLinesMax = 2000
+)
+
+// shown returns the table with every string rendered through
+// internal/display: the page and the JSON its script reads then carry no
+// control or bidi character a vendor, a plugin or the operator wrote
+// (OF-17). html/template and textContent keep it from being markup; this
+// keeps it from being reordered or forged.
+func (t Table) shown() Table {
+	t.Namespace = display.Text(t.Namespace)
+	rows := make([]Row, len(t.Rows))
+	for i, r := range t.Rows {
+		rows[i] = Row{Name: display.Text(r.Name), Cells: shownCells(r.Cells)}
+	}
+	t.Rows = rows
+	return t
+}
+
+// shown returns the page with every string rendered through
+// internal/display; preformatted values and the approval question keep
+// their own line breaks, each line escaped.
+func (d Detail) shown() Detail {
+	d.Name = display.Text(d.Name)
+	d.Summary = shownItems(d.Summary)
+	d.Signature = shownCells([]Cell{d.Signature})[0]
+	sections := make([]Section, len(d.Sections))
+	for i, s := range d.Sections {
+		sections[i] = Section{ID: display.Text(s.ID), Title: display.Text(s.Title), Note: display.Message(s.Note), Items: shownItems(s.Items)}
+	}
+	d.Sections = sections
+	d.Command = display.Text(d.Command)
+	conds := make([]Condition, len(d.Conditions))
+	for i, c := range d.Conditions {
+		conds[i] = Condition{Type: display.Text(c.Type), Status: display.Text(c.Status), Reason: display.Text(c.Reason),
+			Age: display.Text(c.Age), Message: display.Message(c.Message)}
+	}
+	d.Conditions = conds
+	if d.Approve != nil {
+		d.Approve = &ApproveOffer{
+			Question:      display.Lines(d.Approve.Question, display.MessageMax, preLinesMax),
+			PluginVersion: display.Text(d.Approve.PluginVersion),
+			GrantVersion:  display.Text(d.Approve.GrantVersion),
+		}
+	}
 	return d
+}
+
+func shownCells(cells []Cell) []Cell {
+	out := make([]Cell, len(cells))
+	for i, c := range cells {
+		out[i] = Cell{Text: display.Text(c.Text), Detail: display.Message(c.Detail), Title: display.Message(c.Title),
+			Copy: display.Text(c.Copy), Tone: display.Text(c.Tone)}
+	}
+	return out
+}
+
+func shownItems(items []Item) []Item {
+	if items == nil {
+		return nil
+	}
+	out := make([]Item, len(items))
+	for i, it := range items {
+		values := make([]string, len(it.Values))
+		for j, v := range it.Values {
+			if it.Pre {
+				values[j] = display.Lines(v, preLineMax, preLinesMax)
+			} else {
+				values[j] = display.Text(v)
+			}
+		}
+		out[i] = Item{Label: display.Text(it.Label), Values: values, Pre: it.Pre}
+	}
+	return out
 }
 
 // pending is what the plugin's spec asks for beyond its grant, computed as

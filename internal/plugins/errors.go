@@ -25,6 +25,11 @@ var (
 	// mount, a reserved directory (/tmp, /var/run/secrets, /dev, /proc,
 	// /sys), or hiding a system directory of the image (/etc, /usr ...).
 	ErrInvalidMountPath = errors.New("invalid mount path")
+	// ErrUnsafeText: text that is not valid UTF-8, holds a control
+	// character (C0, DEL, C1), a bidirectional control or a line separator
+	// (IsUnsafeRune), or is longer than its field allows. Such text could
+	// rewrite what a terminal or a page shows the owner (OF-17).
+	ErrUnsafeText = errors.New("unsafe text")
 	// ErrInvalidDataTier: not 1 to 32 letters, digits, '-' or '_'.
 	ErrInvalidDataTier = errors.New("invalid data tier")
 	// ErrInvalidJSON: config or config schema is not a single JSON value.

@@ -23,11 +23,15 @@ const tokenDir = "/var/run/secrets"
 // It returns every problem at once, joined, each a *FieldError.
 func (p Plugin) Validate() error {
 	var errs fieldErrors
-	if err := ValidateName(p.Name); err != nil {
-		errs.add("name", sentinelOf(err), detailOf(err))
+	if errs.checkText("name", p.Name, 0) {
+		if err := ValidateName(p.Name); err != nil {
+			errs.add("name", sentinelOf(err), detailOf(err))
+		}
 	}
-	if _, err := ParseImageRef(p.Image); err != nil {
-		errs.add("image", ErrInvalidImage, detailOf(err))
+	if errs.checkText("image", p.Image, 0) {
+		if _, err := ParseImageRef(p.Image); err != nil {
+			errs.add("image", ErrInvalidImage, detailOf(err))
+		}
 	}
 	errs = append(errs, p.Manifest.validate("manifest")...)
 	if len(bytes.TrimSpace(p.Config)) > 0 {
@@ -55,6 +59,8 @@ func (m Manifest) validate(prefix string) fieldErrors {
 	if len(m.ConfigSchema) > 0 {
 		if err := checkJSONSchemaShape(m.ConfigSchema); err != nil {
 			errs.add(prefix+".configSchema", ErrInvalidJSON, err.Error())
+		} else {
+			errs = append(errs, checkSchemaText(prefix+".configSchema", m.ConfigSchema)...)
 		}
 	}
 	return errs
@@ -65,22 +71,28 @@ func (m Manifest) validate(prefix string) fieldErrors {
 // plugin requests; Effective ignores the excess (D-16).
 func (g Grant) Validate() error {
 	var errs fieldErrors
-	if err := ValidateName(g.Name); err != nil {
-		errs.add("grant.name", sentinelOf(err), detailOf(err))
+	if errs.checkText("grant.name", g.Name, 0) {
+		if err := ValidateName(g.Name); err != nil {
+			errs.add("grant.name", sentinelOf(err), detailOf(err))
+		}
 	}
 	errs = append(errs, validateCapabilities("grant.capabilities", g.Capabilities)...)
 	errs = append(errs, validateEgress("grant.egress", g.Egress)...)
 	seen := map[string]int{}
 	for i, s := range g.Secrets {
 		field := fmt.Sprintf("grant.secrets[%d]", i)
-		if !isDNSSubdomain(s.Name) {
-			errs.add(field+".name", ErrInvalidSecretName, fmt.Sprintf("%q is not a Kubernetes Secret name", s.Name))
-		} else if j, dup := seen[s.Name]; dup {
-			errs.add(field+".name", ErrDuplicate, fmt.Sprintf("%q already granted at secrets[%d]", s.Name, j))
-		} else {
-			seen[s.Name] = i
+		if errs.checkText(field+".name", s.Name, 0) {
+			if !isDNSSubdomain(s.Name) {
+				errs.add(field+".name", ErrInvalidSecretName, fmt.Sprintf("%q is not a Kubernetes Secret name", s.Name))
+			} else if j, dup := seen[s.Name]; dup {
+				errs.add(field+".name", ErrDuplicate, fmt.Sprintf("%q already granted at secrets[%d]", s.Name, j))
+			} else {
+				seen[s.Name] = i
+			}
 		}
-		if s.SecretName != "" && !isDNSSubdomain(s.SecretName) {
+		switch {
+		case !errs.checkText(field+".secretName", s.SecretName, 0):
+		case s.SecretName != "" && !isDNSSubdomain(s.SecretName):
 			errs.add(field+".secretName", ErrInvalidSecretName, fmt.Sprintf("%q is not a Kubernetes Secret name", s.SecretName))
 		}
 	}
@@ -99,6 +111,9 @@ func validatePullSecrets(field string, names []string) fieldErrors {
 	seen := map[string]int{}
 	for i, n := range names {
 		f := fmt.Sprintf("%s[%d]", field, i)
+		if !errs.checkText(f, n, 0) {
+			continue
+		}
 		if !isDNSSubdomain(n) {
 			errs.add(f, ErrInvalidSecretName, fmt.Sprintf("%q is not a Kubernetes Secret name", n))
 			continue
@@ -117,6 +132,9 @@ func validateCapabilities(field string, caps []Capability) fieldErrors {
 	seen := map[Capability]int{}
 	for i, c := range caps {
 		f := fmt.Sprintf("%s[%d]", field, i)
+		if !errs.checkText(f, string(c), 0) {
+			continue
+		}
 		if !knownCapability(c) {
 			errs.add(f, ErrInvalidCapability, fmt.Sprintf("%q (want %q or %q)", c, CapabilityConnector, CapabilityView))
 			continue
@@ -138,6 +156,9 @@ func validateEgress(field string, hosts []string) fieldErrors {
 	seen := map[string]int{}
 	for i, h := range hosts {
 		f := fmt.Sprintf("%s[%d]", field, i)
+		if !errs.checkText(f, h, 0) {
+			continue
+		}
 		canon, err := CanonicalEgressHost(h)
 		if err != nil {
 			errs.add(f, ErrInvalidEgressHost, detailOf(err))
@@ -157,19 +178,24 @@ func validateSecretMounts(field string, secrets []SecretMount) fieldErrors {
 	seen := map[string]int{}
 	for i, s := range secrets {
 		f := fmt.Sprintf("%s[%d]", field, i)
-		if !isDNSSubdomain(s.Name) {
-			errs.add(f+".name", ErrInvalidSecretName, fmt.Sprintf("%q is not a Kubernetes Secret name", s.Name))
-		} else if j, dup := seen[s.Name]; dup {
-			errs.add(f+".name", ErrDuplicate, fmt.Sprintf("%q already listed at [%d]", s.Name, j))
-		} else {
-			seen[s.Name] = i
+		if errs.checkText(f+".name", s.Name, 0) {
+			if !isDNSSubdomain(s.Name) {
+				errs.add(f+".name", ErrInvalidSecretName, fmt.Sprintf("%q is not a Kubernetes Secret name", s.Name))
+			} else if j, dup := seen[s.Name]; dup {
+				errs.add(f+".name", ErrDuplicate, fmt.Sprintf("%q already listed at [%d]", s.Name, j))
+			} else {
+				seen[s.Name] = i
+			}
+		}
+		if !errs.checkText(f+".mountPath", s.MountPath, MaxMountPathLen) {
+			continue
 		}
 		if err := checkMountPath(s.MountPath); err != nil {
 			errs.add(f+".mountPath", ErrInvalidMountPath, err.Error())
 			continue
 		}
 		for j := 0; j < i; j++ {
-			if checkMountPath(secrets[j].MountPath) == nil && pathsOverlap(s.MountPath, secrets[j].MountPath) {
+			if CheckText(secrets[j].MountPath, MaxMountPathLen) == nil && checkMountPath(secrets[j].MountPath) == nil && pathsOverlap(s.MountPath, secrets[j].MountPath) {
 				errs.add(f+".mountPath", ErrInvalidMountPath, fmt.Sprintf("%q overlaps %q at [%d]", s.MountPath, secrets[j].MountPath, j))
 				break
 			}
@@ -240,6 +266,9 @@ func validateDataTiers(field string, tiers []string) fieldErrors {
 	seen := map[string]int{}
 	for i, t := range tiers {
 		f := fmt.Sprintf("%s[%d]", field, i)
+		if !errs.checkText(f, t, 0) {
+			continue
+		}
 		if !isDataTier(t) {
 			errs.add(f, ErrInvalidDataTier, fmt.Sprintf("%q is not 1 to %d letters, digits, '-' or '_'", t, maxDataTierLen))
 			continue
