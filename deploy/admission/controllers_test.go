@@ -292,8 +292,8 @@ func startControllerManager(t *testing.T, c *devcluster.Cluster) {
 // clusters give them: the operator's plugin Deployment and the admin's
 // operator Deployment (deploy/operator) get their ReplicaSets and pods, and
 // a foreground deletion, where the garbage collector removes the owner's
-// finalizer, completes. The policy's expressions type-check against every
-// kind it matches.
+// finalizer, completes. The policies' expressions type-check against every
+// kind they match.
 func TestControllersPassAdmissionPolicy(t *testing.T) {
 	env := admissionCluster(t)
 	startControllerManager(t, env.cluster)
@@ -341,20 +341,22 @@ func TestControllersPassAdmissionPolicy(t *testing.T) {
 		return apierrors.IsNotFound(err) && n == 0, state
 	})
 
-	testutil.Eventually(t, 30*time.Second, "the policy's type checking", func() (bool, string) {
-		var vap admissionregistrationv1.ValidatingAdmissionPolicy
-		if err := admin.Get(ctx, client.ObjectKey{Name: policyName}, &vap); err != nil {
-			return false, err.Error()
-		}
-		tc := vap.Status.TypeChecking
-		if vap.Status.ObservedGeneration != vap.Generation || tc == nil {
-			return false, "not checked yet"
-		}
-		if len(tc.ExpressionWarnings) > 0 {
-			t.Fatalf("type-checking warnings: %+v", tc.ExpressionWarnings)
-		}
-		return true, ""
-	})
+	for _, name := range []string{policyName, tokensPolicy} {
+		testutil.Eventually(t, 30*time.Second, name+"'s type checking", func() (bool, string) {
+			var vap admissionregistrationv1.ValidatingAdmissionPolicy
+			if err := admin.Get(ctx, client.ObjectKey{Name: name}, &vap); err != nil {
+				return false, err.Error()
+			}
+			tc := vap.Status.TypeChecking
+			if vap.Status.ObservedGeneration != vap.Generation || tc == nil {
+				return false, "not checked yet"
+			}
+			if len(tc.ExpressionWarnings) > 0 {
+				t.Fatalf("%s: type-checking warnings: %+v", name, tc.ExpressionWarnings)
+			}
+			return true, ""
+		})
+	}
 }
 
 func describeReplicaSets(items []appsv1.ReplicaSet) string {
