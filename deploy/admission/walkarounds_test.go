@@ -168,7 +168,7 @@ func TestAdmissionPolicyTokenSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("create/a token Secret in another namespace naming the operator", func(t *testing.T) {
-		expectPolicyRule(t, asAdmin, admin.Create(ctx, tokenSecret(otherNS, "operator-token", "openfief-operator"), client.DryRunAll), tokensPolicy, 0)
+		expectPolicyRule(t, asAdmin, admin.Create(ctx, tokenSecret(otherNS, "operator-token-dry-run", "openfief-operator"), client.DryRunAll), tokensPolicy, 0)
 	})
 
 	// A Secret created innocent and changed later.
