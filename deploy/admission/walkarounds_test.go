@@ -227,6 +227,7 @@ func TestAdmissionPolicyTokenRequests(t *testing.T) {
 	}
 	podRef := &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: running.Name, UID: running.UID}
 	kubelet := env.asGroups(t, asKubelet, "system:nodes", "system:authenticated")
+	nodesGroup := env.asGroups(t, asMallory, "system:nodes", "system:authenticated")
 	tests := []struct {
 		name  string
 		as    string
@@ -245,7 +246,10 @@ func TestAdmissionPolicyTokenRequests(t *testing.T) {
 		{"the operator's, by the operator", asOperator, nil, "openfief-operator", nil, 2},
 		{"a plugin's, by the core", asCore, nil, "plugin-x", nil, 2},
 		{"the operator's, by the core", asCore, nil, "openfief-operator", nil, 2},
-		{"a plugin's, by a user claiming a node's name without its group", asKubelet, nil, "plugin-x", nil, 2},
+		// Impersonating system:node:* always brings the group system:nodes
+		// (constrained impersonation), so the other half: the group
+		// without a node's name.
+		{"a plugin's, by a user in the nodes' group without a node's name", asMallory, nodesGroup, "plugin-x", nil, 2},
 		{"the core's, by the core", asCore, nil, "openfief-core", nil, 0},
 		{"a plugin's bound to its pod, by a kubelet", asKubelet, kubelet, "plugin-x", podRef, 0},
 		{"the operator's, by a kubelet", asKubelet, kubelet, "openfief-operator", nil, 0},
