@@ -1,6 +1,8 @@
 package deploy_test
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -150,9 +152,109 @@ func TestCoreRenders(t *testing.T) {
 	if !pluginIngress {
 		t.Error("plugins are not admitted to the plugin API (8080)")
 	}
-	for _, r := range np.Spec.Egress {
-		if len(r.To) == 0 && len(r.Ports) == 0 {
-			t.Error("an egress rule admits everything")
+	checkCorePolicyPeers(t, &np, corePlaceholder)
+}
+
+// corePlaceholder is the API server address deploy/core's NetworkPolicy
+// names as committed: TEST-NET-1 (RFC 5737), where no API server is.
+const corePlaceholder = "192.0.2.1/32"
+
+// checkCorePolicyPeers checks that every rule of the core's NetworkPolicy
+// names its peers (issue 23, finding 4): the owner port admits only
+// apiServer, and the egress to 443 and 6443 goes only to apiServer.
+func checkCorePolicyPeers(t *testing.T, np *networkingv1.NetworkPolicy, apiServer string) {
+	t.Helper()
+	for i, r := range np.Spec.Ingress {
+		if len(r.From) == 0 {
+			t.Errorf("ingress rule %d admits every source", i)
 		}
 	}
+	for i, r := range np.Spec.Egress {
+		if len(r.To) == 0 {
+			t.Errorf("egress rule %d admits every destination", i)
+		}
+	}
+	ownerFrom, apiTo := 0, 0
+	for _, r := range np.Spec.Ingress {
+		if !slices.ContainsFunc(r.Ports, func(p networkingv1.NetworkPolicyPort) bool { return p.Port.IntVal == 8081 }) {
+			continue
+		}
+		for _, f := range r.From {
+			if f.IPBlock == nil || f.PodSelector != nil || f.NamespaceSelector != nil || f.IPBlock.CIDR != apiServer {
+				t.Errorf("the owner port admits %+v, want only the API server at %s", f, apiServer)
+			}
+			ownerFrom++
+		}
+	}
+	for _, r := range np.Spec.Egress {
+		if !slices.ContainsFunc(r.Ports, func(p networkingv1.NetworkPolicyPort) bool { return p.Port.IntVal == 443 || p.Port.IntVal == 6443 }) {
+			continue
+		}
+		for _, to := range r.To {
+			if to.IPBlock == nil || to.PodSelector != nil || to.NamespaceSelector != nil || to.IPBlock.CIDR != apiServer {
+				t.Errorf("the egress to the API server's ports goes to %+v, want only %s", to, apiServer)
+			}
+			apiTo++
+		}
+	}
+	if ownerFrom == 0 || apiTo == 0 {
+		t.Errorf("%d peers of the owner port, %d of the API server egress: want both named", ownerFrom, apiTo)
+	}
+}
+
+// TestCorePolicyOverlay applies the patch deploy/core/networkpolicy.yaml's
+// comment tells an installer to use, taken from that comment, in an overlay
+// of deploy/core, and checks that it names the API server in both rules.
+func TestCorePolicyOverlay(t *testing.T) {
+	raw, err := os.ReadFile("core/networkpolicy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patch []string
+	in := false
+	for _, line := range strings.Split(string(raw), "\n") {
+		body, comment := strings.CutPrefix(line, "#   ")
+		switch {
+		case comment && strings.TrimSpace(body) == "patches:":
+			in = true
+		case in && comment && strings.HasPrefix(body, "  "):
+		default:
+			in = false
+		}
+		if in {
+			patch = append(patch, body)
+		}
+	}
+	if len(patch) < 3 {
+		t.Fatalf("no patch found in the manifest's comment: %q", patch)
+	}
+	base, err := filepath.Abs("core")
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := t.TempDir()
+	rel, err := filepath.Rel(overlay, base) // kustomize takes no absolute base
+	if err != nil {
+		t.Fatal(err)
+	}
+	kustomization := "resources:\n  - " + rel + "\n" + strings.Join(patch, "\n") + "\n"
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := deploy.Render(overlay)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, kustomization)
+	}
+	for _, u := range objs {
+		if u.GetKind() != "NetworkPolicy" {
+			continue
+		}
+		var np networkingv1.NetworkPolicy
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &np); err != nil {
+			t.Fatal(err)
+		}
+		checkCorePolicyPeers(t, &np, "10.0.0.2/32")
+		return
+	}
+	t.Fatal("the overlay renders no NetworkPolicy")
 }

@@ -19,14 +19,17 @@ func TestKustomizationsRender(t *testing.T) {
 		},
 		"operator": {
 			"Deployment/openfief-operator",
-			"NetworkPolicy/openfief-plugins-default-deny",
+			"NetworkPolicy/openfief-default-deny",
+			"NetworkPolicy/openfief-operator",
 			"Role/openfief-operator",
 			"RoleBinding/openfief-operator",
 			"ServiceAccount/openfief-operator",
 		},
 		"admission": {
 			"ClusterRole/openfief-platform-installer",
+			"ValidatingAdmissionPolicy/openfief-service-account-tokens",
 			"ValidatingAdmissionPolicy/openfief-workload-identities",
+			"ValidatingAdmissionPolicyBinding/openfief-service-account-tokens",
 			"ValidatingAdmissionPolicyBinding/openfief-workload-identities",
 		},
 		"egress-proxy": {

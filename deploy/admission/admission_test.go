@@ -103,6 +103,7 @@ func admissionCluster(t *testing.T) *admissionEnv {
 	}
 	env.grantTestIdentities(t)
 	env.waitEnforced(t)
+	env.waitTokensEnforced(t)
 	// The cluster admin installs the operator (its Deployment runs as
 	// openfief-operator: rule 5 lets cluster-admin).
 	for _, u := range render(t, "../operator") {
@@ -146,8 +147,8 @@ func (e *admissionEnv) as(t *testing.T, user string) client.Client {
 	return cl
 }
 
-// grantTestIdentities lets every test identity write every workload kind in
-// openfief, so whatever refuses them is the policy, not RBAC; and binds
+// grantTestIdentities lets every test identity write every workload kind,
+// Secrets and ServiceAccount tokens in openfief, so whatever refuses them is the policy, not RBAC; and binds
 // openfief-platform-installer to asInstaller.
 func (e *admissionEnv) grantTestIdentities(t *testing.T) {
 	t.Helper()
@@ -156,7 +157,10 @@ func (e *admissionEnv) grantTestIdentities(t *testing.T) {
 	role := &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: "workload-writer", Namespace: ns},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"pods", "pods/ephemeralcontainers", "replicationcontrollers"}, Verbs: []string{"*"}},
+			{APIGroups: []string{""}, Resources: []string{
+				"pods", "pods/ephemeralcontainers", "pods/status", "pods/resize", "replicationcontrollers",
+				"secrets", "serviceaccounts", "serviceaccounts/token",
+			}, Verbs: []string{"*"}},
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets", "statefulsets", "daemonsets"}, Verbs: []string{"*"}},
 			{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: []string{"*"}},
 		},
@@ -172,7 +176,7 @@ func (e *admissionEnv) grantTestIdentities(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "workload-writers", Namespace: ns},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 	}
-	for _, u := range []string{asOperator, asRSController, asDeployController, asGC, asKCM, asMallory, asInstaller} {
+	for _, u := range []string{asOperator, asRSController, asDeployController, asGC, asKCM, asMallory, asInstaller, asKubelet, asCore} {
 		writers.Subjects = append(writers.Subjects, user(u))
 	}
 	installer := &rbacv1.RoleBinding{
@@ -400,7 +404,7 @@ func TestAdmissionPolicyPods(t *testing.T) {
 		}, 1},
 		{"the plugin label on another pod", asMallory, ordinary, "", func(p *corev1.Pod) { p.Labels[pluginLabel] = "x" }, 1},
 		{"a plugin pod's plugin label", asMallory, running, "", func(p *corev1.Pod) { p.Labels[pluginLabel] = "y" }, 1},
-		{"another label on a plugin pod", asMallory, running, "", func(p *corev1.Pod) { p.Labels["team"] = "ops" }, 0},
+		{"another label on a plugin pod", asMallory, running, "", func(p *corev1.Pod) { p.Labels["team"] = "ops" }, 6},
 		{"a plugin pod's owner references, by the garbage collector", asGC, running, "", func(p *corev1.Pod) {
 			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "gone", UID: "0000"}}
 			p.Finalizers = append(p.Finalizers, "example.com/hold")

@@ -15,6 +15,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -239,7 +240,8 @@ func describeCondition(c *metav1.Condition) string {
 // startControllerManager runs kube-controller-manager as real clusters do,
 // with --use-service-account-credentials=true, so each controller acts as its
 // own ServiceAccount in kube-system; internal/devcluster runs it without, as
-// the cluster admin. Only the controllers the policy concerns run.
+// the cluster admin. Only the controllers the policies concern run, the
+// token controller that fills token Secrets among them.
 func startControllerManager(t *testing.T, c *devcluster.Cluster) {
 	t.Helper()
 	bin, err := devcluster.BinDir()
@@ -258,7 +260,8 @@ func startControllerManager(t *testing.T, c *devcluster.Cluster) {
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--use-service-account-credentials=true",
-		"--controllers=deployment-controller,replicaset-controller,garbage-collector-controller,validatingadmissionpolicy-status-controller",
+		"--service-account-private-key-file="+filepath.Join(c.Dir, "apiserver", "sa-signer.key"),
+		"--controllers=deployment-controller,replicaset-controller,garbage-collector-controller,validatingadmissionpolicy-status-controller,serviceaccount-token-controller",
 	)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Its own process group, killed with the test process if that dies first.
@@ -292,8 +295,8 @@ func startControllerManager(t *testing.T, c *devcluster.Cluster) {
 // clusters give them: the operator's plugin Deployment and the admin's
 // operator Deployment (deploy/operator) get their ReplicaSets and pods, and
 // a foreground deletion, where the garbage collector removes the owner's
-// finalizer, completes. The policy's expressions type-check against every
-// kind it matches.
+// finalizer, completes. The policies' expressions type-check against every
+// kind they match.
 func TestControllersPassAdmissionPolicy(t *testing.T) {
 	env := admissionCluster(t)
 	startControllerManager(t, env.cluster)
@@ -341,20 +344,48 @@ func TestControllersPassAdmissionPolicy(t *testing.T) {
 		return apierrors.IsNotFound(err) && n == 0, state
 	})
 
-	testutil.Eventually(t, 30*time.Second, "the policy's type checking", func() (bool, string) {
-		var vap admissionregistrationv1.ValidatingAdmissionPolicy
-		if err := admin.Get(ctx, client.ObjectKey{Name: policyName}, &vap); err != nil {
+	// A token Secret outside openfief naming openfief-operator (the policy
+	// does not act there) gets a token of the ServiceAccount of that name in
+	// its own namespace, never of openfief's: the controller looks the
+	// account up in the Secret's namespace.
+	testutil.EnsureNamespaces(t, env.clientset(t, asAdmin), otherNS)
+	testutil.EnsureServiceAccount(t, env.clientset(t, asAdmin), otherNS, "openfief-operator")
+	secret := tokenSecret(otherNS, "operator-token", "openfief-operator")
+	if err := admin.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	var token []byte
+	testutil.Eventually(t, 30*time.Second, "the token controller to fill the Secret", func() (bool, string) {
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
 			return false, err.Error()
 		}
-		tc := vap.Status.TypeChecking
-		if vap.Status.ObservedGeneration != vap.Generation || tc == nil {
-			return false, "not checked yet"
-		}
-		if len(tc.ExpressionWarnings) > 0 {
-			t.Fatalf("type-checking warnings: %+v", tc.ExpressionWarnings)
-		}
-		return true, ""
+		token = secret.Data[corev1.ServiceAccountTokenKey]
+		return len(token) > 0, "no token yet"
 	})
+	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: string(token)}}
+	if err := admin.Create(ctx, review); err != nil {
+		t.Fatal(err)
+	}
+	if want := "system:serviceaccount:" + otherNS + ":openfief-operator"; !review.Status.Authenticated || review.Status.User.Username != want {
+		t.Errorf("the token from a Secret in %s is %q (authenticated %v), want %s", otherNS, review.Status.User.Username, review.Status.Authenticated, want)
+	}
+
+	for _, name := range []string{policyName, tokensPolicy} {
+		testutil.Eventually(t, 30*time.Second, name+"'s type checking", func() (bool, string) {
+			var vap admissionregistrationv1.ValidatingAdmissionPolicy
+			if err := admin.Get(ctx, client.ObjectKey{Name: name}, &vap); err != nil {
+				return false, err.Error()
+			}
+			tc := vap.Status.TypeChecking
+			if vap.Status.ObservedGeneration != vap.Generation || tc == nil {
+				return false, "not checked yet"
+			}
+			if len(tc.ExpressionWarnings) > 0 {
+				t.Fatalf("%s: type-checking warnings: %+v", name, tc.ExpressionWarnings)
+			}
+			return true, ""
+		})
+	}
 }
 
 func describeReplicaSets(items []appsv1.ReplicaSet) string {

@@ -19,8 +19,9 @@ import (
 // Policy names of the platform (buildPlatform).
 const (
 	fxPolicy          = "plugin-" + pluginName
-	defaultDenyPolicy = "openfief-plugins-default-deny"
+	defaultDenyPolicy = "openfief-default-deny"
 	proxyPolicy       = "openfief-egress-proxy"
+	corePolicy        = "openfief-core"
 )
 
 // TestTruthTableFails changes the platform's policies the way a regression
@@ -68,17 +69,26 @@ func TestTruthTableFails(t *testing.T) {
 		"both are missing": {
 			policies: func(p platform) []*networkingv1.NetworkPolicy { return p.Without(fxPolicy, defaultDenyPolicy) },
 			cells: append(slices.Clone(dns),
-				"core look-alike in another namespace → plugin", "core → plugin, another port",
+				"core look-alike in another namespace → plugin",
 				"openfief pod (not the core) → plugin",
 				"plugin → API server", "plugin → NBP stand-in, direct", "plugin → internet, direct",
 			),
 		},
+		// The default deny selects every pod in openfief (OF-19): a
+		// component without its own policy is cut off, not opened.
 		"the egress proxy's policy is missing": {
 			policies: func(p platform) []*networkingv1.NetworkPolicy { return p.Without(proxyPolicy) },
 			cells: []string{
-				"core look-alike in another namespace → egress proxy", "core → egress proxy",
-				"egress proxy → NBP stand-in (private address)", "egress proxy → a pod in another namespace, other port",
-				"egress proxy → core", "openfief pod (not a plugin) → egress proxy",
+				"egress proxy → API server", "egress proxy → a pod in another namespace, TCP 443",
+				"egress proxy → cluster DNS, TCP", "egress proxy → cluster DNS, UDP",
+				"egress proxy → internet, HTTPS", "plugin → egress proxy",
+			},
+		},
+		"the core's policy is missing": {
+			policies: func(p platform) []*networkingv1.NetworkPolicy { return p.Without(corePolicy) },
+			cells: []string{
+				"core → other plugin serving port", "core → plugin serving port",
+				"other plugin → core", "plugin → core",
 			},
 		},
 	}

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
@@ -29,17 +28,12 @@ import (
 // repo is the repository root, seen from this package's directory.
 const repo = "../.."
 
-// coreSelector is the core's Service selector. There is no deploy/core yet:
-// this is the selector devstack and the fault suite give the openfief-core
-// Service, and what the operator copies into every plugin's policy.
-var coreSelector = map[string]string{"app.kubernetes.io/name": "openfief-core"}
-
 // platform is what the cluster would hold: every NetworkPolicy, and the
 // pods and addresses of the truth table with the labels the real objects
 // carry.
 type platform struct {
 	// Policies are, by name: the operator's policy of each plugin, then the
-	// install manifests' (deploy/operator, deploy/egress-proxy).
+	// install manifests' (deploy/operator, deploy/egress-proxy, deploy/core).
 	Policies map[string]*networkingv1.NetworkPolicy
 	World    netpolicy.World
 }
@@ -74,29 +68,23 @@ const (
 	otherPluginName = "other"
 )
 
-// buildPlatform renders deploy/operator and deploy/egress-proxy, reads the
-// proxy's Service from them, makes the core's Service, and compiles two
+// buildPlatform renders deploy/operator, deploy/egress-proxy and deploy/core,
+// reads the proxy's and the core's Services from them, and compiles two
 // plugins with the operator's own code: fx from plugins/nbp-fx/manifest.json
 // with its egress granted, and other, a connector granted no egress.
 func buildPlatform(t *testing.T) platform {
 	t.Helper()
 	operatorObjs := render(t, "deploy/operator")
 	proxyObjs := render(t, "deploy/egress-proxy")
+	coreObjs := render(t, "deploy/core")
 
 	var proxySvc corev1.Service
 	convert(t, find(t, proxyObjs, "Service", operator.DefaultProxyService), &proxySvc)
 	proxySvc.Spec.ClusterIP = "10.96.0.20" // the API server would allocate it
-	core := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: operator.DefaultCoreService, Namespace: plugins.Namespace},
-		Spec: corev1.ServiceSpec{
-			ClusterIP: "10.96.0.30",
-			Selector:  coreSelector,
-			Ports: []corev1.ServicePort{{
-				Name: operator.DefaultCorePort, Port: 8080, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP,
-			}},
-		},
-	}
-	cluster, err := operator.ClusterFromServices(core, &proxySvc, operator.DefaultCorePort, operator.DefaultProxyPort)
+	var core corev1.Service
+	convert(t, find(t, coreObjs, "Service", operator.DefaultCoreService), &core)
+	core.Spec.ClusterIP = "10.96.0.30"
+	cluster, err := operator.ClusterFromServices(&core, &proxySvc, operator.DefaultCorePort, operator.DefaultProxyPort)
 	if err != nil {
 		t.Fatalf("ClusterFromServices: %v", err)
 	}
@@ -120,7 +108,7 @@ func buildPlatform(t *testing.T) platform {
 	}
 
 	p := platform{Policies: map[string]*networkingv1.NetworkPolicy{}}
-	for _, np := range append([]*networkingv1.NetworkPolicy{fxObjs.NetworkPolicy, otherObjs.NetworkPolicy}, policies(t, operatorObjs, proxyObjs)...) {
+	for _, np := range append([]*networkingv1.NetworkPolicy{fxObjs.NetworkPolicy, otherObjs.NetworkPolicy}, policies(t, operatorObjs, proxyObjs, coreObjs)...) {
 		if _, dup := p.Policies[np.Name]; dup {
 			t.Fatalf("two NetworkPolicies named %s", np.Name)
 		}
@@ -140,7 +128,7 @@ func buildPlatform(t *testing.T) platform {
 		Peers: map[netpolicy.Role]netpolicy.Peer{
 			netpolicy.Plugin:        pod(openfief, fxObjs.Deployment.Spec.Template.Labels, "10.244.0.11"),
 			netpolicy.OtherPlugin:   pod(openfief, otherObjs.Deployment.Spec.Template.Labels, "10.244.0.12"),
-			netpolicy.Core:          pod(openfief, cluster.CoreSelector, "10.244.0.13"),
+			netpolicy.Core:          pod(openfief, templateLabels(t, coreObjs, "openfief-core"), "10.244.0.13"),
 			netpolicy.EgressProxy:   pod(openfief, templateLabels(t, proxyObjs, "openfief-egress-proxy"), "10.244.0.14"),
 			netpolicy.NamespacePod:  pod(openfief, templateLabels(t, operatorObjs, "openfief-operator"), "10.244.0.15"),
 			netpolicy.CoreLookalike: pod(elsewhere, cluster.CoreSelector, "10.244.0.16"),
@@ -248,4 +236,41 @@ func namespace(t *testing.T) *corev1.Namespace {
 
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// TestStrippedPluginPodIsIsolated: a plugin pod whose labels were all
+// removed (issue 23, finding 7b, if the admission policy did not refuse it)
+// is selected by no policy of its plugin, only by openfief-default-deny,
+// which selects every pod in openfief (OF-19): every cell into or out of it
+// is refused, the core's and the proxy's included.
+func TestStrippedPluginPodIsIsolated(t *testing.T) {
+	p := buildPlatform(t)
+	stripped := p.Peers()
+	pl := stripped[netpolicy.Plugin]
+	pl.PodLabels = map[string]string{}
+	stripped[netpolicy.Plugin] = pl
+	w := netpolicy.World{Peers: stripped, Ports: p.World.Ports}
+	got, err := netpolicy.Compute(w, p.List())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("with the plugin pod's labels removed:\n%s", got)
+	n := 0
+	for _, r := range got {
+		if r.Cell.From != netpolicy.Plugin && r.Cell.To != netpolicy.Plugin {
+			continue
+		}
+		n++
+		if r.Verdict != netpolicy.Refused {
+			t.Errorf("cell %q (%s) is %s, want refused: the stripped pod escaped the default deny", r.Cell.Name, r.Cell, r.Verdict)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no cell from or to the plugin")
+	}
+}
+
+// Peers returns a copy of the world's peers.
+func (p platform) Peers() map[netpolicy.Role]netpolicy.Peer {
+	return maps.Clone(p.World.Peers)
 }
