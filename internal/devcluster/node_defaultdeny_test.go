@@ -4,15 +4,12 @@ import (
 	"net"
 	"os"
 	"testing"
-	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
-
-	"github.com/arkadiuss/openfief/internal/devcluster"
 )
 
 // TestRealNodeDefaultDenyHoldsStrippedPod checks on real packets the floor
@@ -36,22 +33,7 @@ func TestRealNodeDefaultDenyHoldsStrippedPod(t *testing.T) {
 	}
 	floor.Namespace = "probe"
 
-	c, err := devcluster.Start(t.Context(), devcluster.Options{Mode: devcluster.Full, Node: devcluster.NodeReal, StartTimeout: 2 * time.Minute, Output: nodeOutput(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-		assertNoLeftovers(t)
-	}()
-	cs, err := c.Clientset()
-	if err != nil {
-		t.Fatal(err)
-	}
-	image := pushProbe(t, c.NodeRegistry())
-	createProbeNamespace(t, cs)
+	c, cs, image := startProbeNode(t)
 	ips := runProbePods(t, cs, image, "a", "b")
 
 	l, err := net.Listen("tcp", net.JoinHostPort(c.NodeGateway().String(), "0"))

@@ -26,22 +26,7 @@ import (
 // the node's bridge. Deleting the policies opens everything again.
 func TestRealNodeEnforcesNetworkPolicy(t *testing.T) {
 	skipUnlessRealNode(t)
-	c, err := devcluster.Start(t.Context(), devcluster.Options{Mode: devcluster.Full, Node: devcluster.NodeReal, StartTimeout: 2 * time.Minute, Output: nodeOutput(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-		assertNoLeftovers(t)
-	}()
-	cs, err := c.Clientset()
-	if err != nil {
-		t.Fatal(err)
-	}
-	image := pushProbe(t, c.NodeRegistry())
-	createProbeNamespace(t, cs)
+	c, cs, image := startProbeNode(t)
 	ips := runProbePods(t, cs, image, "a", "b", "c")
 
 	// A listener of the test's own on the node's bridge address.

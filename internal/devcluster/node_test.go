@@ -132,6 +132,30 @@ func assertNoLeftovers(t *testing.T) {
 	}
 }
 
+// startProbeNode starts a full cluster on the real node, stopped (and the
+// machine checked for leftovers) when the test ends, pushes the probe image
+// and creates namespace probe.
+func startProbeNode(t *testing.T) (*devcluster.Cluster, kubernetes.Interface, string) {
+	t.Helper()
+	c, err := devcluster.Start(t.Context(), devcluster.Options{Mode: devcluster.Full, Node: devcluster.NodeReal, StartTimeout: 2 * time.Minute, Output: nodeOutput(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+		assertNoLeftovers(t)
+	})
+	cs, err := c.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := pushProbe(t, c.NodeRegistry())
+	createProbeNamespace(t, cs)
+	return c, cs, image
+}
+
 // runProbePod runs the probe image as pod probe/probe in a namespace that
 // enforces the restricted Pod Security Standard and waits until it runs.
 func runProbePod(t *testing.T, cs kubernetes.Interface, image string) {
