@@ -216,22 +216,7 @@ func (e *admissionEnv) waitEnforced(t *testing.T) {
 // policy refused with that rule, in a message naming the requester.
 func expectRule(t *testing.T, user string, err error, rule int) {
 	t.Helper()
-	if rule == 0 {
-		if err != nil {
-			t.Fatalf("refused, want allowed: %v", err)
-		}
-		return
-	}
-	if err == nil {
-		t.Fatalf("allowed, want refused by %s rule %d", policyName, rule)
-	}
-	msg := err.Error()
-	if !apierrors.IsForbidden(err) || !strings.Contains(msg, fmt.Sprintf("%s rule %d ", policyName, rule)) {
-		t.Fatalf("error = %v, want Forbidden by %s rule %d", err, policyName, rule)
-	}
-	if user != asAdmin && !strings.Contains(msg, user+" may not ") {
-		t.Errorf("message %q does not name the requester %s", msg, user)
-	}
+	expectPolicyRule(t, user, err, policyName, rule)
 }
 
 // podSpec meets the restricted Pod Security Standard openfief enforces, so

@@ -1,7 +1,6 @@
 package devcluster_test
 
 import (
-	"net"
 	"os"
 	"testing"
 
@@ -36,21 +35,7 @@ func TestRealNodeDefaultDenyHoldsStrippedPod(t *testing.T) {
 	c, cs, image := startProbeNode(t)
 	ips := runProbePods(t, cs, image, "a", "b")
 
-	l, err := net.Listen("tcp", net.JoinHostPort(c.NodeGateway().String(), "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }() // the test is over
-	go func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_ = conn.Close()
-		}
-	}()
-	bridge := l.Addr().String()
+	bridge := bridgeListener(t, c)
 
 	ctx := t.Context()
 	port := intstr.FromInt32(8080)

@@ -29,22 +29,7 @@ func TestRealNodeEnforcesNetworkPolicy(t *testing.T) {
 	c, cs, image := startProbeNode(t)
 	ips := runProbePods(t, cs, image, "a", "b", "c")
 
-	// A listener of the test's own on the node's bridge address.
-	l, err := net.Listen("tcp", net.JoinHostPort(c.NodeGateway().String(), "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }() // the test is over
-	go func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_ = conn.Close()
-		}
-	}()
-	bridge := l.Addr().String()
+	bridge := bridgeListener(t, c)
 
 	open := map[string]string{"a->b": "open", "c->b": "open", "a->bridge": "open"}
 	expectCells(t, c, cs, ips, bridge, open)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,6 +155,28 @@ func startProbeNode(t *testing.T) (*devcluster.Cluster, kubernetes.Interface, st
 	image := pushProbe(t, c.NodeRegistry())
 	createProbeNamespace(t, cs)
 	return c, cs, image
+}
+
+// bridgeListener listens on the node's bridge address, as a peer outside
+// the pod network that pods would reach if a policy let them, accepting and
+// closing every connection until the test ends; it returns host:port.
+func bridgeListener(t *testing.T, c *devcluster.Cluster) string {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(c.NodeGateway().String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = conn.Close()
+		}
+	}()
+	return l.Addr().String()
 }
 
 // runProbePod runs the probe image as pod probe/probe in a namespace that
