@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -27,25 +25,7 @@ func coreStatus(t *testing.T, instance string) ownerapi.InstanceStatus {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, stack.CoreURL+ownerapi.StatusPath(instance), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set(ownerapi.HeaderOwnerToken, testutil.OwnerToken(t, cs, plugins.Namespace))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var st ownerapi.InstanceStatus
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(resp.Body)
-		t.Fatalf("status of %s: %d %s", instance, resp.StatusCode, body)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return testutil.CoreStatus(t, cs, plugins.Namespace, stack.CoreURL, instance)
 }
 
 // whoami calls the core's plugin API with token and returns the HTTP status.

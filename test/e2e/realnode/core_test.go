@@ -2,10 +2,7 @@ package realnode
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -104,25 +101,7 @@ func coreStatus(t *testing.T, stack *devstack.Stack, instance string) ownerapi.I
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, stack.CoreURL+ownerapi.StatusPath(instance), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set(ownerapi.HeaderOwnerToken, testutil.OwnerToken(t, cs, plugins.Namespace))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(resp.Body)
-		t.Fatalf("status of %s: %d %s", instance, resp.StatusCode, body)
-	}
-	var st ownerapi.InstanceStatus
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return testutil.CoreStatus(t, cs, plugins.Namespace, stack.CoreURL, instance)
 }
 
 // podGone waits until plugin has no pod.
