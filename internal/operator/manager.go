@@ -68,7 +68,8 @@ type Reconcilers struct {
 }
 
 // AddToManager builds the operator o describes into mgr, all sharing mgr's
-// client: the allow-list writer (OF-15), the image checker (a trust.PolicyVerifier over the owner's signers
+// client (the Plugin reconciler also mgr's API reader, for the live reads
+// of a Deployment its cache may not have seen yet): the allow-list writer (OF-15), the image checker (a trust.PolicyVerifier over the owner's signers
 // and the embedded catalog, D-45 and D-57, unless o.Images is set), the
 // Plugin reconciler with mgr's events.k8s.io/v1 recorder
 // (EventReportingController), the PluginGrant reconciler, the allow-list
@@ -94,7 +95,7 @@ func AddToManager(mgr ctrl.Manager, o Options) (*Reconcilers, error) {
 		return nil, fmt.Errorf("add allow-list writer: %w", err)
 	}
 	r := &Reconcilers{
-		Plugins: &PluginReconciler{Client: c, Images: images, Cluster: o.Cluster, AllowList: allowList,
+		Plugins: &PluginReconciler{Client: c, Reader: mgr.GetAPIReader(), Images: images, Cluster: o.Cluster, AllowList: allowList,
 			MaxConcurrentReconciles: o.MaxConcurrentReconciles, ReconcileTimeout: o.ReconcileTimeout,
 			Recorder: mgr.GetEventRecorder(EventReportingController)},
 		Grants:      &GrantReconciler{Client: c},

@@ -55,6 +55,12 @@ import (
 type PluginReconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
+	// Reader reads from the API server itself, past the cache, which may
+	// not have seen what the pass before applied: the plugin's Deployment
+	// when the cache has none (readRunning) and before a new
+	// verified-version record is stamped (nextRecord). The manager's
+	// APIReader; Client when nil.
+	Reader client.Reader
 	// Images checks signatures and signed manifests (D-57: PolicyVerifier in
 	// the binary).
 	Images trust.ImageChecker
@@ -145,7 +151,10 @@ type pass struct {
 	// running is the record of the version that runs, read from the
 	// plugin's Deployment (AnnotationVerifiedVersion), never from
 	// status.deployed (OF-2); nil when nothing runs.
-	running              *verifiedVersion
+	running *verifiedVersion
+	// readLive says running was read from the API server, not the cache
+	// (readRunning), so it cannot be stale.
+	readLive             bool
 	previous             *plugins.Version
 	previousIsCurrent    bool
 	previousErr          string
@@ -284,7 +293,17 @@ func (r *PluginReconciler) checkCurrent(ctx context.Context, p *v1alpha1.Plugin,
 func (r *PluginReconciler) readRunning(ctx context.Context, p *v1alpha1.Plugin, ps *pass) error {
 	var d appsv1.Deployment
 	key := types.NamespacedName{Namespace: plugins.Namespace, Name: plugins.ServiceAccountName(p.Name)}
-	if err := r.Client.Get(ctx, key, &d); err != nil {
+	err := r.Client.Get(ctx, key, &d)
+	if apierrors.IsNotFound(err) {
+		// The cache may not have seen the Deployment that the pass before
+		// this one created (issue 30): nothing running would then mean a
+		// second record stamped over the first, or a version reported
+		// stopped that runs. A plugin without a Deployment costs a live
+		// read per pass; one with its Deployment cached, none.
+		ps.readLive = true
+		err = r.reader().Get(ctx, key, &d)
+	}
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -384,7 +403,7 @@ func (r *PluginReconciler) applyWorkload(ctx context.Context, p *v1alpha1.Plugin
 	if err := r.AllowList.Set(ctx, p.Name, w.AllowList); err != nil {
 		return err
 	}
-	rec, raw, err := r.nextRecord(ps)
+	rec, raw, err := r.nextRecord(ctx, p, ps)
 	if err != nil {
 		return err
 	}
@@ -517,11 +536,33 @@ func (r *PluginReconciler) writeStatus(ctx context.Context, p *v1alpha1.Plugin, 
 // runs now: the running version's own, unchanged, while that version keeps
 // running; a new one, stamped now, when another version starts or a legacy
 // record has just verified again.
-func (r *PluginReconciler) nextRecord(ps *pass) (*v1alpha1.DeployedVersion, string, error) {
+//
+// ps.running may come from the cache, which may not yet hold what the pass
+// before this one applied: a pass queued by an upgrade's apply can still
+// find the previous version's Deployment there (readRunning reads a
+// Deployment the cache does not hold from the API server itself). A
+// record stamped then would differ from the one on the Deployment only in
+// its verifiedAt, and applying it would change the pod template and roll
+// the plugin out a second time, with a second RolledOut (issue 30). So
+// before stamping, unless readRunning already read it live, the Deployment
+// is read from the API server (r.Reader), and a record of the operator's
+// there for exactly this version (image, manifest, config) is kept, as it
+// would have been had the cache been current.
+func (r *PluginReconciler) nextRecord(ctx context.Context, p *v1alpha1.Plugin, ps *pass) (*v1alpha1.DeployedVersion, string, error) {
 	run := ps.running
 	keeps := run != nil && (ps.plan.Outcome == plugins.RolloutPrevious || sameAsDeployed(ps.current, run.rec))
 	if keeps && !run.legacy {
 		return run.rec, run.raw, nil
+	}
+	version := ps.plan.Run
+	if !ps.readLive {
+		live, err := r.liveRecord(ctx, p)
+		if err != nil {
+			return nil, "", err
+		}
+		if live != nil && sameAsDeployed(version, live.rec) {
+			return live.rec, live.raw, nil
+		}
 	}
 	v := ps.verification
 	if ps.plan.Outcome == plugins.RolloutPrevious {
@@ -531,7 +572,6 @@ func (r *PluginReconciler) nextRecord(ps *pass) (*v1alpha1.DeployedVersion, stri
 	if r.Now != nil {
 		now = r.Now
 	}
-	version := ps.plan.Run
 	rec := &v1alpha1.DeployedVersion{
 		Image:      version.Image.String(),
 		Manifest:   apiconv.ManifestToAPI(version.Manifest),
@@ -547,6 +587,33 @@ func (r *PluginReconciler) nextRecord(ps *pass) (*v1alpha1.DeployedVersion, stri
 		return nil, "", err
 	}
 	return rec, raw, nil
+}
+
+// liveRecord reads the record on the plugin's Deployment from the API
+// server (r.Reader), as readRunning reads it from the cache: nil when there
+// is no Deployment, or no valid record of the operator's on it (a legacy or
+// malformed one is nothing to keep).
+func (r *PluginReconciler) liveRecord(ctx context.Context, p *v1alpha1.Plugin) (*verifiedVersion, error) {
+	var d appsv1.Deployment
+	key := types.NamespacedName{Namespace: plugins.Namespace, Name: plugins.ServiceAccountName(p.Name)}
+	if err := r.reader().Get(ctx, key, &d); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read Deployment %s: %w", key.Name, err)
+	}
+	if rec, err := readVerifiedVersion(&d, p); err == nil && rec != nil {
+		return &verifiedVersion{rec: rec, raw: d.Spec.Template.Annotations[AnnotationVerifiedVersion]}, nil
+	}
+	return nil, nil
+}
+
+// reader is r.Reader, or r.Client without one.
+func (r *PluginReconciler) reader() client.Reader {
+	if r.Reader != nil {
+		return r.Reader
+	}
+	return r.Client
 }
 
 // allowListChanges maps events of the allow-list ConfigMap to Plugins. A
