@@ -302,20 +302,40 @@ func clusterDNSService(t *testing.T, stack *devstack.Stack, gw string) string {
 	return net.JoinHostPort(ip, "53")
 }
 
-// runningPod waits until plugin's pod runs and returns it.
+// runningPod waits until plugin's Deployment has finished rolling out (its
+// current generation observed, every replica updated and available) and
+// exactly one pod of it runs, none terminating, and returns that pod. A
+// pod taken as soon as one runs may belong to a rollout still under way.
 func runningPod(t *testing.T, cs kubernetes.Interface, plugin string) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
 	var last string
+	name := plugins.ServiceAccountName(plugin)
 	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		d, err := cs.AppsV1().Deployments(plugins.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			last = fmt.Sprint("no Deployment yet: ", err)
+			return false, nil
+		}
+		want := ptr.Deref(d.Spec.Replicas, 1)
+		st := d.Status
+		if st.ObservedGeneration != d.Generation || st.UpdatedReplicas != want || st.AvailableReplicas != want || st.Replicas != want {
+			last = fmt.Sprintf("rollout under way: generation %d observed %d, replicas %d updated %d available %d of %d",
+				d.Generation, st.ObservedGeneration, st.Replicas, st.UpdatedReplicas, st.AvailableReplicas, want)
+			return false, nil
+		}
 		pods, err := cs.CoreV1().Pods(plugins.Namespace).List(ctx, metav1.ListOptions{LabelSelector: plugins.LabelPluginName + "=" + plugin})
-		if err != nil || len(pods.Items) == 0 {
-			last = fmt.Sprint("no pod yet ", err)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		if len(pods.Items) != 1 {
+			last = fmt.Sprintf("%d pods, want 1", len(pods.Items))
 			return false, nil
 		}
 		pod = &pods.Items[0]
 		last = fmt.Sprintf("%s: %+v", pod.Status.Phase, pod.Status.ContainerStatuses)
-		return pod.Status.Phase == corev1.PodRunning, nil
+		return pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil, nil
 	})
 	if err != nil {
 		t.Fatalf("plugin %s's pod not Running: %v (%s)", plugin, err, last)
