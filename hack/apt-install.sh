@@ -11,9 +11,18 @@
 # so a caller can say which test cannot run and why.
 set -euo pipefail
 
+# installed reports whether Debian package $1 is installed. dpkg-query's
+# answer is read whole before it is compared: piped into `grep -q` under
+# pipefail, a writer that outlives grep fails the pipeline at random.
+installed() {
+	local status
+	status="$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)"
+	[[ "${status}" == "install ok installed" ]]
+}
+
 missing=()
 for pkg in "$@"; do
-	if ! dpkg-query -W -f='${Status}' "${pkg}" 2>/dev/null | grep -q 'install ok installed'; then
+	if ! installed "${pkg}"; then
 		missing+=("${pkg}")
 	fi
 done
@@ -30,7 +39,7 @@ flock 9
 # Someone else may have installed them while we waited.
 still=()
 for pkg in "${missing[@]}"; do
-	if ! dpkg-query -W -f='${Status}' "${pkg}" 2>/dev/null | grep -q 'install ok installed'; then
+	if ! installed "${pkg}"; then
 		still+=("${pkg}")
 	fi
 done
