@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
-	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/core/ownerapi"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/testutil"
@@ -101,14 +100,7 @@ func getWith(t *testing.T, url string, header http.Header, into any) int {
 // stops the calls and the plugin's access.
 func TestCore(t *testing.T) {
 	cs, cfg := cluster(t)
-	scheme, err := apiconv.NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := apiClient(t, cfg)
 	url := servePlugin(t, jwksDir(t, cs), "core-fx", echoConnector{})
 	st := openStore(t)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -139,7 +131,7 @@ func TestCore(t *testing.T) {
 	c, err := Start(ctx, asCore, Options{
 		Store: st, PluginAddr: "127.0.0.1:0", OwnerAddr: "127.0.0.1:0",
 		Resolve:   func(string) string { return url },
-		Scheduler: SchedulerOptions{FirstSyncDelay: -1, DefaultInterval: time.Hour},
+		Scheduler: manualSchedule,
 		Log:       slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

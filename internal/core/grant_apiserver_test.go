@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/testutil"
 	connectorv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1"
 	"github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1/connectorv1connect"
@@ -54,14 +52,7 @@ func (s *Scheduler) target(instance string) (Target, bool) {
 // error names the tier.
 func TestTierNarrowedDuringSyncOnAPIServer(t *testing.T) {
 	cs, cfg := cluster(t)
-	scheme, err := apiconv.NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := apiClient(t, cfg)
 	const name = "core-narrowed"
 	h := heldPlugin{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	url := servePlugin(t, jwksDir(t, cs), name, h)
@@ -69,7 +60,7 @@ func TestTierNarrowedDuringSyncOnAPIServer(t *testing.T) {
 	c, err := Start(t.Context(), applyCoreRBAC(t, cs, cfg), Options{
 		Store: st, PluginAddr: "127.0.0.1:0", OwnerAddr: "127.0.0.1:0",
 		Resolve:   func(string) string { return url },
-		Scheduler: SchedulerOptions{FirstSyncDelay: -1, DefaultInterval: time.Hour},
+		Scheduler: manualSchedule,
 		Log:       slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/core/store"
 	connectorv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1"
 )
@@ -174,4 +178,24 @@ func schedule(t *testing.T, clk *fakeClock, c Connector, st Store, o SchedulerOp
 		s.Wait()
 	})
 	return s
+}
+
+// manualSchedule is the scheduling of the tests that start the whole core:
+// no first sync on its own and an hour between syncs, so only what a test
+// does makes the core call a plugin.
+var manualSchedule = SchedulerOptions{FirstSyncDelay: -1, DefaultInterval: time.Hour}
+
+// apiClient is a controller-runtime client of the API server at cfg with
+// the API's types, for the tests to write Plugins as the operator would.
+func apiClient(t *testing.T, cfg *rest.Config) client.Client {
+	t.Helper()
+	scheme, err := apiconv.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
 }

@@ -21,9 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/core/ownerapi"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/testutil"
@@ -104,14 +102,7 @@ func expiredJWT(ns string) string {
 func TestOwnerAPIRequiresOwnerToken(t *testing.T) {
 	cs, cfg := cluster(t)
 	ns := plugins.Namespace
-	scheme, err := apiconv.NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := apiClient(t, cfg)
 	const instance = "owner-fx"
 	var imports atomic.Int32
 	url := servePlugin(t, jwksDir(t, cs), instance, countingConnector{imports: &imports})
@@ -122,7 +113,7 @@ func TestOwnerAPIRequiresOwnerToken(t *testing.T) {
 	c, err := Start(t.Context(), asCore, Options{
 		Store: openStore(t), PluginAddr: "127.0.0.1:0", OwnerAddr: net.JoinHostPort(hostIP, "0"),
 		Resolve:   func(string) string { return url },
-		Scheduler: SchedulerOptions{FirstSyncDelay: -1, DefaultInterval: time.Hour},
+		Scheduler: manualSchedule,
 		Log:       slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
