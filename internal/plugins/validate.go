@@ -81,15 +81,7 @@ func (g Grant) Validate() error {
 	seen := map[string]int{}
 	for i, s := range g.Secrets {
 		field := fmt.Sprintf("grant.secrets[%d]", i)
-		if errs.checkText(field+".name", s.Name, 0) {
-			if !isDNSSubdomain(s.Name) {
-				errs.add(field+".name", ErrInvalidSecretName, fmt.Sprintf("%q is not a Kubernetes Secret name", s.Name))
-			} else if j, dup := seen[s.Name]; dup {
-				errs.add(field+".name", ErrDuplicate, fmt.Sprintf("%q already granted at secrets[%d]", s.Name, j))
-			} else {
-				seen[s.Name] = i
-			}
-		}
+		errs.checkSlotName(field+".name", s.Name, i, seen, "already granted at secrets[%d]")
 		switch {
 		case !errs.checkText(field+".secretName", s.SecretName, 0):
 		case s.SecretName != "" && !isDNSSubdomain(s.SecretName):
@@ -178,15 +170,7 @@ func validateSecretMounts(field string, secrets []SecretMount) fieldErrors {
 	seen := map[string]int{}
 	for i, s := range secrets {
 		f := fmt.Sprintf("%s[%d]", field, i)
-		if errs.checkText(f+".name", s.Name, 0) {
-			if !isDNSSubdomain(s.Name) {
-				errs.add(f+".name", ErrInvalidSecretName, fmt.Sprintf("%q is not a Kubernetes Secret name", s.Name))
-			} else if j, dup := seen[s.Name]; dup {
-				errs.add(f+".name", ErrDuplicate, fmt.Sprintf("%q already listed at [%d]", s.Name, j))
-			} else {
-				seen[s.Name] = i
-			}
-		}
+		errs.checkSlotName(f+".name", s.Name, i, seen, "already listed at [%d]")
 		if !errs.checkText(f+".mountPath", s.MountPath, MaxMountPathLen) {
 			continue
 		}
@@ -372,4 +356,22 @@ func canonicalHosts(hosts []string) []string {
 		}
 	}
 	return sortedKeys(set)
+}
+
+// checkSlotName checks the name of the i-th Secret slot of a list: safe
+// text, a Secret name, and not one seen earlier in the list (seen maps
+// names to their index; dup says where the first one is, with %d).
+func (fe *fieldErrors) checkSlotName(field, name string, i int, seen map[string]int, dup string) {
+	if !fe.checkText(field, name, 0) {
+		return
+	}
+	if !isDNSSubdomain(name) {
+		fe.add(field, ErrInvalidSecretName, fmt.Sprintf("%q is not a Kubernetes Secret name", name))
+		return
+	}
+	if j, ok := seen[name]; ok {
+		fe.add(field, ErrDuplicate, fmt.Sprintf("%q "+dup, name, j))
+		return
+	}
+	seen[name] = i
 }
