@@ -49,6 +49,10 @@ test-unit: ## The fast tests: every package whose tests need no control plane (n
 	@echo "== go test (unit) ."; $(GO) test -count=1 $$(hack/unit-packages.sh)
 	@echo "== go test sdk/go"; cd sdk/go && $(GO) test -count=1 ./...
 
+.PHONY: soak
+soak: controlplane node ## Run the end-to-end, real-node and fault suites N times (default 10) and print each test's pass rate and the runs it failed in; RUN=regexp narrows it, failed tests' output in .cache/soak (root; about 6 minutes a run).
+	$(GO) run ./hack/soak -n $(or $(N),10) $(if $(RUN),-run '$(RUN)') ./test/e2e/... ./test/fault/
+
 .PHONY: cover
 cover: ## Statement coverage of the domain package.
 	$(GO) test -cover ./internal/plugins/
