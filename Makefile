@@ -112,6 +112,7 @@ verify: generate ## gofmt, go vet, golangci-lint (make lint), go mod tidy, buf l
 	hack/proto.sh check
 	hack/plugin-labels.sh check
 	hack/check-decisions.sh
+	hack/check-pipes.sh
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
 	hack/lint.sh
