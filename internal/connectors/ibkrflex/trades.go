@@ -132,7 +132,7 @@ func (m *mapper) trade(s *section, t trade) (*connectorv1.Transaction, *rowError
 	}
 	if t.NetCash != "" && commCur == t.Currency {
 		if net, e := number("netCash", t.NetCash, false); e == nil && net.Cmp(cashAmount) != 0 {
-			m.b.TransactionError(tx.SourceId, ProblemNetCashMismatch, "IBKR's netCash %s differs from proceeds, taxes and commission, %s", net, cashAmount)
+			m.b.TransactionError(tx.SourceId, ProblemNetCashMismatch, "IBKR's netCash %s differs from proceeds, taxes and commission, %s", truncate(net.String()), truncate(cashAmount.String()))
 		}
 	}
 	return tx, nil
@@ -217,7 +217,7 @@ func checkCancellation(s *section, t trade, qty delivery.Decimal) *rowError {
 	if err != nil || qty.Add(o).IsZero() {
 		return nil
 	}
-	return rowErr(ProblemCancelMismatch, "the cancellation's quantity %s does not reverse the quantity %s of transaction %s", qty, o, truncate(t.OrigTransactionID))
+	return rowErr(ProblemCancelMismatch, "the cancellation's quantity %s does not reverse the quantity %s of transaction %s", truncate(qty.String()), truncate(o.String()), truncate(t.OrigTransactionID))
 }
 
 // reduced drops the trailing zeros a product's scale adds (3 × 1.50 is
