@@ -28,7 +28,7 @@ type assetCategory struct {
 	why string
 }
 
-// assetCategories are the categories IBKR's Flex statements use. ETFs are
+// assetCategories are the categories IBKR's Flex statements use (OF-20). ETFs are
 // STK with subCategory ETF. Every other category is reported as not
 // mapped.
 var assetCategories = map[string]assetCategory{

@@ -7,7 +7,8 @@ import (
 
 // field is one Flex Query attribute whose presence ibkr-flex tracks: what a
 // statement carries depends on the fields the owner ticked in the portal,
-// and a field missing from every row is the query's doing, not the row's.
+// and a field missing from every row is the query's doing, not the row's:
+// one problem for the section says which to tick (OF-20).
 type field uint32
 
 // The tracked attributes, one bit each.

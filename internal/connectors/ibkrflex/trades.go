@@ -14,7 +14,7 @@ import (
 // (transactionType TradeCancel, notes Ca, buySell "BUY (Ca.)") is a booking
 // of its own with the opposite quantity and cash. All three are mapped as
 // IBKR booked them, so the record holds the trade once, and importing an
-// overlapping statement again adds nothing (D-18).
+// overlapping statement again adds nothing (D-18, OF-20).
 func (m *mapper) trade(s *section, t trade) (*connectorv1.Transaction, *rowError) {
 	if t.LevelOfDetail != "" && t.LevelOfDetail != "EXECUTION" {
 		return nil, nil // orders, lots and summaries repeat executions
