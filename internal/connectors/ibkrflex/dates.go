@@ -20,8 +20,8 @@ import (
 //
 // A slash date alone does not say whether the day or the month comes
 // first; the statement as a whole does when any of its dates has a day
-// after the 12th (see dateOrderOf), and is never guessed (OF-20). Only the date is kept: the record has
-// no time of day.
+// after the 12th (see dateOrderOf), and is never guessed (OF-20). Only the
+// date is kept: the record has no time of day.
 
 // dateLayout is one date format the Flex Query offers, as a Go layout.
 type dateLayout struct {
