@@ -1,6 +1,7 @@
 package ibkrflex
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -242,7 +243,7 @@ func (m *mapper) account(s *section, rowAccount string) (Account, *rowError) {
 func (m *mapper) date(s *section, field, v string) (string, *rowError) {
 	d, err := m.order.read(v)
 	switch {
-	case err == errAmbiguousDate:
+	case errors.Is(err, errAmbiguousDate):
 		return "", groupErr(s.at, ProblemAmbiguousDate,
 			"the statement writes dates as dd/MM or MM/dd and none of its dates tells which: in %s, set the Flex Query's Date Format to yyyyMMdd or yyyy-MM-dd", flexQueriesPage)
 	case err != nil:
