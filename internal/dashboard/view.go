@@ -382,10 +382,10 @@ func manifestSection(m plugins.Manifest) Section {
 		hosts[i] = h
 	}
 	s := Section{ID: "manifest", Title: "Requested (spec.manifest, the image's signed label)", Items: []Item{
-		{Label: "Capabilities", Values: orNone(sorted(capabilities(m.Capabilities)))},
-		{Label: "Egress", Values: orNone(sorted(hosts))},
-		{Label: "Secrets", Values: orNone(sorted(secrets))},
-		{Label: "Data tiers", Values: orNone(sorted(m.DataTiers))},
+		{Label: "Capabilities", Values: display.Set(capabilities(m.Capabilities))},
+		{Label: "Egress", Values: display.Set(hosts)},
+		{Label: "Secrets", Values: display.Set(secrets)},
+		{Label: "Data tiers", Values: display.Set(m.DataTiers)},
 	}}
 	schema := "none (any config object)"
 	if len(bytes.TrimSpace(m.ConfigSchema)) > 0 {
@@ -424,11 +424,11 @@ func grantSection(g *v1alpha1.PluginGrant) Section {
 		tiers[i] = string(t)
 	}
 	s.Items = []Item{
-		{Label: "Capabilities", Values: orNone(sorted(caps))},
-		{Label: "Egress", Values: orNone(sorted(hosts))},
-		{Label: "Secrets", Values: orNone(sorted(secrets))},
-		{Label: "Data tiers", Values: orNone(sorted(tiers))},
-		{Label: "Pull secrets", Values: orNone(sorted(g.Spec.ImagePullSecrets))},
+		{Label: "Capabilities", Values: display.Set(caps)},
+		{Label: "Egress", Values: display.Set(hosts)},
+		{Label: "Secrets", Values: display.Set(secrets)},
+		{Label: "Data tiers", Values: display.Set(tiers)},
+		{Label: "Pull secrets", Values: display.Set(g.Spec.ImagePullSecrets)},
 	}
 	return s
 }
@@ -448,10 +448,10 @@ func effectiveSection(e *v1alpha1.EffectivePermissions) Section {
 		caps[i] = string(c)
 	}
 	s.Items = []Item{
-		{Label: "Capabilities", Values: orNone(sorted(caps))},
-		{Label: "Egress", Values: orNone(sorted(e.Egress))},
-		{Label: "Secrets", Values: orNone(sorted(secrets))},
-		{Label: "Data tiers", Values: orNone(sorted(e.DataTiers))},
+		{Label: "Capabilities", Values: display.Set(caps)},
+		{Label: "Egress", Values: display.Set(e.Egress)},
+		{Label: "Secrets", Values: display.Set(secrets)},
+		{Label: "Data tiers", Values: display.Set(e.DataTiers)},
 	}
 	return s
 }
@@ -508,19 +508,6 @@ func capabilities(cs []plugins.Capability) []string {
 		out[i] = string(c)
 	}
 	return out
-}
-
-func sorted(s []string) []string {
-	out := slices.Clone(s)
-	slices.Sort(out)
-	return out
-}
-
-func orNone(s []string) []string {
-	if len(s) == 0 {
-		return []string{"none"}
-	}
-	return s
 }
 
 // nonEmpty keeps the items that have values.
