@@ -288,11 +288,11 @@ func describeGrant(w io.Writer, indent string, g *v1alpha1.PluginGrant) {
 	for i, t := range g.Spec.DataTiers {
 		tiers[i] = string(t)
 	}
-	fmt.Fprintf(w, "%sCapabilities:  %s\n", indent, orNone(shown(sorted(caps))))
-	fmt.Fprintf(w, "%sEgress:        %s\n", indent, orNone(shown(canonical(hosts))))
-	fmt.Fprintf(w, "%sSecrets:       %s\n", indent, orNone(shown(sorted(secrets))))
-	fmt.Fprintf(w, "%sData tiers:    %s\n", indent, orNone(shown(sorted(tiers))))
+	fmt.Fprintf(w, "%sCapabilities:  %s\n", indent, display.Join(display.Set(caps), ", "))
+	fmt.Fprintf(w, "%sEgress:        %s\n", indent, display.Join(display.Set(canonical(hosts)), ", "))
+	fmt.Fprintf(w, "%sSecrets:       %s\n", indent, display.Join(display.Set(secrets), ", "))
+	fmt.Fprintf(w, "%sData tiers:    %s\n", indent, display.Join(display.Set(tiers), ", "))
 	if len(g.Spec.ImagePullSecrets) > 0 {
-		fmt.Fprintf(w, "%sPull secrets:  %s\n", indent, display.Join(sorted(g.Spec.ImagePullSecrets), ", "))
+		fmt.Fprintf(w, "%sPull secrets:  %s\n", indent, display.Join(display.Set(g.Spec.ImagePullSecrets), ", "))
 	}
 }
