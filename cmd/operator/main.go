@@ -51,7 +51,8 @@ func main() {
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-	// A Go soft memory limit under the container's (issue 18).
+	// A Go soft memory limit under the container's, so the GC works harder
+	// before the kernel's OOM killer would stop the process.
 	if _, err := memlimit.Set(slog.New(logr.ToSlogHandler(ctrl.Log.WithName("memlimit")))); err != nil {
 		fmt.Fprintln(os.Stderr, "operator: memory limit:", err)
 	}

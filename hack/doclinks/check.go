@@ -34,6 +34,8 @@ var (
 	codeSpan = regexp.MustCompile("`([^`]+)`")
 	// heading is an ATX heading, "## Text".
 	heading = regexp.MustCompile(`^\s{0,3}#{1,6}\s+(.*)$`)
+	// htmlAnchor is an explicit anchor, <a id="of-12"></a> or <a name="x">.
+	htmlAnchor = regexp.MustCompile(`<a\s+(?:id|name)="([^"]+)"`)
 	// lineSuffix is a :line or :line:column after a file name.
 	lineSuffix = regexp.MustCompile(`(:[0-9]+)+$`)
 )
@@ -201,10 +203,10 @@ func (idx *repoIndex) anchorsOf(p string) (map[string]bool, error) {
 	return a, nil
 }
 
-// headingAnchors returns the anchors GitHub gives the ATX headings of a
-// Markdown document: the text lowercased, every character but letters,
-// digits, spaces, hyphens and underscores dropped, spaces made hyphens, and
-// -1, -2... after repeats.
+// headingAnchors returns the anchors of a Markdown document: its explicit
+// <a id> and <a name> anchors, and those GitHub gives its ATX headings (the
+// text lowercased, every character but letters, digits, spaces, hyphens and
+// underscores dropped, spaces made hyphens, and -1, -2... after repeats).
 func headingAnchors(data []byte) map[string]bool {
 	anchors := map[string]bool{}
 	seen := map[string]int{}
@@ -220,6 +222,9 @@ func headingAnchors(data []byte) map[string]bool {
 		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
 			fence = trimmed[:3]
 			continue
+		}
+		for _, a := range htmlAnchor.FindAllStringSubmatch(line, -1) {
+			anchors[a[1]] = true
 		}
 		m := heading.FindStringSubmatch(line)
 		if m == nil {

@@ -1,4 +1,4 @@
-// Package netpolicy is the platform's isolation truth table (issue 14): named
+// Package netpolicy is the platform's isolation truth table: named
 // cells such as "plugin → cluster DNS, UDP 53: refused" or "core → plugin
 // serving port: allowed", each computed from NetworkPolicy objects by a
 // reference engine, the policy matcher of mattfenwick/cyclonus (the tool
