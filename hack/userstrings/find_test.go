@@ -14,7 +14,7 @@ func Run() {
 	flagHelp("--purge", "also delete the Secrets (D-58)")
 	const long = ` + "`" + `Manage plugins.
 The operator runs what both hold (D-16, OF-2).` + "`" + `
-	_ = "P-256 is a curve, P-3 a proposal; ID-12 and D-x are neither"
+	_ = "P-256 is a curve, P-33 a proposal; ID-12 and D-x are neither"
 	_ = 'D'
 }
 `
@@ -30,7 +30,7 @@ The operator runs what both hold (D-16, OF-2).` + "`" + `
 		"x.go:5: D-58 in a string literal",
 		"x.go:6: D-16 in a string literal",
 		"x.go:6: OF-2 in a string literal",
-		"x.go:8: P-3 in a string literal",
+		"x.go:8: P-33 in a string literal",
 	}
 	if diff := cmp.Diff(want, lines); diff != "" {
 		t.Errorf("Find (-want +got):\n%s", diff)
