@@ -73,7 +73,7 @@ func newApproveCommand(env *Env) *cobra.Command {
 		Long: `Show what the Plugin NAME requests (spec.manifest, the image's signed label)
 that its PluginGrant does not hold yet, and on confirmation create or update the
 PluginGrant NAME to hold it. The operator runs a plugin only with what both
-hold (D-16); approving more than requested is refused, since it adds nothing.
+hold; approving more than requested is refused, since it adds nothing.
 
 Without --host, --secret, --capability or --data-tier everything pending is
 approved; with them, only the named parts (the rest stays pending).

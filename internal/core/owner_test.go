@@ -91,8 +91,8 @@ func expiredJWT(ns string) string {
 	return enc([]byte(`{"alg":"RS256","typ":"JWT"}`)) + "." + enc(claims) + "." + enc([]byte("signature"))
 }
 
-// TestOwnerAPIRequiresOwnerToken is the regression test of issue 23's
-// finding 4 (OF-18): the owner API, served by the real core running as its
+// TestOwnerAPIRequiresOwnerToken is the regression test of OF-18: the
+// owner API, served by the real core running as its
 // ServiceAccount with deploy/core's RBAC, refuses every request but
 // /healthz without the owner's token, both status paths and imports (the
 // connector is never sent the file), whether called directly, as `openfief

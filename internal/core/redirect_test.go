@@ -142,7 +142,7 @@ func (v *victimConnector) imported() int {
 	return len(v.files)
 }
 
-// TestRedirectToOwnerAPI is finding 3 of issue 23 as it was reproduced: a
+// TestRedirectToOwnerAPI is a regression test of a confused-deputy attack: a
 // connector without data tiers answers Sync with a redirect to the core's
 // own owner API, naming another connector's import. The core follows no
 // redirect, so the owner API gets no request, the victim's ImportFile is

@@ -364,8 +364,8 @@ func TestSyncKeepsRecordedSchedule(t *testing.T) {
 }
 
 // TestSyncErrorIsEscaped: a connector's error message is stored and
-// reported as the last error only escaped (OF-17), so the cursor-moving
-// escapes of issue 23 and bidi controls reach no terminal or page.
+// reported as the last error only escaped (OF-17), so cursor-moving
+// escapes and bidi controls reach no terminal or page.
 func TestSyncErrorIsEscaped(t *testing.T) {
 	st := openStore(t)
 	clk := newFakeClock()

@@ -164,7 +164,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	p.closing.Store(true)
 	// The allow-list subscription ends only once the last tunnel is gone:
 	// a host revoked during the grace period closes its tunnels at once,
-	// as it would outside a shutdown (review finding 6).
+	// as it would outside a shutdown.
 	defer p.unsubscribe()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()

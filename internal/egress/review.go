@@ -59,7 +59,7 @@ var ErrReviewCapacity = errors.New("too many token reviews in flight")
 // exp claim, which is read without verifying the token: it can only shorten
 // the entry, and the inner reviewer already checked the token in full.
 //
-// Made-up tokens cost the API server nothing (review finding 5): a token
+// Made-up tokens cost the API server nothing: a token
 // that is not a JWT with a readable exp in the future is refused before any
 // review (projected ServiceAccount tokens always carry exp); a refusal is
 // remembered for 30 seconds; and at most DefaultMaxReviewsInFlight inner

@@ -64,7 +64,7 @@ type Options struct {
 	// Images is set.
 	InsecureRegistries []string
 	// RegistryConfigFile is a docker config.json holding registry
-	// credentials (--registry-config, issue 17), such as a Secret the cluster
+	// credentials (--registry-config), such as a Secret the cluster
 	// admin mounts as a file; the operator never reads Secrets through the
 	// API (D-29). It is read again whenever it changes. Empty reads
 	// registries anonymously; a file that cannot be read or parsed makes

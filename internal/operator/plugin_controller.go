@@ -72,7 +72,7 @@ type PluginReconciler struct {
 	// MaxConcurrentReconciles is how many Plugins reconcile at once
 	// (DefaultMaxConcurrentReconciles when not positive), so one slow
 	// Plugin (a slow registry, a costly config schema) never holds up
-	// another's revocation (review finding 2).
+	// another's revocation.
 	MaxConcurrentReconciles int
 	// ReconcileTimeout bounds one reconcile's context
 	// (DefaultReconcileTimeout when not positive).
@@ -81,7 +81,7 @@ type PluginReconciler struct {
 	// OF-15).
 	AllowList *AllowListWriter
 	// Recorder records the Events of what the reconciler decides, once per
-	// change of status (events.go, issue 13); none when nil.
+	// change of status (events.go); none when nil.
 	Recorder events.EventRecorder
 }
 
@@ -286,7 +286,7 @@ func (r *PluginReconciler) checkCurrent(ctx context.Context, p *v1alpha1.Plugin,
 // readRunning reads the record of the version that runs from the plugin's
 // Deployment (AnnotationVerifiedVersion), which only the operator may write
 // (deploy/admission), and never from status.deployed, which anyone who may
-// write plugins/status can set (issue 12, finding 11). A Deployment left by
+// write plugins/status can set. A Deployment left by
 // an operator that kept the record in status only gives a legacy record,
 // trusted only once its image verifies again. An invalid record is reported
 // and trusted for nothing.
@@ -296,7 +296,7 @@ func (r *PluginReconciler) readRunning(ctx context.Context, p *v1alpha1.Plugin, 
 	err := r.Client.Get(ctx, key, &d)
 	if apierrors.IsNotFound(err) {
 		// The cache may not have seen the Deployment that the pass before
-		// this one created (issue 30): nothing running would then mean a
+		// this one created: nothing running would then mean a
 		// second record stamped over the first, or a version reported
 		// stopped that runs. A plugin without a Deployment costs a live
 		// read per pass; one with its Deployment cached, none.
@@ -543,7 +543,7 @@ func (r *PluginReconciler) writeStatus(ctx context.Context, p *v1alpha1.Plugin, 
 // Deployment the cache does not hold from the API server itself). A
 // record stamped then would differ from the one on the Deployment only in
 // its verifiedAt, and applying it would change the pod template and roll
-// the plugin out a second time, with a second RolledOut (issue 30). So
+// the plugin out a second time, with a second RolledOut. So
 // before stamping, unless readRunning already read it live, the Deployment
 // is read from the API server (r.Reader), and a record of the operator's
 // there for exactly this version (image, manifest, config) is kept, as it
