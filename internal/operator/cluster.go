@@ -12,12 +12,6 @@ import (
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
-// Defaults of the operator's --core-service and --core-port flags.
-const (
-	DefaultCoreService = "openfief-core"
-	DefaultCorePort    = "connect"
-)
-
 // Errors of ClusterFromServices. The operator reports any of them as
 // ClusterUnavailable on the plugins that would run.
 var (
