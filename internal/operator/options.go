@@ -120,8 +120,9 @@ type Options struct {
 	// LeaseDuration, RenewDeadline and RetryPeriod time the election
 	// (--leader-election-lease-duration, --leader-election-renew-deadline,
 	// --leader-election-retry-period); zero keeps controller-runtime's
-	// default, which the Default* constants repeat and DefaultOptions sets. The manager refuses to
-	// start unless LeaseDuration > RenewDeadline > 1.2 × RetryPeriod.
+	// default, which the Default* constants repeat and DefaultOptions sets.
+	// The manager refuses to start unless LeaseDuration > RenewDeadline >
+	// 1.2 × RetryPeriod.
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
