@@ -46,17 +46,6 @@ type Cluster struct {
 	ProxySelector map[string]string
 }
 
-// PodLabels are the labels of plugin name's pods, and the selector of its
-// Deployment, Service and NetworkPolicy.
-func PodLabels(name string) map[string]string {
-	return map[string]string{
-		plugins.LabelName:       plugins.ValuePluginName,
-		plugins.LabelComponent:  plugins.ValueComponentPlugin,
-		plugins.LabelManagedBy:  plugins.ValueManagedBy,
-		plugins.LabelPluginName: name,
-	}
-}
-
 // ClusterFromServices reads the core's Service and, if not nil, the egress
 // proxy's Service into a Cluster (D-32, D-59). corePort and proxyPort name
 // the Service port to use; an empty name picks a Service's only port.
