@@ -47,7 +47,7 @@ type ownerCall struct {
 // ownerCalls are the owner API's requests: both status paths and an import.
 func ownerCalls(instance string) []ownerCall {
 	return []ownerCall{
-		{http.MethodGet, PathStatus},
+		{http.MethodGet, ownerapi.PathStatus},
 		{http.MethodGet, ownerapi.StatusPath(instance)},
 		{http.MethodPost, ownerapi.ImportPath(instance, false)},
 	}
@@ -65,7 +65,7 @@ func callOwner(t *testing.T, hc *http.Client, base string, c ownerCall, tokens .
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set(HeaderFileName, "statement.csv")
+	req.Header.Set(ownerapi.HeaderFileName, "statement.csv")
 	for _, tok := range tokens {
 		req.Header.Add(ownerapi.HeaderOwnerToken, tok)
 	}
@@ -199,7 +199,7 @@ func TestOwnerAPIRequiresOwnerToken(t *testing.T) {
 	// The owner's token as the bearer credential never reaches the core:
 	// the API server authenticates the caller (here by its client
 	// certificate) and drops Authorization before proxying.
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, proxy+PathStatus, nil)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, proxy+ownerapi.PathStatus, nil)
 	req.Header.Set("Authorization", "Bearer "+owner)
 	resp, err := hc.Do(req)
 	if err != nil {

@@ -382,7 +382,7 @@ func TestSyncErrorIsEscaped(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `bad\x1b7\x1b[1A\x1b[2K\x1b8 \u202egnirts\u202c\x9b2K\x0d\x0aforged`
-	for name, got := range map[string]string{"stored": status.LastError, "owner API": fromStore("fx", status).LastError} {
+	for name, got := range map[string]string{"stored": status.LastError, "owner API": ownerStatus("fx", status).LastError} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%s last error %q, want it to hold %q", name, got, want)
 		}

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -54,10 +53,18 @@ import (
 // answer onto Kubernetes objects. It decides nothing itself.
 type PluginReconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
+	// The cache holds the openfief namespace only (D-15), and cut-down
+	// copies (cacheOptions, OF-15, OF-16): managed fields dropped but the
+	// operator's own applied pull Secrets, a Deployment's pod spec and a
+	// NetworkPolicy's spec replaced by their digests
+	// (CachedSpecDigestAnnotation), and repeated strings shared. So what
+	// Client reads is compared with desired objects by holds, never
+	// written back whole.
 	Client client.Client
-	// Reader reads from the API server itself, past the cache, which may
-	// not have seen what the pass before applied: the plugin's Deployment
-	// when the cache has none (readRunning) and before a new
+	// Reader reads whole objects from the API server itself, past the
+	// cache, which may not have seen what the pass before applied. It is
+	// used twice: for the plugin's Deployment when the cache has none
+	// (readRunning), and, unless that read was live already, before a new
 	// verified-version record is stamped (nextRecord). The manager's
 	// APIReader; Client when nil.
 	Reader client.Reader
@@ -518,14 +525,13 @@ func (r *PluginReconciler) writeStatus(ctx context.Context, p *v1alpha1.Plugin, 
 	default:
 		next.Deployed = nil
 	}
-	if equality.Semantic.DeepEqual(&p.Status, next) {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	prev := p.Status
-	p.Status = *next
-	if err := r.Client.Status().Patch(ctx, p, patch); err != nil {
+	wrote, err := writeStatusIfChanged(ctx, r.Client, p, &p.Status, next)
+	if err != nil {
 		return fmt.Errorf("write status: %w", err)
+	}
+	if !wrote {
+		return nil
 	}
 	r.recordEvents(p, &prev, ps)
 	ctrllog.FromContext(ctx).V(1).Info("status written", "ready", readyCondition(ps).reason)
