@@ -1,8 +1,9 @@
+//go:build cluster
+
 package operator
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"slices"
 	"sync"
@@ -192,12 +193,6 @@ func startManager(t testing.TB, c *devcluster.Cluster, qps float32, setup func(c
 	run := &operatorRun{writes: counter, stop: func() { once.Do(func() { cancel(); <-done }) }}
 	t.Cleanup(run.stop)
 	return run
-}
-
-// describeJSON renders v for a failure message.
-func describeJSON(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 // assertHardenedPod checks the pod meets the restricted Pod Security Standard
