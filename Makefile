@@ -6,7 +6,7 @@ SHELL := /usr/bin/env bash
 GO ?= go
 # Modules of the workspace (go.work), and the tool modules outside it.
 MODULES := . sdk/go
-TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto hack/tools/lint hack/tools/smokescreen hack/tools/benchstat hack/tools/node hack/tools/containerd hack/tools/kube-router
+TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto hack/tools/lint hack/tools/smokescreen hack/tools/benchstat hack/tools/node hack/tools/containerd hack/tools/kube-router hack/tools/coredns hack/tools/kubectl
 CONTROLLER_GEN := .bin/controller-gen
 FUZZTIME ?= 60s
 SCALE_PROFILES ?= .bench/scale

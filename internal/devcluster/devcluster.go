@@ -62,6 +62,11 @@ type Options struct {
 	// zero value) or one real node (NodeReal: root, `make node`,
 	// docs/node.md), which needs Nodes to be 0 or 1.
 	Node NodeKind
+	// ClusterDNS, with a real node, runs the cluster DNS: CoreDNS (`make
+	// node` builds it) as a kube-system Deployment behind the kube-dns
+	// Service at the kubelet's clusterDNS address; Start returns once it
+	// answers. It serves the cluster's names only (docs/node.md).
+	ClusterDNS bool
 }
 
 // Cluster is a running control plane. Its methods are safe to call from
@@ -111,6 +116,8 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, fmt.Errorf("devcluster: unknown node kind %v", opts.Node)
 	case opts.Node == NodeReal && (opts.Mode != Full || opts.Nodes != 1):
 		return nil, fmt.Errorf("devcluster: a real node needs Mode Full and one node, got %v and %d", opts.Mode, opts.Nodes)
+	case opts.ClusterDNS && opts.Node != NodeReal:
+		return nil, errors.New("devcluster: ClusterDNS needs a real node")
 	}
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 60 * time.Second
@@ -220,7 +227,9 @@ func (c *Cluster) startAPIServer(ctx context.Context, binDir string, opts Option
 	// plugins) needs more.
 	c.env.ControlPlane.APIServer.Configure().Set("service-cluster-ip-range", ServiceCIDR)
 	if c.node != nil {
-		c.node.configureAPIServer(c.env.ControlPlane.APIServer)
+		if err := c.node.configureAPIServer(c.env.ControlPlane.APIServer); err != nil {
+			return err
+		}
 	}
 	// envtest cannot be interrupted and gives no process ids: while it
 	// starts, hand each process it starts to the watchdog as soon as it

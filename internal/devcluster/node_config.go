@@ -54,6 +54,9 @@ func newNodeLayout(dir string) nodeLayout {
 	}
 }
 
+// clusterDomain is the DNS domain of the cluster's Services.
+const clusterDomain = "cluster.local"
+
 // nodeNet is the node's addressing: one bridge of ours, the pods' /24 on
 // it (its first address is the gateway and the node's own address), and the
 // Service range.
@@ -183,7 +186,7 @@ func kubeletConfigYAML(l nodeLayout, n nodeNet, port int, clientCA, cgroupRoot s
 		`authorization:`,
 		`  mode: Webhook`,
 		`clusterDNS: [` + q(n.dns.String()) + `]`,
-		`clusterDomain: cluster.local`,
+		`clusterDomain: ` + clusterDomain,
 		`resolvConf: ` + q(l.resolvConf),
 		`podLogsDir: ` + q(l.podLogs),
 		`volumePluginDir: ` + q(l.volumePlugins),
