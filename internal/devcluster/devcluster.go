@@ -67,6 +67,11 @@ type Options struct {
 	// Service at the kubelet's clusterDNS address; Start returns once it
 	// answers. It serves the cluster's names only (docs/node.md).
 	ClusterDNS bool
+	// Volumes, with a real node, is the number of PersistentVolumes of no
+	// class (VolumeCapacity each, ReadWriteOnce, hostPath folders in the
+	// node's state folder) Start makes, so claims of no class bind; there
+	// is no provisioner. What they hold goes when the cluster stops.
+	Volumes int
 }
 
 // Cluster is a running control plane. Its methods are safe to call from
@@ -118,6 +123,8 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, fmt.Errorf("devcluster: a real node needs Mode Full and one node, got %v and %d", opts.Mode, opts.Nodes)
 	case opts.ClusterDNS && opts.Node != NodeReal:
 		return nil, errors.New("devcluster: ClusterDNS needs a real node")
+	case opts.Volumes < 0 || opts.Volumes > 0 && opts.Node != NodeReal:
+		return nil, fmt.Errorf("devcluster: Volumes needs a real node and must not be negative, got %d", opts.Volumes)
 	}
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 60 * time.Second

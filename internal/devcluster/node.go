@@ -377,6 +377,9 @@ func (n *realNode) start(ctx context.Context, c *Cluster, opts Options) error {
 	}); err != nil {
 		return err
 	}
+	if err := n.makeVolumes(ctx, cs, opts.Volumes); err != nil {
+		return err
+	}
 	if opts.ClusterDNS {
 		return n.startDNS(ctx, c, cs)
 	}

@@ -36,6 +36,10 @@ const (
 	saPublicKey    = "sa-signer.pub" // public: the API server verifies with it
 )
 
+// APIServerNodePort is the API server's port on a real node's bridge
+// address.
+const APIServerNodePort = 6443
+
 // kubernetesServiceIP returns the ClusterIP the API server gives the
 // kubernetes Service: the first address of ServiceCIDR.
 func kubernetesServiceIP() net.IP {
@@ -46,18 +50,19 @@ func kubernetesServiceIP() net.IP {
 	return ip
 }
 
-// servePods makes api listen on the node's bridge address at a free port,
+// servePods makes api listen on the node's bridge address at
+// APIServerNodePort,
 // with a serving certificate of a fresh CA naming that address, the
 // kubernetes Service's ClusterIP and its DNS names, and fresh ServiceAccount
 // keys. The CA becomes envtest's (the clients') and, through the
 // controller manager's --root-ca-file, the pods' kube-root-ca.crt.
 func (n *realNode) servePods(api *envtest.APIServer) error {
-	port, err := freePort(n.net.gateway.String())
-	if err != nil {
-		return err
-	}
+	// 6443, kubeadm's port: NetworkPolicies see the API server at the
+	// address and port a pod's connection to the kubernetes Service is
+	// translated to, and deploy/'s name 443 and 6443. The bridge address is
+	// this node's alone (one real node at a time), so the port is free.
 	api.SecureServing.Address = n.net.gateway.String()
-	api.SecureServing.Port = strconv.Itoa(port)
+	api.SecureServing.Port = strconv.Itoa(APIServerNodePort)
 
 	now := time.Now()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

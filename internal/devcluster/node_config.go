@@ -19,7 +19,7 @@ type nodeLayout struct {
 	shimSocketDir, runcRoot, certsD, containerdConfig                  string
 	cniBin, cniConf, cniCache                                          string
 	kubeletRoot, kubeletCerts, kubeletConfig, kubeletKubeconfig        string
-	podLogs, volumePlugins, resolvConf                                 string
+	podLogs, volumePlugins, resolvConf, volumes                        string
 	proxyConfig, proxyKubeconfig, routerKubeconfig                     string
 	logs                                                               string
 }
@@ -47,6 +47,7 @@ func newNodeLayout(dir string) nodeLayout {
 		podLogs:           j("pods"),
 		volumePlugins:     j("volume-plugins"),
 		resolvConf:        j("resolv.conf"),
+		volumes:           j("pv"),
 		proxyConfig:       j("kube-proxy-config.yaml"),
 		proxyKubeconfig:   j("kube-proxy.kubeconfig"),
 		routerKubeconfig:  j("kube-router.kubeconfig"),

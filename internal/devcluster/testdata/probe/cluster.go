@@ -95,3 +95,21 @@ func resolve(network, name string) string {
 	sort.Strings(addrs)
 	return strings.Join(addrs, ",")
 }
+
+// write writes "probe wrote here" to dir/probe-data, reads it back and
+// prints "wrote N bytes" or what it met.
+func write(dir string) string {
+	path := filepath.Join(dir, "probe-data")
+	want := []byte("probe wrote here\n")
+	if err := os.WriteFile(path, want, 0o644); err != nil {
+		return "error: " + err.Error()
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	if !bytes.Equal(got, want) {
+		return fmt.Sprintf("error: read back %q", got)
+	}
+	return fmt.Sprintf("wrote %d bytes", len(got))
+}

@@ -10,7 +10,8 @@
 // tunnel is open), or what the connection to the proxy met. `probe
 // apiserver` prints the user the API server sees behind the pod's
 // ServiceAccount token ("user NAME"); `probe resolve udp|tcp NAME` the
-// addresses the cluster DNS gives NAME over that transport.
+// addresses the cluster DNS gives NAME over that transport; `probe write
+// DIR` writes a file there and reads it back.
 package main
 
 import (
@@ -35,6 +36,10 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "apiserver" {
 		fmt.Println(apiserver())
+		return
+	}
+	if len(os.Args) > 2 && os.Args[1] == "write" {
+		fmt.Println(write(os.Args[2]))
 		return
 	}
 	if len(os.Args) > 3 && os.Args[1] == "resolve" {
