@@ -21,11 +21,11 @@ build: ## Build every package of every module.
 	@for m in $(MODULES); do (cd $$m && $(GO) build ./...); done
 
 .PHONY: controlplane
-controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and controller-gen into .bin/ (cached per user).
+controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, controller-gen and kubectl into .bin/ (cached per user).
 	@hack/build-controlplane.sh
 
 .PHONY: node
-node: ## Build the local real node (kubelet, kube-proxy, containerd + shim, kube-router, our pause) into .bin/ (cached per user) and install runc, the CNI plugins, iptables, ipset, conntrack, nftables from Debian when missing (root; docs/node.md).
+node: ## Build the local real node (kubelet, kube-proxy, containerd + shim, kube-router, our pause, CoreDNS) into .bin/ (cached per user) and install runc, the CNI plugins, iptables, ipset, conntrack, nftables from Debian when missing (root; docs/node.md).
 	@hack/build-node.sh
 
 .PHONY: node-leftovers

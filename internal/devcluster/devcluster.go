@@ -88,6 +88,7 @@ type Cluster struct {
 	// Mode is the mode the cluster runs in.
 	Mode Mode
 
+	binDir string // where the binaries are
 	env    *envtest.Environment
 	procs  []*process
 	reaper *reaper
@@ -150,7 +151,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("devcluster: %w", err)
 	}
-	c = &Cluster{Dir: dir, Mode: opts.Mode}
+	c = &Cluster{Dir: dir, Mode: opts.Mode, binDir: binDir}
 	defer func() {
 		if err != nil {
 			_ = c.Stop()
