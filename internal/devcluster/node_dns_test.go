@@ -107,7 +107,8 @@ func TestRealNodeClusterDNS(t *testing.T) {
 	spec := dep.Spec.Template.Spec.DeepCopy()
 	spec.PriorityClassName, spec.Priority = "", nil
 	spec.ServiceAccountName = "default"
-	spec.DeprecatedServiceAccount = "default" //nolint:staticcheck // SA1019: the template carries the deprecated alias too, and both must agree
+	// The template carries the deprecated alias too; both must agree.
+	spec.DeprecatedServiceAccount = "default"
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "coredns-restricted", Namespace: "probe"}, Spec: *spec}
 	if _, err := cs.CoreV1().Pods("probe").Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 		t.Errorf("CoreDNS's pod under the restricted Pod Security Standard: %v", err)
