@@ -9,7 +9,7 @@ SHELL := /usr/bin/env bash
 GO ?= go
 # Modules of the workspace (go.work), and the tool modules outside it.
 MODULES := . sdk/go
-TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto hack/tools/lint hack/tools/smokescreen hack/tools/benchstat hack/tools/node hack/tools/containerd hack/tools/kube-router
+TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto hack/tools/lint hack/tools/smokescreen hack/tools/benchstat hack/tools/node hack/tools/containerd hack/tools/kube-router hack/tools/coredns hack/tools/kubectl
 CONTROLLER_GEN := .bin/controller-gen
 # Build tag of the tests that need the control plane, the local real node or
 # root: make test passes it, make test-unit does not (hack/check-test-tags.sh).
@@ -31,7 +31,7 @@ build: ## Build every package of every module.
 	@for m in $(MODULES); do (cd $$m && $(GO) build ./...); done
 
 .PHONY: controlplane
-controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and controller-gen into .bin/ (cached per user).
+controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, controller-gen and kubectl into .bin/ (cached per user).
 	@hack/build-controlplane.sh
 
 .PHONY: controller-gen
@@ -39,7 +39,7 @@ controller-gen: ## Build only controller-gen (pinned in hack/tools) into .bin/ (
 	@hack/build-controlplane.sh controller-gen
 
 .PHONY: node
-node: ## Build the local real node (kubelet, kube-proxy, containerd + shim, kube-router, our pause) into .bin/ (cached per user) and install runc, the CNI plugins, iptables, ipset, conntrack, nftables from Debian when missing (root; docs/node.md).
+node: ## Build the local real node (kubelet, kube-proxy, containerd + shim, kube-router, our pause, CoreDNS) into .bin/ (cached per user) and install runc, the CNI plugins, iptables, ipset, conntrack, nftables from Debian when missing (root; docs/node.md).
 	@hack/build-node.sh
 
 .PHONY: node-leftovers
