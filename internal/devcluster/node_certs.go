@@ -28,48 +28,18 @@ type nodeCerts struct {
 // O system:masters, so the kubelet's webhook authorization lets it in). The
 // CA key is never written: nothing else needs signing.
 func writeNodeCerts(dir string) (nodeCerts, error) {
-	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	c, err := newLocalCA("openfief-node-ca", time.Now())
 	if err != nil {
 		return nodeCerts{}, err
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "openfief-node-ca"},
-		NotBefore:             now.Add(-time.Minute),
-		NotAfter:              now.Add(7 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	der, keyDER, err := c.sign(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
 	if err != nil {
 		return nodeCerts{}, err
 	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nodeCerts{}, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nodeCerts{}, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
-		NotBefore:    now.Add(-time.Minute),
-		NotAfter:     now.Add(7 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return nodeCerts{}, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nodeCerts{}, err
-	}
+	caDER := c.der
 	nc := nodeCerts{
 		caFile:              filepath.Join(dir, "node-ca.crt"),
 		apiServerClientCert: filepath.Join(dir, "apiserver-kubelet-client.crt"),
@@ -85,4 +55,70 @@ func writeNodeCerts(dir string) (nodeCerts, error) {
 		}
 	}
 	return nc, nil
+}
+
+// localCA is a throwaway certificate authority for one node: its key lives
+// only in memory, for the certificates signed at start.
+type localCA struct {
+	cert *x509.Certificate
+	der  []byte
+	key  *ecdsa.PrivateKey
+	now  time.Time
+	next int64 // the next serial number
+}
+
+// certLifetime bounds every certificate a localCA signs, the CA's own too:
+// long enough for any test or dev session, short enough to be worthless
+// afterwards.
+const certLifetime = 7 * 24 * time.Hour
+
+// newLocalCA makes a self-signed P-256 CA named cn, valid from a minute
+// before now.
+func newLocalCA(cn string, now time.Time) (*localCA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: cn},
+		NotBefore:             now.Add(-time.Minute),
+		NotAfter:              now.Add(certLifetime),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return &localCA{cert: cert, der: der, key: key, now: now, next: 2}, nil
+}
+
+// sign issues a leaf certificate for a new P-256 key with tmpl's subject,
+// names and extended key usages (its serial, validity and key usage are set
+// here), returning the certificate and the key in DER.
+func (c *localCA) sign(tmpl *x509.Certificate) (certDER, keyDER []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl.SerialNumber = big.NewInt(c.next)
+	c.next++
+	tmpl.NotBefore = c.now.Add(-time.Minute)
+	tmpl.NotAfter = c.now.Add(certLifetime)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	certDER, err = x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err = x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return certDER, keyDER, nil
 }

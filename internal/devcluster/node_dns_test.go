@@ -25,21 +25,8 @@ import (
 func TestRealNodeClusterDNS(t *testing.T) {
 	skipUnlessRealNode(t)
 	start := time.Now()
-	c, err := devcluster.Start(t.Context(), devcluster.Options{Mode: devcluster.Full, Node: devcluster.NodeReal, ClusterDNS: true, StartTimeout: 3 * time.Minute, Output: nodeOutput(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-		assertNoLeftovers(t)
-	})
+	c, cs, image := startProbeNode(t, func(o *devcluster.Options) { o.ClusterDNS, o.StartTimeout = true, 3*time.Minute })
 	t.Logf("control plane, real node and cluster DNS Ready in %v", time.Since(start).Round(time.Millisecond))
-	cs, err := c.Clientset()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 
@@ -51,8 +38,6 @@ func TestRealNodeClusterDNS(t *testing.T) {
 		t.Errorf("kube-dns ClusterIP %s; want the kubelet's clusterDNS %s", got, want)
 	}
 
-	image := pushProbe(t, c.NodeRegistry())
-	createProbeNamespace(t, cs)
 	web := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "probe"},
 		Spec: corev1.ServiceSpec{

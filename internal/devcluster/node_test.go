@@ -137,10 +137,14 @@ func assertNoLeftovers(t *testing.T) {
 
 // startProbeNode starts a full cluster on the real node, stopped (and the
 // machine checked for leftovers) when the test ends, pushes the probe image
-// and creates namespace probe.
-func startProbeNode(t *testing.T) (*devcluster.Cluster, kubernetes.Interface, string) {
+// and creates namespace probe; each of with adjusts the cluster's options first.
+func startProbeNode(t *testing.T, with ...func(*devcluster.Options)) (*devcluster.Cluster, kubernetes.Interface, string) {
 	t.Helper()
-	c, err := devcluster.Start(t.Context(), devcluster.Options{Mode: devcluster.Full, Node: devcluster.NodeReal, StartTimeout: 2 * time.Minute, Output: nodeOutput(t)})
+	opts := devcluster.Options{Mode: devcluster.Full, Node: devcluster.NodeReal, StartTimeout: 2 * time.Minute, Output: nodeOutput(t)}
+	for _, w := range with {
+		w(&opts)
+	}
+	c, err := devcluster.Start(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

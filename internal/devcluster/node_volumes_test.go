@@ -25,24 +25,9 @@ import (
 func TestRealNodeVolumes(t *testing.T) {
 	skipUnlessRealNode(t)
 	start := time.Now()
-	c, err := devcluster.Start(t.Context(), devcluster.Options{Mode: devcluster.Full, Node: devcluster.NodeReal, Volumes: 1, StartTimeout: 2 * time.Minute, Output: nodeOutput(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-		assertNoLeftovers(t)
-	})
-	cs, err := c.Clientset()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, cs, image := startProbeNode(t, func(o *devcluster.Options) { o.Volumes = 1 })
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	image := pushProbe(t, c.NodeRegistry())
-	createProbeNamespace(t, cs)
 
 	claim := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "probe"},
