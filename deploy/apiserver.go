@@ -149,3 +149,28 @@ func asMap(v any) map[string]any {
 	m, _ := v.(map[string]any)
 	return m
 }
+
+// APIServerPlaceholders counts the rules of the core's NetworkPolicy among
+// objs that still name APIServerPlaceholder: two as committed, none once an
+// overlay or an installer named the API server.
+func APIServerPlaceholders(objs []*unstructured.Unstructured) int {
+	n := 0
+	for _, u := range objs {
+		if u.GetKind() != "NetworkPolicy" || u.GetName() != CoreNetworkPolicy {
+			continue
+		}
+		for _, dir := range []struct{ rules, peers string }{{"ingress", "from"}, {"egress", "to"}} {
+			rules, _, _ := unstructured.NestedSlice(u.Object, "spec", dir.rules)
+			for _, r := range rules {
+				peers, _ := asMap(r)[dir.peers].([]any)
+				if slices.ContainsFunc(peers, func(p any) bool {
+					cidr, _, _ := unstructured.NestedString(asMap(p), "ipBlock", "cidr")
+					return cidr == APIServerPlaceholder
+				}) {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
