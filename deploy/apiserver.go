@@ -35,10 +35,10 @@ func APIServerCIDRs(in []string) ([]string, error) {
 			if aerr != nil {
 				return nil, fmt.Errorf("API server address %q is neither an IP address nor a CIDR", s)
 			}
+			if addr.Zone() != "" {
+				return nil, fmt.Errorf("API server address %q has a zone, which an ipBlock cannot name", s)
+			}
 			p = netip.PrefixFrom(addr.Unmap(), addr.Unmap().BitLen())
-		}
-		if p.Addr().Zone() != "" {
-			return nil, fmt.Errorf("API server address %q has a zone, which an ipBlock cannot name", s)
 		}
 		p = p.Masked()
 		if p.Bits() == 0 {
