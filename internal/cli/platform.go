@@ -36,6 +36,9 @@ openfief-core, from a release overlay (make release-overlay). Objects are
 server-side applied with the field manager openfief-platform and labelled
 app.kubernetes.io/managed-by=openfief-platform; upgrade prunes and uninstall
 removes only objects with that label.`,
+		Example: `  # Install from a release overlay (make release-overlay), then check it
+  openfief platform install --overlay release
+  openfief platform status`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -58,13 +61,23 @@ type platformApplyFlags struct {
 func newPlatformApplyCommand(env *Env, upgrade bool) *cobra.Command {
 	var f platformApplyFlags
 	use, short := "install", "Install the platform from a release overlay and wait until it is Available"
+	example := `  # See what would be applied, then apply it and wait up to 3 minutes
+  openfief platform install --overlay release --dry-run > platform.yaml
+  openfief platform install --overlay release --timeout 3m
+
+  # Name the API server yourself instead of reading the kubernetes EndpointSlice
+  openfief platform install --overlay release --api-server-cidr 10.0.0.2/32`
 	if upgrade {
 		use, short = "upgrade", "Apply a newer release overlay, prune what it no longer holds, wait until Available"
+		example = `  # Upgrade, or roll back to an older overlay on purpose
+  openfief platform upgrade --overlay release-next
+  openfief platform upgrade --overlay release-previous --allow-downgrade`
 	}
 	cmd := &cobra.Command{
-		Use:   use + " --overlay DIR",
-		Short: short,
-		Args:  exactArgs(0),
+		Use:     use + " --overlay DIR",
+		Short:   short,
+		Example: example,
+		Args:    exactArgs(0),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
 			return env.platformApply(cmd.Context(), f, upgrade)
 		}),
@@ -252,7 +265,12 @@ func newPlatformUninstallCommand(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "uninstall",
 		Short: "Remove the platform and every plugin workload; keep the owner's data unless --delete-data",
-		Args:  exactArgs(0),
+		Example: `  # Remove the platform; Plugins, PluginGrants and the core's database stay
+  openfief platform uninstall --yes
+
+  # Remove everything, the openfief namespace included
+  openfief platform uninstall --yes --delete-data`,
+		Args: exactArgs(0),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
 			if timeout <= 0 {
 				return exitf(ExitUsage, "--timeout must be positive")
@@ -289,9 +307,10 @@ func newPlatformUninstallCommand(env *Env) *cobra.Command {
 // newPlatformStatusCommand builds `openfief platform status`.
 func newPlatformStatusCommand(env *Env) *cobra.Command {
 	return &cobra.Command{
-		Use:   "status",
-		Short: "Show each platform component's image, version and availability, and the admission policy binding",
-		Args:  exactArgs(0),
+		Use:     "status",
+		Short:   "Show each platform component's image, version and availability, and the admission policy binding",
+		Example: `  openfief platform status`,
+		Args:    exactArgs(0),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
 			c, err := env.Client()
 			if err != nil {
