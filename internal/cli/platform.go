@@ -221,7 +221,8 @@ func (e *Env) warnMissingSecrets(ctx context.Context, c client.Client, set *plat
 		for _, v := range vols {
 			sec, _ := v["secret"].(map[string]any)
 			name, _ := sec["secretName"].(string)
-			if name == "" || sec["optional"] == true {
+			optional, _ := sec["optional"].(bool)
+			if name == "" || optional {
 				continue
 			}
 			m := &metav1.PartialObjectMetadata{}

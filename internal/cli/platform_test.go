@@ -105,12 +105,12 @@ func platformOverlay(t *testing.T, dir, name, version, word, extra string) strin
 // default/kubernetes, as /32 or /128, sorted.
 func apiServerAddresses(t *testing.T, c client.Client) []string {
 	t.Helper()
-	var slices_ discoveryv1.EndpointSliceList
-	if err := c.List(context.Background(), &slices_, client.InNamespace("default"), client.MatchingLabels{discoveryv1.LabelServiceName: "kubernetes"}); err != nil {
+	var epSlices discoveryv1.EndpointSliceList
+	if err := c.List(context.Background(), &epSlices, client.InNamespace("default"), client.MatchingLabels{discoveryv1.LabelServiceName: "kubernetes"}); err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, s := range slices_.Items {
+	for _, s := range epSlices.Items {
 		for _, e := range s.Endpoints {
 			for _, a := range e.Addresses {
 				if strings.Contains(a, ":") {

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"golang.org/x/mod/semver"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,7 +26,7 @@ func Owned(ctx context.Context, c client.Client) ([]*unstructured.Unstructured, 
 			opts = append(opts, client.InNamespace(plugins.Namespace))
 		}
 		if err := c.List(ctx, list, opts...); err != nil {
-			if meta.IsNoMatchError(err) {
+			if apimeta.IsNoMatchError(err) {
 				continue
 			}
 			return nil, fmt.Errorf("list %s: %w", k.gvk.Kind, err)

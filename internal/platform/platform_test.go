@@ -21,16 +21,16 @@ func TestCheckUpgrade(t *testing.T) {
 		installed, next string
 		allow, ok       bool
 	}{
-		"first install":          {"", "v0.1.0", false, true},
-		"same":                   {"v0.2.0", "v0.2.0", false, true},
-		"newer":                  {"v0.1.0", "v0.2.0", false, true},
-		"older":                  {"v0.2.0", "v0.1.0", false, false},
-		"older allowed":          {"v0.2.0", "v0.1.0", true, true},
-		"newer pseudo-version":   {"v0.0.0-20261201100000-aaaaaaaaaaaa", "v0.0.0-20261201120000-bbbbbbbbbbbb", false, true},
-		"older pseudo-version":   {"v0.0.0-20261201120000-bbbbbbbbbbbb", "v0.0.0-20261201100000-aaaaaaaaaaaa", false, false},
+		"first install":                   {"", "v0.1.0", false, true},
+		"same":                            {"v0.2.0", "v0.2.0", false, true},
+		"newer":                           {"v0.1.0", "v0.2.0", false, true},
+		"older":                           {"v0.2.0", "v0.1.0", false, false},
+		"older allowed":                   {"v0.2.0", "v0.1.0", true, true},
+		"newer pseudo-version":            {"v0.0.0-20261201100000-aaaaaaaaaaaa", "v0.0.0-20261201120000-bbbbbbbbbbbb", false, true},
+		"older pseudo-version":            {"v0.0.0-20261201120000-bbbbbbbbbbbb", "v0.0.0-20261201100000-aaaaaaaaaaaa", false, false},
 		"edited build of the same commit": {"v0.0.0-20261201100000-aaaaaaaaaaaa", "v0.0.0-20261201100000-aaaaaaaaaaaa-dirty", false, true},
-		"not comparable":         {"release-a", "release-b", false, false},
-		"not comparable allowed": {"release-a", "release-b", true, true},
+		"not comparable":                  {"release-a", "release-b", false, false},
+		"not comparable allowed":          {"release-a", "release-b", true, true},
 	} {
 		err := CheckUpgrade(tc.installed, tc.next, tc.allow)
 		if (err == nil) != tc.ok {
