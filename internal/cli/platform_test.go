@@ -75,14 +75,7 @@ func platformOverlay(t *testing.T, dir, name, version, word, extra string) strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	refs := map[string]plugins.ImageRef{}
-	for _, n := range []string{"operator", "egress-proxy", "openfief-core"} {
-		ref, err := plugins.ParseImageRef("registry.example.com/openfief/" + n + "@" + testutil.Digest(word+"-"+n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		refs[n] = ref
-	}
+	refs := testRefsFor(t, word)
 	base := filepath.Join(dir, name+"-release")
 	if err := imagebuild.WritePlatformOverlay(base, filepath.Join(root, "deploy"), imagebuild.Release{
 		Refs: refs, Version: version, RegistryConfig: true, Header: "test overlay " + name,
@@ -99,6 +92,20 @@ func platformOverlay(t *testing.T, dir, name, version, word, extra string) strin
 	writeFile(t, filepath.Join(out, "extra.yaml"), extra)
 	writeFile(t, filepath.Join(out, "kustomization.yaml"), "resources:\n  - ../"+name+"-release\n  - extra.yaml\n")
 	return out
+}
+
+// testRefsFor are the three platform images, named after word.
+func testRefsFor(t *testing.T, word string) map[string]plugins.ImageRef {
+	t.Helper()
+	refs := map[string]plugins.ImageRef{}
+	for _, n := range []string{"operator", "egress-proxy", "openfief-core"} {
+		ref, err := plugins.ParseImageRef("registry.example.com/openfief/" + n + "@" + testutil.Digest(word+"-"+n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs[n] = ref
+	}
+	return refs
 }
 
 // apiServerAddresses are the addresses of the EndpointSlices of
@@ -225,12 +232,23 @@ data:
 	if strings.Contains(dry.out, "192.0.2.1/32") {
 		t.Error("the dry run still names the API server placeholder")
 	}
+	// --api-server-cidr names the API server instead; an overlay that
+	// already names it is kept, and the flag is refused on it.
+	r := run("platform", "install", "--overlay", v1, "--dry-run", "--api-server-cidr", "10.9.8.7,fd00::7")
+	expect(t, r, ExitOK, "API server: 10.9.8.7/32, fd00::7/128 (from --api-server-cidr)", "cidr: 10.9.8.7/32", "cidr: fd00::7/128")
+	named := filepath.Join(dir, "named")
+	root, err := imagebuild.FindRoot(".")
+	must(t, err)
+	must(t, imagebuild.WritePlatformOverlay(named, filepath.Join(root, "deploy"), imagebuild.Release{
+		Refs: testRefsFor(t, "named"), Version: "v0.1.0", APIServerCIDRs: []string{"10.1.1.1"}}))
+	expect(t, run("platform", "install", "--overlay", named, "--dry-run"), ExitOK, "API server: kept the addresses the overlay names", "cidr: 10.1.1.1/32")
+	expect(t, run("platform", "install", "--overlay", named, "--dry-run", "--api-server-cidr", "10.9.8.7"), ExitUsage, "the overlay already names the API server")
 	if after := countObjects(t, c); fmt.Sprint(after) != fmt.Sprint(before) {
-		t.Errorf("the dry run changed the cluster: %v before, %v after", before, after)
+		t.Errorf("the dry runs changed the cluster: %v before, %v after", before, after)
 	}
 
 	// Install.
-	r := run("platform", "install", "--overlay", v1, "--timeout", "3m")
+	r = run("platform", "install", "--overlay", v1, "--timeout", "3m")
 	expect(t, r, ExitOK, "installing the platform, version v0.1.0", "CustomResourceDefinition plugins.openfief.io is Established",
 		"Deployment openfief/openfief-operator: Available (1/1)", "Deployment openfief/openfief-egress-proxy: Available (2/2)",
 		"Deployment openfief/openfief-core: Available (1/1)", "the platform v0.1.0 is Available",
