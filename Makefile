@@ -1,5 +1,8 @@
-# OpenFief plugin platform. `make test` runs everything; `make verify` checks
-# formatting, vet, tidiness and generated files.
+# OpenFief plugin platform. `make help` lists the targets. `make test-unit` runs
+# the tests that need no control plane; `make test` runs every test, builds the
+# control plane and the local node first, and its real-node tests need root
+# (docs/node.md). `make verify` checks formatting, vet, lint, tidiness, decision
+# citations, the docs' links and generated files.
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -16,6 +19,10 @@ FUZZ_PACKAGES := ./internal/plugins/ ./internal/trust/cosign/ ./internal/configs
 .PHONY: all
 all: build
 
+.PHONY: help
+help: ## List the targets with what each does.
+	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-zA-Z0-9_-]+:[^#]*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
 .PHONY: build
 build: ## Build every package of every module.
 	@for m in $(MODULES); do (cd $$m && $(GO) build ./...); done
@@ -23,6 +30,10 @@ build: ## Build every package of every module.
 .PHONY: controlplane
 controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and controller-gen into .bin/ (cached per user).
 	@hack/build-controlplane.sh
+
+.PHONY: controller-gen
+controller-gen: ## Build only controller-gen (pinned in hack/tools) into .bin/ (cached per user, shared with make controlplane).
+	@hack/build-controlplane.sh controller-gen
 
 .PHONY: node
 node: ## Build the local real node (kubelet, kube-proxy, containerd + shim, kube-router, our pause) into .bin/ (cached per user) and install runc, the CNI plugins, iptables, ipset, conntrack, nftables from Debian when missing (root; docs/node.md).
@@ -48,6 +59,10 @@ test: controlplane node ## Run every test of every module (the real-node tests n
 test-unit: ## The fast tests: every package whose tests need no control plane (no build of Kubernetes, about a minute).
 	@echo "== go test (unit) ."; $(GO) test -count=1 $$(hack/unit-packages.sh)
 	@echo "== go test sdk/go"; cd sdk/go && $(GO) test -count=1 ./...
+
+.PHONY: soak
+soak: controlplane node ## Run the end-to-end, real-node and fault suites N times (default 10) and print each test's pass rate and the runs it failed in; RUN=regexp narrows it, failed tests' output in .cache/soak (root; about 6 minutes a run).
+	$(GO) run ./hack/soak -n $(or $(N),10) $(if $(RUN),-run '$(RUN)') ./test/e2e/... ./test/fault/
 
 .PHONY: cover
 cover: ## Statement coverage of the domain package.
@@ -81,7 +96,7 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 60s).
 		echo "== fuzz $$p $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$p; done; done
 
 .PHONY: generate
-generate: controlplane ## Regenerate deepcopy, CRDs (deploy/crds) and the operator's Role (deploy/operator) from markers.
+generate: controller-gen ## Regenerate deepcopy, CRDs (deploy/crds) and the operator's Role (deploy/operator) from markers.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:maxDescLen=400 paths=./api/... output:crd:dir=deploy/crds
 	$(CONTROLLER_GEN) rbac:roleName=openfief-operator paths=./internal/operator/... output:rbac:dir=deploy/operator
@@ -103,11 +118,13 @@ lint-arch: ## Only the Layout rules of `make lint` (depguard: who may import wha
 	hack/lint.sh --enable-only depguard
 
 .PHONY: verify
-verify: generate ## gofmt, go vet, golangci-lint (make lint), go mod tidy, buf lint/breaking, decision citations and generated files must leave no diff.
+verify: generate ## gofmt, go vet, golangci-lint (make lint), go mod tidy, buf lint/breaking, decision citations, the docs' links and paths (hack/doclinks) and generated files must leave no diff.
 	@test -z "$$(git status --porcelain -- api deploy)" || { git status --short -- api deploy; echo "generated files are stale or uncommitted: run make generate and commit"; exit 1; }
 	hack/proto.sh check
 	hack/plugin-labels.sh check
 	hack/check-decisions.sh
+	hack/check-pipes.sh
+	$(GO) run ./hack/doclinks
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
 	hack/lint.sh

@@ -160,7 +160,7 @@ func TestCoreRenders(t *testing.T) {
 const corePlaceholder = "192.0.2.1/32"
 
 // checkCorePolicyPeers checks that every rule of the core's NetworkPolicy
-// names its peers (issue 23, finding 4): the owner port admits only
+// names its peers: the owner port admits only
 // apiServer, and the egress to 443 and 6443 goes only to apiServer.
 func checkCorePolicyPeers(t *testing.T, np *networkingv1.NetworkPolicy, apiServer string) {
 	t.Helper()

@@ -12,11 +12,10 @@ import (
 	"github.com/arkadiuss/openfief/deploy"
 )
 
-// TestDefaultDenySelectsEveryPod: the floor under openfief (OF-19, issue 23
-// finding 7b) selects every pod whatever its labels, a pod with none
-// included, and allows nothing; and each of the platform's own Deployments
-// has a policy of its own selecting its pods, so the floor leaves them
-// their allowances.
+// TestDefaultDenySelectsEveryPod: the floor under openfief (OF-19) selects
+// every pod whatever its labels, a pod with none included, and allows
+// nothing; and each of the platform's own Deployments has a policy of its own
+// selecting its pods, so the floor leaves them their allowances.
 func TestDefaultDenySelectsEveryPod(t *testing.T) {
 	var (
 		policies    []networkingv1.NetworkPolicy
@@ -68,7 +67,7 @@ func TestDefaultDenySelectsEveryPod(t *testing.T) {
 		t.Errorf("openfief-default-deny: policyTypes %v, %d ingress and %d egress rules; want both types and no rule",
 			deny.Spec.PolicyTypes, len(deny.Spec.Ingress), len(deny.Spec.Egress))
 	}
-	// A plugin pod stripped of its labels (the walk-around of finding 7b),
+	// A plugin pod stripped of its labels (which would otherwise step out of every policy),
 	// and one with only a name label.
 	for _, l := range []map[string]string{nil, {"app.kubernetes.io/name": "anything"}} {
 		if !selects(deny, l) {

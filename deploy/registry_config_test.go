@@ -14,7 +14,7 @@ import (
 )
 
 // TestRegistryConfigComponent renders deploy/operator with the
-// registry-config component (issue 17), as a cluster admin's kustomization
+// registry-config component, as a cluster admin's kustomization
 // would: the operator gets --registry-config at the mounted Secret's
 // config.json, the Secret openfief-registry-config (its .dockerconfigjson
 // key) mounted read-only, nothing else changes, no Secret is rendered (the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench.sh is `make bench`: it runs each set of benchmarks and prints it
-# through benchstat (pinned in hack/tools/benchstat). The comparisons of
-# issue 18 report their references from the same run and the ratios to them
+# through benchstat (pinned in hack/tools/benchstat). The comparisons
+# report their references from the same run and the ratios to them
 # (sdk/go-jose, cached/compile, ours/relay-*, ours/smokescreen-*); the figures
 # and what limits each are in docs/performance.md.
 #

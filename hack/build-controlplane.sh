@@ -12,6 +12,11 @@
 # that is renamed into place, so an interrupted build never leaves half a
 # binary behind.
 #
+# Usage: hack/build-controlplane.sh [NAME...]
+#   NAME  build and link only these targets (e.g. controller-gen, for make
+#         generate); none: all of them. The cache folder is the same either way,
+#         so a later full build reuses what a partial one built.
+#
 # Environment:
 #   OPENFIEF_CONTROLPLANE_CACHE  cache root (default
 #                                ${XDG_CACHE_HOME:-$HOME/.cache}/openfief/controlplane)
@@ -73,7 +78,26 @@ hash="$(pins_hash)"
 cache="${cache_root}/${hash}"
 mkdir -p "${cache}" "${bin_dir}"
 
+# Only the named targets, when names are given (the hash above covers them all).
+if (($# > 0)); then
+	wanted=()
+	for name in "$@"; do
+		found=""
+		for t in "${targets[@]}"; do
+			[[ ${t%%|*} == "${name}" ]] && found="${t}"
+		done
+		[[ -n ${found} ]] || { echo "build-controlplane: no target named ${name}" >&2; exit 2; }
+		wanted+=("${found}")
+	done
+	targets=("${wanted[@]}")
+fi
+
 build_targets
+
+if (($# > 0)); then
+	echo "$* up to date in ${cache} (built ${built}, linked into ${bin_dir})"
+	exit 0
+fi
 
 # The kwok stages come from the pinned kwok module, next to the kwok binary.
 stages="${cache}/kwok-stages.yaml"

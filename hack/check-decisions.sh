@@ -6,7 +6,12 @@
 # are elliptic curves, not citations). Every one cited in a tracked file other
 # than docs/decisions.md needs a heading "## D-nn: ..." (any level) there.
 # Citations of "DESIGN.md point N", a file outside the repository, are refused
-# too: OF-N is its name now.
+# too: OF-N is its name now. So are references that lead nowhere a reader can
+# follow ("issue N", "finding N", "review finding N"): a comment states the
+# reason itself. Decision ids stay out of what readers without
+# docs/decisions.md see: Go string literals outside tests (flag help, CLI
+# help, errors; hack/userstrings) and the Apache-2.0 SDK (sdk/, and proto/,
+# whose comments become its generated godoc).
 #
 # Usage: hack/check-decisions.sh [--untracked]
 #   --untracked  also search files git does not track yet (ignored files stay out)
@@ -50,8 +55,30 @@ if [[ -n $old ]]; then
 	fail=1
 fi
 
+# References to an issue tracker or a review that the repository does not hold.
+dangling=$(git grep "${grep_opts[@]}" -n -i -E '\b(review )?findings? [0-9]+|\bissues? #?[0-9]+' -- . ':(exclude)hack/check-decisions.sh' || true)
+if [[ -n $dangling ]]; then
+	printf '%s\n' "$dangling" | while IFS= read -r line; do
+		echo "${line%%:*}:$(cut -d: -f2 <<<"$line"): cites an issue or review finding no reader can follow; state the reason itself"
+	done
+	fail=1
+fi
+
+# Decision ids where readers cannot look them up.
+sdk=$(printf '%s\n' "$cited" | grep -E '^(sdk|proto)/' || true)
+if [[ -n $sdk ]]; then
+	printf '%s\n' "$sdk" | while IFS= read -r line; do
+		echo "${line%%:*}:$(cut -d: -f2 <<<"$line"): the SDK and its contract are read without docs/decisions.md; say the reason instead of $(awk -F: '{print $NF}' <<<"$line")"
+	done
+	fail=1
+fi
+mapfile -t gofiles < <(git ls-files '*.go' ':!:*_test.go')
+if ! go run ./hack/userstrings "${gofiles[@]}"; then
+	fail=1
+fi
+
 if [[ $fail -ne 0 ]]; then
-	echo "check-decisions: explain every cited decision in $doc (a heading \"### ID: what was decided\" and a few lines why)" >&2
+	echo "check-decisions: fix the lines above; a cited decision needs a heading \"### ID: what was decided\" and a few lines why in $doc" >&2
 	exit 1
 fi
 count=$(printf '%s\n' "$cited" | awk -F: 'NF >= 3' | wc -l)

@@ -48,7 +48,7 @@ const (
 	// refused the read with 401 Unauthorized or 403 Forbidden (also from its
 	// token endpoint): the image is private or the reader has no access.
 	// Handled as RegistryUnavailable (retried, fail static, nothing new
-	// deploys); only the reason tells "no access" from "down" (issue 17).
+	// deploys); only the reason tells "no access" from "down".
 	ReasonRegistryUnauthorized = "RegistryUnauthorized"
 )
 

@@ -60,7 +60,8 @@ func main() {
 	_ = fs.Parse(os.Args[1:])
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	// A Go soft memory limit under the container's (issue 18).
+	// A Go soft memory limit under the container's, so the GC works harder
+	// before the kernel's OOM killer would stop the process.
 	if _, err := memlimit.Set(log); err != nil {
 		log.Error("memory limit", "error", err.Error())
 	}

@@ -50,10 +50,10 @@ func main() {
 	fs := flag.NewFlagSet("openfief-core", flag.ExitOnError)
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; empty means the in-cluster configuration")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace of the Plugins and of the core's ServiceAccount")
-	fs.StringVar(&o.ServiceAccount, "service-account", o.ServiceAccount, "the core's own ServiceAccount, whose TokenRequest tokens call plugins (D-59)")
+	fs.StringVar(&o.ServiceAccount, "service-account", o.ServiceAccount, "the core's own ServiceAccount, whose TokenRequest tokens call plugins")
 	fs.StringVar(&o.DSN, "database", o.DSN, "a SQLite file path, or a postgres:// DSN (PostgreSQL)")
 	fs.StringVar(&o.PluginAddr, "plugin-listen", o.PluginAddr, "address plugins call the core on (their openfief-core token required)")
-	fs.StringVar(&o.OwnerAddr, "owner-listen", o.OwnerAddr, "address of the owner API (status, imports), reached through the API server's service proxy; every request but /healthz needs the owner's token (OF-18)")
+	fs.StringVar(&o.OwnerAddr, "owner-listen", o.OwnerAddr, "address of the owner API (status, imports), reached through the API server's service proxy; every request but /healthz needs the owner's token")
 	fs.IntVar(&o.PluginPort, "plugin-port", o.PluginPort, "port every plugin's Service serves on (the operator's plugin port)")
 	fs.DurationVar(&o.Scheduler.DefaultInterval, "sync-interval", o.Scheduler.DefaultInterval, "how often each connector is synced")
 	fs.Var(intervals(o.Scheduler.Intervals), "sync-interval-for", "NAME=DURATION: the sync interval of one instance (repeatable)")
@@ -64,7 +64,8 @@ func main() {
 	_ = fs.Parse(os.Args[1:])
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	// A Go soft memory limit under the container's (issue 18).
+	// A Go soft memory limit under the container's, so the GC works harder
+	// before the kernel's OOM killer would stop the process.
 	if _, err := memlimit.Set(log); err != nil {
 		log.Error("memory limit", "error", err.Error())
 	}

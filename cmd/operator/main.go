@@ -30,9 +30,9 @@ func main() {
 	flag.StringVar(&o.Cluster.CorePort, "core-port", o.Cluster.CorePort, "name of the core Service's port plugins call")
 	flag.StringVar(&o.Cluster.ProxyService, "proxy-service", o.Cluster.ProxyService, "name of the egress proxy's Service in openfief")
 	flag.StringVar(&o.Cluster.ProxyPort, "proxy-port", o.Cluster.ProxyPort, "name of the egress proxy Service's port")
-	flag.StringVar(&o.Cluster.CoreSubject, "core-service-account", o.Cluster.CoreSubject, "username of the core's ServiceAccount, which plugins accept calls from (D-59)")
+	flag.StringVar(&o.Cluster.CoreSubject, "core-service-account", o.Cluster.CoreSubject, "username of the core's ServiceAccount, which plugins accept calls from")
 	flag.IntVar(&o.Cluster.PluginPort, "plugin-port", o.Cluster.PluginPort, "port plugins listen on")
-	flag.StringVar(&o.TrustedSignersFile, "trusted-signers", o.TrustedSignersFile, "owner's signers.json; missing adds no signer, invalid refuses to start (D-45)")
+	flag.StringVar(&o.TrustedSignersFile, "trusted-signers", o.TrustedSignersFile, "owner's signers.json; missing adds no signer, invalid refuses to start")
 	flag.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address of the metrics endpoint; 0 turns it off")
 	flag.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "address of /healthz and /readyz")
 	flag.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "elect a leader so only one replica acts")
@@ -51,7 +51,8 @@ func main() {
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-	// A Go soft memory limit under the container's (issue 18).
+	// A Go soft memory limit under the container's, so the GC works harder
+	// before the kernel's OOM killer would stop the process.
 	if _, err := memlimit.Set(slog.New(logr.ToSlogHandler(ctrl.Log.WithName("memlimit")))); err != nil {
 		fmt.Fprintln(os.Stderr, "operator: memory limit:", err)
 	}

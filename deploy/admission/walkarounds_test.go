@@ -23,7 +23,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
-// The walk-arounds of issue 23, finding 7 (OF-19): (a) a token of the
+// The two ways around deploy/admission that OF-19 closes: (a) a token of the
 // operator's, the core's, the egress proxy's or a plugin's ServiceAccount
 // minted by someone else, through a token Secret or a TokenRequest; (b) a
 // running plugin pod relabelled or released by its owner, so that no
@@ -120,7 +120,7 @@ func (e *admissionEnv) waitTokensEnforced(t *testing.T) {
 	}
 }
 
-// TestAdmissionPolicyTokenSecrets: finding 7a through a Secret. No Secret
+// TestAdmissionPolicyTokenSecrets: walk-around (a) through a Secret. No Secret
 // in openfief may ask the token controller for a token, whoever asks, for
 // whichever ServiceAccount, at creation or later.
 func TestAdmissionPolicyTokenSecrets(t *testing.T) {
@@ -201,7 +201,7 @@ func TestAdmissionPolicyTokenSecrets(t *testing.T) {
 	})
 }
 
-// TestAdmissionPolicyTokenRequests: finding 7a through TokenRequest. Only a
+// TestAdmissionPolicyTokenRequests: walk-around (a) through TokenRequest. Only a
 // kubelet (and the core for its own account) obtains a token of the
 // platform's and plugins' ServiceAccounts; openfief-owner's and other
 // accounts' tokens stay RBAC's business.
@@ -268,7 +268,7 @@ func TestAdmissionPolicyTokenRequests(t *testing.T) {
 	}
 }
 
-// TestAdmissionPolicyPodLabelsAndOwners: finding 7b. No one changes a
+// TestAdmissionPolicyPodLabelsAndOwners: walk-around (b). No one changes a
 // running pod's labels in openfief (through the pod or pods/status, by
 // update, patch or server-side apply) or, but for the ReplicaSet controller
 // and the garbage collector, its owner references; pods and Deployments

@@ -73,7 +73,7 @@ func newApproveCommand(env *Env) *cobra.Command {
 		Long: `Show what the Plugin NAME requests (spec.manifest, the image's signed label)
 that its PluginGrant does not hold yet, and on confirmation create or update the
 PluginGrant NAME to hold it. The operator runs a plugin only with what both
-hold (D-16); approving more than requested is refused, since it adds nothing.
+hold; approving more than requested is refused, since it adds nothing.
 
 Without --host, --secret, --capability or --data-tier everything pending is
 approved; with them, only the named parts (the rest stays pending).
@@ -288,11 +288,11 @@ func describeGrant(w io.Writer, indent string, g *v1alpha1.PluginGrant) {
 	for i, t := range g.Spec.DataTiers {
 		tiers[i] = string(t)
 	}
-	fmt.Fprintf(w, "%sCapabilities:  %s\n", indent, orNone(shown(sorted(caps))))
-	fmt.Fprintf(w, "%sEgress:        %s\n", indent, orNone(shown(canonical(hosts))))
-	fmt.Fprintf(w, "%sSecrets:       %s\n", indent, orNone(shown(sorted(secrets))))
-	fmt.Fprintf(w, "%sData tiers:    %s\n", indent, orNone(shown(sorted(tiers))))
+	fmt.Fprintf(w, "%sCapabilities:  %s\n", indent, display.Join(display.Set(caps), ", "))
+	fmt.Fprintf(w, "%sEgress:        %s\n", indent, display.Join(display.Set(canonical(hosts)), ", "))
+	fmt.Fprintf(w, "%sSecrets:       %s\n", indent, display.Join(display.Set(secrets), ", "))
+	fmt.Fprintf(w, "%sData tiers:    %s\n", indent, display.Join(display.Set(tiers), ", "))
 	if len(g.Spec.ImagePullSecrets) > 0 {
-		fmt.Fprintf(w, "%sPull secrets:  %s\n", indent, display.Join(sorted(g.Spec.ImagePullSecrets), ", "))
+		fmt.Fprintf(w, "%sPull secrets:  %s\n", indent, display.Join(display.Set(g.Spec.ImagePullSecrets), ", "))
 	}
 }

@@ -31,7 +31,7 @@ func TestApprovalError(t *testing.T) {
 		},
 		"a host not requested": {
 			sel: plugins.Selection{Egress: []string{"api.nbp.pl", "evil.example.com"}}, code: ExitInvalid,
-			msg: "--host evil.example.com: not requested by the plugin's manifest: a grant beyond the request adds nothing (D-16)",
+			msg: "--host evil.example.com: not requested by the plugin's manifest: a grant beyond the request adds nothing",
 		},
 		"a host already granted, as typed": {
 			current: granted, sel: plugins.Selection{Egress: []string{"API.nbp.pl"}}, code: ExitInvalid,

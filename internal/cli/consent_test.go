@@ -22,7 +22,7 @@ import (
 	imagetrust "github.com/arkadiuss/openfief/internal/trust"
 )
 
-// The consent property (issue 23, OF-17): whatever a signed manifest holds,
+// The consent property (OF-17): whatever a signed manifest holds,
 // every screen that asks for or reports the owner's consent shows every
 // capability, egress host and Secret slot it requests, once the bytes the
 // CLI writes have been interpreted by a terminal. The terminal is an
@@ -171,8 +171,9 @@ func checkShown(t testing.TB, m plugins.Manifest, want []string) {
 	}
 }
 
-// attackPath is the mount path of issue 23: save the cursor, move it up a
-// line, erase that line (the Egress line above) and restore the cursor.
+// attackPath is a mount path that hides a line of the prompt: save the
+// cursor, move it up a line, erase that line (the Egress line above) and
+// restore the cursor.
 const attackPath = "/etc/x\x1b7\x1b[1A\x1b[2K\x1b8"
 
 // attackManifest asks for an egress host that the attack erases.
@@ -184,9 +185,9 @@ func attackManifest() plugins.Manifest {
 	}
 }
 
-// TestConsentAttackMountPath is the regression test of issue 23 finding 1:
-// a mount path with cursor-moving escapes must not erase the Egress line
-// of the approval prompt (nor of install, status and verify).
+// TestConsentAttackMountPath is a regression test: a mount path with
+// cursor-moving escapes must not erase the Egress line of the approval prompt
+// (nor of install, status and verify).
 func TestConsentAttackMountPath(t *testing.T) {
 	m := attackManifest()
 	// The first line: validation refuses the text.

@@ -29,7 +29,7 @@ func newDashboardCommand(env *Env) *cobra.Command {
 		Long: `Serve a page on 127.0.0.1 that shows every plugin of the namespace: whether its
 image is Verified (the catalog pins its digest and its publisher signed it) or
 only signed by a trusted signer, who signed it, its digest, what waits for your
-approval and the command that approves it (D-56). It follows the cluster
+approval and the command that approves it. It follows the cluster
 through watches and updates the open page as Plugins and PluginGrants change.
 
 It reads with your kubeconfig's credentials and writes nothing, unless

@@ -30,7 +30,7 @@ func newImportCommand(env *Env) *cobra.Command {
 		Short: "Send a statement file to a connector plugin and store what it maps",
 		Long: `Upload FILE to openfief-core, which streams it to the connector plugin NAME's
 ImportFile and stores the delivery as one batch, whole or not at all. Importing
-the same file again stores nothing twice (D-18). --preview shows what the
+the same file again stores nothing twice. --preview shows what the
 delivery holds and stores nothing.
 
 The CLI reaches the core through the API server's service proxy with your

@@ -38,14 +38,14 @@ Before anything is written, the image is checked as the operator checks it
 (refused unless a trusted signer signed it), its signed manifest label is read,
 and the config (--config, JSON or YAML; {} when not given) is validated
 against the label's config schema. The Plugin's spec.manifest is then exactly
-the signed label, so the operator's check that they match holds (D-42).
+the signed label, so the operator's check that they match holds.
 
 The trusted signers are OpenFief's CI, the embedded catalog's publishers and
 the owner's signers: from --signers, else from the cluster's
 openfief-trusted-signers ConfigMap, which the operator reads too.
 
 NAME names the instance (a DNS label of at most 56 characters starting with a
-letter); one image may be installed under several names (D-48). The plugin runs
+letter); one image may be installed under several names. The plugin runs
 nothing until you approve what it asks for with 'openfief plugin approve'.
 An existing NAME is refused: use 'openfief plugin upgrade' to change it.`,
 		Example: `  openfief plugin install nbp-fx --image ghcr.io/example/nbp-fx@sha256:<hex>

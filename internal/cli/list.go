@@ -290,10 +290,10 @@ func describeEffective(w io.Writer, indent string, e *v1alpha1.EffectivePermissi
 	for i, s := range e.Secrets {
 		secrets[i] = fmt.Sprintf("%s (Secret %s) at %s", display.Text(s.Name), display.Text(s.SecretName), display.Text(s.MountPath))
 	}
-	fmt.Fprintf(w, "%sCapabilities:  %s\n", indent, orNone(shown(sorted(caps))))
-	fmt.Fprintf(w, "%sEgress:        %s\n", indent, orNone(shown(sorted(e.Egress))))
-	fmt.Fprintf(w, "%sSecrets:       %s\n", indent, orNone(sorted(secrets)))
-	fmt.Fprintf(w, "%sData tiers:    %s\n", indent, orNone(shown(sorted(e.DataTiers))))
+	fmt.Fprintf(w, "%sCapabilities:  %s\n", indent, display.Join(display.Set(caps), ", "))
+	fmt.Fprintf(w, "%sEgress:        %s\n", indent, display.Join(display.Set(e.Egress), ", "))
+	fmt.Fprintf(w, "%sSecrets:       %s\n", indent, strings.Join(display.Set(secrets), ", "))
+	fmt.Fprintf(w, "%sData tiers:    %s\n", indent, display.Join(display.Set(e.DataTiers), ", "))
 }
 
 func orDash(s string) string {

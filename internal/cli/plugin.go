@@ -10,8 +10,8 @@ func newPluginCommand(env *Env) *cobra.Command {
 		Short:   "Verify, install, approve, inspect and uninstall plugins",
 		Long: `Manage plugin instances: Plugin resources (the vendor's request, copied from the
 image's signed manifest label) and PluginGrant resources (what you approved).
-The operator runs a plugin only with what both hold (D-16), and only when a
-trusted signer signed its image (D-57).`,
+The operator runs a plugin only with what both hold, and only when a trusted
+signer signed its image.`,
 		Example: `  openfief plugin verify IMAGE --signers signers.json
   openfief plugin install nbp-fx --image IMAGE --config config.yaml
   openfief plugin approve nbp-fx

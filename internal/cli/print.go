@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -35,10 +34,10 @@ func printManifest(w io.Writer, indent string, m plugins.Manifest) {
 	for i, s := range m.Secrets {
 		secrets[i] = slotAt(s.Name, s.MountPath)
 	}
-	fmt.Fprintf(w, "%sCapabilities:  %s\n", indent, orNone(sorted(caps)))
-	fmt.Fprintf(w, "%sEgress:        %s\n", indent, orNone(shown(canonical(m.Egress))))
-	fmt.Fprintf(w, "%sSecrets:       %s\n", indent, orNone(sorted(secrets)))
-	fmt.Fprintf(w, "%sData tiers:    %s\n", indent, orNone(shown(sorted(m.DataTiers))))
+	fmt.Fprintf(w, "%sCapabilities:  %s\n", indent, strings.Join(display.Set(caps), ", "))
+	fmt.Fprintf(w, "%sEgress:        %s\n", indent, display.Join(display.Set(canonical(m.Egress)), ", "))
+	fmt.Fprintf(w, "%sSecrets:       %s\n", indent, strings.Join(display.Set(secrets), ", "))
+	fmt.Fprintf(w, "%sData tiers:    %s\n", indent, display.Join(display.Set(m.DataTiers), ", "))
 	if len(bytes.TrimSpace(m.ConfigSchema)) == 0 {
 		fmt.Fprintf(w, "%sConfig schema: none (any config object)\n", indent)
 		return
@@ -56,17 +55,8 @@ func slotAt(name, mountPath string) string {
 	return display.Text(name) + " at " + display.Text(mountPath)
 }
 
-// shown returns each item rendered with display.Text, in the same order.
-func shown(items []string) []string {
-	out := make([]string, len(items))
-	for i, s := range items {
-		out[i] = display.Text(s)
-	}
-	return out
-}
-
-// canonical returns egress hosts in canonical host:port form, sorted; a
-// host that does not canonicalise is shown as written.
+// canonical returns egress hosts in canonical host:port form; a host that
+// does not canonicalise is shown as written.
 func canonical(hosts []string) []string {
 	out := make([]string, 0, len(hosts))
 	for _, h := range hosts {
@@ -75,22 +65,7 @@ func canonical(hosts []string) []string {
 		}
 		out = append(out, h)
 	}
-	return sorted(out)
-}
-
-// sorted returns a sorted copy.
-func sorted(s []string) []string {
-	out := slices.Clone(s)
-	slices.Sort(out)
 	return out
-}
-
-// orNone joins items with ", ", or says "none".
-func orNone(items []string) string {
-	if len(items) == 0 {
-		return "none"
-	}
-	return strings.Join(items, ", ")
 }
 
 // describePending lists what waits for approval, one kind per line, with

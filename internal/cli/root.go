@@ -80,7 +80,7 @@ func NewRootCommand(env *Env, extra ...CommandFactory) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "openfief",
 		Short: "Install, approve and inspect OpenFief plugins",
-		Long: `openfief is the owner's command line for OpenFief plugins (D-46).
+		Long: `openfief is the owner's command line for OpenFief plugins.
 
 It works against the current kubeconfig context like kubectl, in the openfief
 namespace by default. It checks plugin images the way the operator does before

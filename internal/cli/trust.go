@@ -30,7 +30,7 @@ type trustFlags struct {
 }
 
 func (f *trustFlags) register(fs *pflag.FlagSet, clusterDefault bool) {
-	help := "the owner's trusted signers, a signers.json file as in the openfief-trusted-signers ConfigMap (D-45)"
+	help := "the owner's trusted signers, a signers.json file as in the openfief-trusted-signers ConfigMap"
 	if clusterDefault {
 		help += " (default: that ConfigMap's signers.json in the cluster, as the operator trusts)"
 	}
@@ -189,7 +189,7 @@ func (c imageCheck) refusal() error {
 		}
 		return exitf(code, "image refused: %s: %s", display.Text(v.Reason), display.Message(v.Message))
 	case c.Manifest == nil:
-		return exitf(ExitManifestMismatch, "image refused: %s: the image has no %s label, so the operator cannot run it (D-42)",
+		return exitf(ExitManifestMismatch, "image refused: %s: the image has no %s label, so the operator cannot run it",
 			v1alpha1.ReasonManifestMismatch, plugins.ManifestLabel)
 	}
 	return nil

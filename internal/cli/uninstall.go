@@ -164,7 +164,7 @@ Everything to be deleted is listed first, and confirmed unless --yes is given.`,
 		}),
 	}
 	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until the garbage collector has removed the plugin's workload objects")
-	cmd.Flags().BoolVar(&purge, "purge", false, "also delete the plugin's grant and the Secrets only its grant binds (D-58)")
+	cmd.Flags().BoolVar(&purge, "purge", false, "also delete the plugin's grant and the Secrets only its grant binds")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "delete without asking")
 	return cmd
 }

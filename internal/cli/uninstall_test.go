@@ -74,11 +74,10 @@ func TestUninstall(t *testing.T) {
 }
 
 // TestUninstallPurgeOnlyGrantedSecrets checks purge deletes only Secrets the
-// plugin's grant binds. Its first case is the regression test of issue 12
-// finding 9: a vendor's manifest asks for a Secret slot named like another
-// component's Secret, and the owner never grants it. Purge must delete the
-// Secret the grant bound and leave the other component's Secret alone, though
-// no plugin uses it.
+// plugin's grant binds. Its first case is a regression test: a vendor's
+// manifest asks for a Secret slot named like another component's Secret, and
+// the owner never grants it. Purge must delete the Secret the grant bound and
+// leave the other component's Secret alone, though no plugin uses it.
 func TestUninstallPurgeOnlyGrantedSecrets(t *testing.T) {
 	k := newKube(t)
 	im := newImages(t)

@@ -87,7 +87,7 @@ func TestVerify(t *testing.T) {
 		expect(t, r, ExitRegistryUnavailable, "RegistryUnavailable")
 	})
 	t.Run("registry refuses the read", func(t *testing.T) {
-		// A private registry: every anonymous read answers 401 (issue 17).
+		// A private registry: every anonymous read answers 401.
 		private := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="private"`)
 			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)

@@ -18,7 +18,7 @@ const maxCachedSchemas = 256
 // keyed by the SHA-256 of the schema's bytes: the same bytes always compile
 // to the same result, so an entry never goes stale and a hash collision is
 // the only way to get another schema's answer (OF-14). The operator
-// validates every Plugin's config on every reconcile (issue 18), and a schema
+// validates every Plugin's config on every reconcile, and a schema
 // no longer compiles each time.
 var compiledSchemas = newSchemaCache(maxCachedSchemas)
 

@@ -58,10 +58,10 @@ func peakHeap() (stop func() uint64) {
 // BenchmarkHostileAnswer calls hostile plugins on loopback with the core's
 // default bounds and reports the process's heap when idle (after a
 // collection, the servers and the caller set up) and at its peak during the
-// calls, in MiB. The 300 MiB answers are issue 23's finding 2; the empty
-// transactions fill the byte bound with what decodes largest (refused by
-// the memory bound); the ordinary transactions are the largest answer the
-// core accepts, for comparison.
+// calls, in MiB. The 300 MiB answers are what a hostile plugin could send
+// before the bounds; the empty transactions fill the byte bound with what
+// decodes largest (refused by the memory bound); the ordinary transactions
+// are the largest answer the core accepts, for comparison.
 //
 //	go test ./internal/core -run XXX -bench HostileAnswer -benchtime 3x
 func BenchmarkHostileAnswer(b *testing.B) {

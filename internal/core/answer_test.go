@@ -15,6 +15,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/arkadiuss/openfief/internal/core/ownerapi"
 	"github.com/arkadiuss/openfief/internal/core/store"
 	connectorv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1"
 	"github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1/connectorv1connect"
@@ -182,7 +183,7 @@ func TestOwnerImportRefusesLargeAnswer(t *testing.T) {
 	// tested in TestOwnerAPIRequiresOwnerToken.
 	owner := httptest.NewServer((&Core{store: st, sched: s}).ownerRoutes())
 	t.Cleanup(owner.Close)
-	resp, err := http.Post(owner.URL+PathPluginPrefix+"fx/import", "text/csv", strings.NewReader("a;b\n"))
+	resp, err := http.Post(owner.URL+ownerapi.PathPluginPrefix+"fx/import", "text/csv", strings.NewReader("a;b\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/arkadiuss/openfief/internal/core/auth"
+	"github.com/arkadiuss/openfief/internal/core/ownerapi"
 	"github.com/arkadiuss/openfief/internal/core/store"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
@@ -220,12 +221,12 @@ func (c *Core) known(r *http.Request) ([]string, error) {
 }
 
 // status combines what the store recorded with the schedule.
-func (c *Core) status(r *http.Request, name string) (InstanceStatus, error) {
+func (c *Core) status(r *http.Request, name string) (ownerapi.InstanceStatus, error) {
 	st, err := c.store.Status(r.Context(), name)
 	if err != nil && !errors.Is(err, store.ErrUnknownInstance) {
-		return InstanceStatus{}, err
+		return ownerapi.InstanceStatus{}, err
 	}
-	out := fromStore(name, st)
+	out := ownerStatus(name, st)
 	if next, ok := c.sched.NextSync(name); ok {
 		out.Scheduled = true
 		if !next.IsZero() {

@@ -152,17 +152,17 @@ func TestCore(t *testing.T) {
 	setRunning(t, cl, "core-fx", true)
 
 	testutil.Eventually(t, 20*time.Second, "the first sync stored", func() (bool, string) {
-		var s InstanceStatus
-		code := getOwner(t, owner+PathPluginPrefix+"core-fx/status", ownerTok, &s)
+		var s ownerapi.InstanceStatus
+		code := getOwner(t, owner+ownerapi.PathPluginPrefix+"core-fx/status", ownerTok, &s)
 		return code == http.StatusOK && s.LastOK && s.Rows.FxRates == 2, fmt.Sprintf("%d %+v", code, s)
 	})
-	var s InstanceStatus
-	getOwner(t, owner+PathPluginPrefix+"core-fx/status", ownerTok, &s)
+	var s ownerapi.InstanceStatus
+	getOwner(t, owner+ownerapi.PathPluginPrefix+"core-fx/status", ownerTok, &s)
 	if !s.Scheduled || s.NextSync == nil || s.LastSync == nil || s.Watermark != "2026-11-27" || s.RowsTotal != 2 {
 		t.Errorf("status %+v", s)
 	}
-	var all []InstanceStatus
-	if code := getOwner(t, owner+PathStatus, ownerTok, &all); code != http.StatusOK || len(all) != 1 || all[0].Plugin != "core-fx" {
+	var all []ownerapi.InstanceStatus
+	if code := getOwner(t, owner+ownerapi.PathStatus, ownerTok, &all); code != http.StatusOK || len(all) != 1 || all[0].Plugin != "core-fx" {
 		t.Errorf("all statuses: %d %+v", code, all)
 	}
 
@@ -173,8 +173,8 @@ func TestCore(t *testing.T) {
 
 	// An owner's import: the file streams to ImportFile, the delivery is stored.
 	post := func() (int, string) {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, owner+PathPluginPrefix+"core-fx/import", strings.NewReader("a;b\n"))
-		req.Header.Set(HeaderFileName, "../../statement.csv")
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, owner+ownerapi.PathPluginPrefix+"core-fx/import", strings.NewReader("a;b\n"))
+		req.Header.Set(ownerapi.HeaderFileName, "../../statement.csv")
 		req.Header.Set("Content-Type", "text/csv; charset=utf-8")
 		req.Header.Set(ownerapi.HeaderOwnerToken, ownerTok)
 		resp, err := http.DefaultClient.Do(req)

@@ -45,11 +45,11 @@ func (s *Scheduler) target(instance string) (Target, bool) {
 	return w.getTarget(), true
 }
 
-// TestTierNarrowedDuringSyncOnAPIServer is finding 5 of issue 23 on the
-// real API server: a Plugin runs with the accounts tier, its Sync is held
-// open, the operator's status narrows the grant (accounts removed), and
-// then the Sync delivers transactions. Nothing is stored and the recorded
-// error names the tier.
+// TestTierNarrowedDuringSyncOnAPIServer checks, on the real API server, that
+// a tier revoked mid-Sync is enforced on what the Sync delivers: a Plugin
+// runs with the accounts tier, its Sync is held open, the operator's status
+// narrows the grant (accounts removed), and then the Sync delivers
+// transactions. Nothing is stored and the recorded error names the tier.
 func TestTierNarrowedDuringSyncOnAPIServer(t *testing.T) {
 	cs, cfg := cluster(t)
 	cl := apiClient(t, cfg)

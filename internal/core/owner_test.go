@@ -47,7 +47,7 @@ type ownerCall struct {
 // ownerCalls are the owner API's requests: both status paths and an import.
 func ownerCalls(instance string) []ownerCall {
 	return []ownerCall{
-		{http.MethodGet, PathStatus},
+		{http.MethodGet, ownerapi.PathStatus},
 		{http.MethodGet, ownerapi.StatusPath(instance)},
 		{http.MethodPost, ownerapi.ImportPath(instance, false)},
 	}
@@ -65,7 +65,7 @@ func callOwner(t *testing.T, hc *http.Client, base string, c ownerCall, tokens .
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set(HeaderFileName, "statement.csv")
+	req.Header.Set(ownerapi.HeaderFileName, "statement.csv")
 	for _, tok := range tokens {
 		req.Header.Add(ownerapi.HeaderOwnerToken, tok)
 	}
@@ -91,8 +91,8 @@ func expiredJWT(ns string) string {
 	return enc([]byte(`{"alg":"RS256","typ":"JWT"}`)) + "." + enc(claims) + "." + enc([]byte("signature"))
 }
 
-// TestOwnerAPIRequiresOwnerToken is the regression test of issue 23's
-// finding 4 (OF-18): the owner API, served by the real core running as its
+// TestOwnerAPIRequiresOwnerToken is the regression test of OF-18: the
+// owner API, served by the real core running as its
 // ServiceAccount with deploy/core's RBAC, refuses every request but
 // /healthz without the owner's token, both status paths and imports (the
 // connector is never sent the file), whether called directly, as `openfief
@@ -199,7 +199,7 @@ func TestOwnerAPIRequiresOwnerToken(t *testing.T) {
 	// The owner's token as the bearer credential never reaches the core:
 	// the API server authenticates the caller (here by its client
 	// certificate) and drops Authorization before proxying.
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, proxy+PathStatus, nil)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, proxy+ownerapi.PathStatus, nil)
 	req.Header.Set("Authorization", "Bearer "+owner)
 	resp, err := hc.Do(req)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/arkadiuss/openfief/internal/core/ownerapi"
 	"github.com/arkadiuss/openfief/internal/core/store"
 	connectorv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1"
 	"github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1/connectorv1connect"
@@ -142,7 +143,7 @@ func (v *victimConnector) imported() int {
 	return len(v.files)
 }
 
-// TestRedirectToOwnerAPI is finding 3 of issue 23 as it was reproduced: a
+// TestRedirectToOwnerAPI is a regression test of a confused-deputy attack: a
 // connector without data tiers answers Sync with a redirect to the core's
 // own owner API, naming another connector's import. The core follows no
 // redirect, so the owner API gets no request, the victim's ImportFile is
@@ -166,7 +167,7 @@ func TestRedirectToOwnerAPI(t *testing.T) {
 			// the redirect refusal must hold on its own.
 			owner := httptest.NewServer(c.ownerRoutes())
 			t.Cleanup(owner.Close)
-			u["evil"] = redirecting(t, code, owner.URL+PathPluginPrefix+"victim/import")
+			u["evil"] = redirecting(t, code, owner.URL+ownerapi.PathPluginPrefix+"victim/import")
 
 			_, err := caller.Sync(t.Context(), "evil", &connectorv1.SyncRequest{BatchId: "b1"})
 			if !errors.Is(err, ErrRedirectRefused) {

@@ -364,8 +364,8 @@ func TestSyncKeepsRecordedSchedule(t *testing.T) {
 }
 
 // TestSyncErrorIsEscaped: a connector's error message is stored and
-// reported as the last error only escaped (OF-17), so the cursor-moving
-// escapes of issue 23 and bidi controls reach no terminal or page.
+// reported as the last error only escaped (OF-17), so cursor-moving
+// escapes and bidi controls reach no terminal or page.
 func TestSyncErrorIsEscaped(t *testing.T) {
 	st := openStore(t)
 	clk := newFakeClock()
@@ -382,7 +382,7 @@ func TestSyncErrorIsEscaped(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `bad\x1b7\x1b[1A\x1b[2K\x1b8 \u202egnirts\u202c\x9b2K\x0d\x0aforged`
-	for name, got := range map[string]string{"stored": status.LastError, "owner API": fromStore("fx", status).LastError} {
+	for name, got := range map[string]string{"stored": status.LastError, "owner API": ownerStatus("fx", status).LastError} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%s last error %q, want it to hold %q", name, got, want)
 		}

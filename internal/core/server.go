@@ -18,25 +18,6 @@ import (
 // token belongs to (D-27).
 const PathWhoAmI = "/plugin/v1/whoami"
 
-// The owner API's contract, kept in ownerapi for the CLI.
-type (
-	// InstanceStatus is ownerapi.InstanceStatus.
-	InstanceStatus = ownerapi.InstanceStatus
-	// RowCounts is ownerapi.RowCounts.
-	RowCounts = ownerapi.RowCounts
-)
-
-const (
-	// PathStatus is ownerapi.PathStatus.
-	PathStatus = ownerapi.PathStatus
-	// PathPluginPrefix is ownerapi.PathPluginPrefix.
-	PathPluginPrefix = ownerapi.PathPluginPrefix
-	// HeaderFileName is ownerapi.HeaderFileName.
-	HeaderFileName = ownerapi.HeaderFileName
-	// MaxImportBytes is ownerapi.MaxImportBytes.
-	MaxImportBytes = ownerapi.MaxImportBytes
-)
-
 // ownerHandler serves the owner API, status and file imports, behind
 // RequireOwner (OF-18); only /healthz, which the kubelet probes, asks for
 // no credential.
@@ -51,9 +32,9 @@ func (c *Core) ownerHandler(v *auth.OwnerVerifier, log *slog.Logger) http.Handle
 // own: ownerHandler puts RequireOwner in front of them.
 func (c *Core) ownerRoutes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+PathStatus, c.serveStatusAll)
-	mux.HandleFunc("GET "+PathPluginPrefix+"{name}/status", c.serveStatus)
-	mux.HandleFunc("POST "+PathPluginPrefix+"{name}/import", c.serveImport)
+	mux.HandleFunc("GET "+ownerapi.PathStatus, c.serveStatusAll)
+	mux.HandleFunc("GET "+ownerapi.PathPluginPrefix+"{name}/status", c.serveStatus)
+	mux.HandleFunc("POST "+ownerapi.PathPluginPrefix+"{name}/import", c.serveImport)
 	return mux
 }
 
@@ -77,7 +58,7 @@ func (c *Core) serveStatusAll(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, err)
 		return
 	}
-	out := make([]InstanceStatus, 0, len(names))
+	out := make([]ownerapi.InstanceStatus, 0, len(names))
 	for _, n := range names {
 		st, err := c.status(r, n)
 		if err != nil {
@@ -110,13 +91,13 @@ func (c *Core) serveImport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	preview := r.URL.Query().Get("mode") == "preview"
-	body := http.MaxBytesReader(w, r.Body, MaxImportBytes)
-	res, err := c.sched.ImportFile(r.Context(), name, r.Header.Get(HeaderFileName), mediaType(r.Header.Get("Content-Type")), preview, body)
+	body := http.MaxBytesReader(w, r.Body, ownerapi.MaxImportBytes)
+	res, err := c.sched.ImportFile(r.Context(), name, r.Header.Get(ownerapi.HeaderFileName), mediaType(r.Header.Get("Content-Type")), preview, body)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("the file is larger than %d bytes", MaxImportBytes))
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("the file is larger than %d bytes", ownerapi.MaxImportBytes))
 		case errors.Is(err, ErrNotConnector):
 			writeError(w, http.StatusNotFound, err)
 		case errors.Is(err, ErrOutsideTiers), errors.Is(err, ErrBatchMismatch):

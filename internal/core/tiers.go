@@ -40,6 +40,6 @@ func CheckTiers(d *connectorv1.Delivery, tiers []string) error {
 	if len(tiers) > 0 {
 		granted = strings.Join(slices.Sorted(slices.Values(tiers)), ", ")
 	}
-	return fmt.Errorf("%w: the delivery holds %s, account data that needs the data tier %q, and the plugin holds %s (OF-11)",
+	return fmt.Errorf("%w: the delivery holds %s, account data that needs the data tier %q, and the plugin holds %s",
 		ErrOutsideTiers, strings.Join(held, " and "), TierAccounts, granted)
 }

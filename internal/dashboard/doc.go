@@ -10,7 +10,11 @@
 // nothing unless given an ApproveFunc (the CLI's, behind --allow-approve):
 // then each plugin's page can approve what is pending after the owner
 // confirms it, for the versions the page showed. Every request
-// must carry the run's random token; everything a vendor wrote is rendered
-// as text (html/template on the server, textContent in the browser) under a
-// strict Content-Security-Policy, and every asset is embedded.
+// must carry the run's random token; every asset is embedded, under a
+// strict Content-Security-Policy.
+//
+// The server is the one renderer (OF-21): html/template renders the first
+// page whole and, for each event, the page's live part again (the table,
+// or a plugin's sections); the script only puts that markup in place, so
+// everything a vendor wrote is escaped by the templates, once, in Go.
 package dashboard

@@ -3,14 +3,11 @@ package dashboard
 import (
 	"context"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"html/template"
 	"io/fs"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -43,10 +40,6 @@ type Options struct {
 
 //go:embed assets
 var assets embed.FS
-
-// pages are the two HTML templates; html/template escapes every value for
-// its context, so a vendor's text stays text.
-var pages = template.Must(template.New("").ParseFS(assets, "assets/*.html"))
 
 // Server is one run of the dashboard: the watches, the token and the pages.
 type Server struct {
@@ -144,7 +137,7 @@ func (s *Server) serveTable(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "reading the plugins: "+display.Message(err.Error()), http.StatusServiceUnavailable)
 		return
 	}
-	render(w, "table.html", http.StatusOK, snap.table())
+	render(w, http.StatusOK, snap.table())
 }
 
 func (s *Server) servePlugin(w http.ResponseWriter, r *http.Request) {
@@ -163,12 +156,12 @@ func (s *Server) servePlugin(w http.ResponseWriter, r *http.Request) {
 	if d.Gone {
 		status = http.StatusNotFound
 	}
-	render(w, "plugin.html", status, d)
+	render(w, status, d)
 }
 
 // serveEvents streams the table, or with ?plugin=NAME one plugin's page,
-// as server-sent events: the current state at once, then again after every
-// change the watches see that alters it. Nothing polls.
+// as server-sent events: the page's live part rendered at once, then again
+// after every change the watches see that alters it. Nothing polls.
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("plugin")
 	if name != "" && plugins.ValidateName(name) != nil {
@@ -190,11 +183,11 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return
 		}
-		var v any = snap.table()
+		var v view = snap.table()
 		if name != "" {
 			v = snap.detail(name)
 		}
-		b, err := json.Marshal(v)
+		b, err := liveUpdate(v)
 		if err != nil {
 			return
 		}
@@ -209,19 +202,6 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-}
-
-// render writes a page; a template error is a server error, never a half
-// page.
-func render(w http.ResponseWriter, page string, status int, data any) {
-	var b strings.Builder
-	if err := pages.ExecuteTemplate(&b, page, data); err != nil {
-		http.Error(w, "rendering the page failed", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(b.String()))
 }
 
 // staticOnly serves the embedded script and style sheet, never a

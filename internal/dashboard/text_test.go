@@ -20,40 +20,12 @@ const hostileText = "x\x1b7\x1b[1A\x1b[2K\x1b8\u202emoc.elpmaxe\u202c\u2066\u009
 
 // TestViewEscapesOutsideText (OF-17): a Plugin, its grant and its status
 // with hostile text in every string the dashboard shows yield a table and a
-// page (the data of the templates and of the JSON the script renders) with
+// page (the data of the templates) with
 // no control or bidi character anywhere, but the page's own line breaks in
 // a config schema and the approval question; and the requested host still
 // shows.
 func TestViewEscapesOutsideText(t *testing.T) {
-	h := hostileText
-	schema, _ := json.Marshal(map[string]any{"title": h, "description": h, "properties": map[string]any{h: map[string]any{"type": "string"}}})
-	p := v1alpha1.Plugin{
-		ObjectMeta: metav1.ObjectMeta{Name: "fx", Namespace: "openfief", Generation: 1, ResourceVersion: h},
-		Spec: v1alpha1.PluginSpec{Image: "r.example/fx" + h + "@sha256:" + strings.Repeat("ab", 32), Manifest: v1alpha1.Manifest{
-			Capabilities: []v1alpha1.Capability{v1alpha1.Capability(h), "connector"},
-			Egress:       []v1alpha1.EgressHost{"exfil.example.com", v1alpha1.EgressHost(h)},
-			Secrets:      []v1alpha1.SecretMount{{Name: h, MountPath: "/etc/" + h}, {Name: "creds", MountPath: "/etc/creds" + h}},
-			DataTiers:    []v1alpha1.DataTier{v1alpha1.DataTier(h)},
-			ConfigSchema: &apiextensionsv1.JSON{Raw: schema},
-		}},
-		Status: v1alpha1.PluginStatus{
-			ObservedGeneration: 1,
-			Conditions: []metav1.Condition{
-				{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: h, Message: h},
-				{Type: v1alpha1.ConditionSignatureVerified, Status: metav1.ConditionTrue, Reason: h, Message: h},
-				{Type: h, Status: metav1.ConditionStatus(h), Reason: h, Message: h},
-			},
-			Deployed:  &v1alpha1.DeployedVersion{Image: h, Signer: h, Trust: h},
-			Effective: &v1alpha1.EffectivePermissions{Capabilities: []v1alpha1.Capability{v1alpha1.Capability(h)}, Egress: []string{h}, Secrets: []v1alpha1.GrantedSecret{{Name: h, SecretName: h, MountPath: h}}, DataTiers: []string{h}},
-		},
-	}
-	g := &v1alpha1.PluginGrant{ObjectMeta: metav1.ObjectMeta{Name: "fx", ResourceVersion: h}, Spec: v1alpha1.PluginGrantSpec{
-		Capabilities: []v1alpha1.Capability{v1alpha1.Capability(h)}, Egress: []v1alpha1.EgressHost{v1alpha1.EgressHost(h)},
-		Secrets: []v1alpha1.SecretGrant{{Name: h, SecretName: h}}, DataTiers: []v1alpha1.DataTier{v1alpha1.DataTier(h)}, ImagePullSecrets: []string{h},
-	}}
-	s := snapshot{namespace: "openfief" + h, plugins: []v1alpha1.Plugin{p}, grants: map[string]*v1alpha1.PluginGrant{"fx": g},
-		now: time.Unix(0, 0), approve: func(n string) string { return "openfief plugin approve " + n + h }, canApprove: true}
-
+	s := hostileSnapshot(t)
 	tbl, d := s.table(), s.detail("fx")
 	if d.Approve == nil {
 		t.Fatal("no approval offered: the test would not cover the question")
@@ -66,7 +38,7 @@ func TestViewEscapesOutsideText(t *testing.T) {
 	if want := `x\x1b7\x1b[1A\x1b[2K\x1b8\u202emoc.elpmaxe\u202c`; !strings.Contains(d.Conditions[0].Message, want) {
 		t.Errorf("condition message %q, want it to show %q", d.Conditions[0].Message, want)
 	}
-	gone := s.detail("nope" + h)
+	gone := s.detail("nope" + hostileText)
 	checkStrings(t, "gone", reflect.ValueOf(gone), false)
 }
 
@@ -111,4 +83,43 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// hostileMarkup is what a careless page would run: an image whose error
+// handler and a script that set window.__xss.
+const hostileMarkup = `<img src=x onerror="window.__xss=2"><script>window.__xss=1</script>`
+
+// hostileSnapshot is a Plugin named fx, its grant and its status with
+// hostileText in every string the dashboard shows, and hostileMarkup in its
+// config schema; the approve command and the Approve button are on.
+func hostileSnapshot(t *testing.T) snapshot {
+	t.Helper()
+	h := hostileText
+	schema, _ := json.Marshal(map[string]any{"title": h, "description": hostileMarkup + h, "properties": map[string]any{h: map[string]any{"type": "string"}}})
+	p := v1alpha1.Plugin{
+		ObjectMeta: metav1.ObjectMeta{Name: "fx", Namespace: "openfief", Generation: 1, ResourceVersion: h},
+		Spec: v1alpha1.PluginSpec{Image: "r.example/fx" + h + "@sha256:" + strings.Repeat("ab", 32), Manifest: v1alpha1.Manifest{
+			Capabilities: []v1alpha1.Capability{v1alpha1.Capability(h), "connector"},
+			Egress:       []v1alpha1.EgressHost{"exfil.example.com", v1alpha1.EgressHost(h)},
+			Secrets:      []v1alpha1.SecretMount{{Name: h, MountPath: "/etc/" + h}, {Name: "creds", MountPath: "/etc/creds" + h}},
+			DataTiers:    []v1alpha1.DataTier{v1alpha1.DataTier(h)},
+			ConfigSchema: &apiextensionsv1.JSON{Raw: schema},
+		}},
+		Status: v1alpha1.PluginStatus{
+			ObservedGeneration: 1,
+			Conditions: []metav1.Condition{
+				{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: h, Message: h},
+				{Type: v1alpha1.ConditionSignatureVerified, Status: metav1.ConditionTrue, Reason: h, Message: h},
+				{Type: h, Status: metav1.ConditionStatus(h), Reason: h, Message: h},
+			},
+			Deployed:  &v1alpha1.DeployedVersion{Image: h, Signer: h, Trust: h},
+			Effective: &v1alpha1.EffectivePermissions{Capabilities: []v1alpha1.Capability{v1alpha1.Capability(h)}, Egress: []string{h}, Secrets: []v1alpha1.GrantedSecret{{Name: h, SecretName: h, MountPath: h}}, DataTiers: []string{h}},
+		},
+	}
+	g := &v1alpha1.PluginGrant{ObjectMeta: metav1.ObjectMeta{Name: "fx", ResourceVersion: h}, Spec: v1alpha1.PluginGrantSpec{
+		Capabilities: []v1alpha1.Capability{v1alpha1.Capability(h)}, Egress: []v1alpha1.EgressHost{v1alpha1.EgressHost(h)},
+		Secrets: []v1alpha1.SecretGrant{{Name: h, SecretName: h}}, DataTiers: []v1alpha1.DataTier{v1alpha1.DataTier(h)}, ImagePullSecrets: []string{h},
+	}}
+	return snapshot{namespace: "openfief" + h, plugins: []v1alpha1.Plugin{p}, grants: map[string]*v1alpha1.PluginGrant{"fx": g},
+		now: time.Unix(0, 0), approve: func(n string) string { return "openfief plugin approve " + n + h }, canApprove: true}
 }

@@ -22,77 +22,77 @@ import (
 
 // Cell is one table cell or summary value: a line of text, an optional
 // second line, a hover title, a value to copy and a tone from the fixed set
-// in words.go. Every string may hold what a vendor wrote; the templates and
-// the script show it only as text.
+// in words.go. Every string may hold what a vendor wrote; the templates
+// show it only as text.
 type Cell struct {
-	Text   string `json:"text"`
-	Detail string `json:"detail,omitempty"`
-	Title  string `json:"title,omitempty"`
-	Copy   string `json:"copy,omitempty"`
-	Tone   string `json:"tone,omitempty"`
+	Text   string
+	Detail string
+	Title  string
+	Copy   string
+	Tone   string
 }
 
 // Row is one plugin in the table: its name and the cells of the columns
 // Ready, Signature, Signer, Image digest, Pending approval and Age.
 type Row struct {
-	Name  string `json:"name"`
-	Cells []Cell `json:"cells"`
+	Name  string
+	Cells []Cell
 }
 
 // Table is the plugins page: every Plugin of the namespace, sorted by name.
 type Table struct {
-	Namespace string `json:"namespace"`
-	Rows      []Row  `json:"rows"`
+	Namespace string
+	Rows      []Row
 }
 
 // Item is one labelled line of a section: a label and its values.
 type Item struct {
-	Label  string   `json:"label"`
-	Values []string `json:"values"`
+	Label  string
+	Values []string
 	// Pre shows the values as preformatted text (a config schema).
-	Pre bool `json:"pre,omitempty"`
+	Pre bool
 }
 
 // Section is one titled part of a plugin's page.
 type Section struct {
-	ID    string `json:"id"`
-	Title string `json:"title"`
-	Note  string `json:"note,omitempty"`
-	Items []Item `json:"items,omitempty"`
+	ID    string
+	Title string
+	Note  string
+	Items []Item
 }
 
 // Condition is one status condition with its message.
 type Condition struct {
-	Type    string `json:"type"`
-	Status  string `json:"status"`
-	Reason  string `json:"reason"`
-	Age     string `json:"age"`
-	Message string `json:"message"`
+	Type    string
+	Status  string
+	Reason  string
+	Age     string
+	Message string
 }
 
 // Detail is a plugin's page: the row's cells as a summary, the sections
 // (running version, requested, granted, effective, pending), the command
 // that approves what is pending, and the conditions.
 type Detail struct {
-	Name       string      `json:"name"`
-	Gone       bool        `json:"gone,omitempty"`
-	Summary    []Item      `json:"summary"`
-	Signature  Cell        `json:"signature"`
-	Sections   []Section   `json:"sections"`
-	Command    string      `json:"command,omitempty"`
-	Conditions []Condition `json:"conditions"`
+	Name       string
+	Gone       bool
+	Summary    []Item
+	Signature  Cell
+	Sections   []Section
+	Command    string
+	Conditions []Condition
 	// Approve is set when the page may approve what is pending: the
 	// question the owner confirms and the versions it was asked about.
-	Approve *ApproveOffer `json:"approve,omitempty"`
+	Approve *ApproveOffer
 }
 
 // ApproveOffer is the Approve button of a plugin's page: the confirmation
 // question, which lists everything the approval adds, and the resource
 // versions of the Plugin and grant it describes.
 type ApproveOffer struct {
-	Question      string `json:"question"`
-	PluginVersion string `json:"plugin"`
-	GrantVersion  string `json:"grant"`
+	Question      string
+	PluginVersion string
+	GrantVersion  string
 }
 
 // snapshot is what the watches hold at one moment.
@@ -191,9 +191,9 @@ const (
 )
 
 // shown returns the table with every string rendered through
-// internal/display: the page and the JSON its script reads then carry no
-// control or bidi character a vendor, a plugin or the operator wrote
-// (OF-17). html/template and textContent keep it from being markup; this
+// internal/display: the page and every live part the event stream sends
+// then carry no control or bidi character a vendor, a plugin or the
+// operator wrote (OF-17). html/template keeps it from being markup; this
 // keeps it from being reordered or forged.
 func (t Table) shown() Table {
 	t.Namespace = display.Text(t.Namespace)
@@ -382,10 +382,10 @@ func manifestSection(m plugins.Manifest) Section {
 		hosts[i] = h
 	}
 	s := Section{ID: "manifest", Title: "Requested (spec.manifest, the image's signed label)", Items: []Item{
-		{Label: "Capabilities", Values: orNone(sorted(capabilities(m.Capabilities)))},
-		{Label: "Egress", Values: orNone(sorted(hosts))},
-		{Label: "Secrets", Values: orNone(sorted(secrets))},
-		{Label: "Data tiers", Values: orNone(sorted(m.DataTiers))},
+		{Label: "Capabilities", Values: display.Set(capabilities(m.Capabilities))},
+		{Label: "Egress", Values: display.Set(hosts)},
+		{Label: "Secrets", Values: display.Set(secrets)},
+		{Label: "Data tiers", Values: display.Set(m.DataTiers)},
 	}}
 	schema := "none (any config object)"
 	if len(bytes.TrimSpace(m.ConfigSchema)) > 0 {
@@ -424,11 +424,11 @@ func grantSection(g *v1alpha1.PluginGrant) Section {
 		tiers[i] = string(t)
 	}
 	s.Items = []Item{
-		{Label: "Capabilities", Values: orNone(sorted(caps))},
-		{Label: "Egress", Values: orNone(sorted(hosts))},
-		{Label: "Secrets", Values: orNone(sorted(secrets))},
-		{Label: "Data tiers", Values: orNone(sorted(tiers))},
-		{Label: "Pull secrets", Values: orNone(sorted(g.Spec.ImagePullSecrets))},
+		{Label: "Capabilities", Values: display.Set(caps)},
+		{Label: "Egress", Values: display.Set(hosts)},
+		{Label: "Secrets", Values: display.Set(secrets)},
+		{Label: "Data tiers", Values: display.Set(tiers)},
+		{Label: "Pull secrets", Values: display.Set(g.Spec.ImagePullSecrets)},
 	}
 	return s
 }
@@ -448,10 +448,10 @@ func effectiveSection(e *v1alpha1.EffectivePermissions) Section {
 		caps[i] = string(c)
 	}
 	s.Items = []Item{
-		{Label: "Capabilities", Values: orNone(sorted(caps))},
-		{Label: "Egress", Values: orNone(sorted(e.Egress))},
-		{Label: "Secrets", Values: orNone(sorted(secrets))},
-		{Label: "Data tiers", Values: orNone(sorted(e.DataTiers))},
+		{Label: "Capabilities", Values: display.Set(caps)},
+		{Label: "Egress", Values: display.Set(e.Egress)},
+		{Label: "Secrets", Values: display.Set(secrets)},
+		{Label: "Data tiers", Values: display.Set(e.DataTiers)},
 	}
 	return s
 }
@@ -508,19 +508,6 @@ func capabilities(cs []plugins.Capability) []string {
 		out[i] = string(c)
 	}
 	return out
-}
-
-func sorted(s []string) []string {
-	out := slices.Clone(s)
-	slices.Sort(out)
-	return out
-}
-
-func orNone(s []string) []string {
-	if len(s) == 0 {
-		return []string{"none"}
-	}
-	return s
 }
 
 // nonEmpty keeps the items that have values.

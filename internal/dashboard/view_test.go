@@ -72,27 +72,7 @@ func TestSignerCell(t *testing.T) {
 // is pending, and a signer read only from a status of the current
 // generation.
 func TestSnapshot(t *testing.T) {
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	status := func(p *v1alpha1.Plugin, gen int64, ready, sig, msg string) v1alpha1.Plugin {
-		p.Generation, p.Status.ObservedGeneration = 2, gen
-		p.CreationTimestamp = metav1.NewTime(now.Add(-90 * time.Second))
-		p.Status.Conditions = []metav1.Condition{
-			{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ready, Message: "m"},
-			{Type: v1alpha1.ConditionSignatureVerified, Status: metav1.ConditionTrue, Reason: sig, Message: msg},
-		}
-		return *p
-	}
-	msg := "signed by trusted signer me; not a verified catalog plugin"
-	b := status(testutil.MakePlugin("b", testutil.Image("b")).Capabilities("connector").Egress("api.nbp.pl").Obj(), 2, v1alpha1.ReasonNoGrant, v1alpha1.ReasonSignedByTrustedSigner, msg)
-	a := status(testutil.MakePlugin("a", testutil.Image("a")).Capabilities("connector").Obj(), 1, v1alpha1.ReasonRunning, v1alpha1.ReasonSignedByTrustedSigner, msg)
-	grantA := testutil.GrantFor(&a).Obj()
-	s := snapshot{
-		namespace: "openfief",
-		plugins:   []v1alpha1.Plugin{b, a},
-		grants:    map[string]*v1alpha1.PluginGrant{"a": grantA},
-		now:       now,
-		approve:   func(name string) string { return "openfief plugin approve " + name },
-	}
+	s := sampleSnapshot()
 	tbl := s.table()
 	if len(tbl.Rows) != 2 || tbl.Rows[0].Name != "a" || tbl.Rows[1].Name != "b" {
 		t.Fatalf("rows %+v, want a then b", tbl.Rows)
@@ -146,5 +126,33 @@ func TestPrettyJSON(t *testing.T) {
 	}
 	if got := prettyJSON([]byte(`{not json`)); got != `{not json` {
 		t.Errorf("invalid JSON shown as %q", got)
+	}
+}
+
+// sampleSnapshot holds two plugins at now: b, whose status describes its
+// current generation, waits for a grant of a capability and a host; a,
+// fully granted, has a status of an older generation. Both are only signed
+// by the owner's signer "me"; the approve command is on, the button off.
+func sampleSnapshot() snapshot {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	status := func(p *v1alpha1.Plugin, gen int64, ready, sig, msg string) v1alpha1.Plugin {
+		p.Generation, p.Status.ObservedGeneration = 2, gen
+		p.CreationTimestamp = metav1.NewTime(now.Add(-90 * time.Second))
+		p.Status.Conditions = []metav1.Condition{
+			{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ready, Message: "m"},
+			{Type: v1alpha1.ConditionSignatureVerified, Status: metav1.ConditionTrue, Reason: sig, Message: msg},
+		}
+		return *p
+	}
+	msg := "signed by trusted signer me; not a verified catalog plugin"
+	b := status(testutil.MakePlugin("b", testutil.Image("b")).Capabilities("connector").Egress("api.nbp.pl").Obj(), 2, v1alpha1.ReasonNoGrant, v1alpha1.ReasonSignedByTrustedSigner, msg)
+	a := status(testutil.MakePlugin("a", testutil.Image("a")).Capabilities("connector").Obj(), 1, v1alpha1.ReasonRunning, v1alpha1.ReasonSignedByTrustedSigner, msg)
+	grantA := testutil.GrantFor(&a).Obj()
+	return snapshot{
+		namespace: "openfief",
+		plugins:   []v1alpha1.Plugin{b, a},
+		grants:    map[string]*v1alpha1.PluginGrant{"a": grantA},
+		now:       now,
+		approve:   func(name string) string { return "openfief plugin approve " + name },
 	}
 }

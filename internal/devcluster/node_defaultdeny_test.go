@@ -12,7 +12,7 @@ import (
 )
 
 // TestRealNodeDefaultDenyHoldsStrippedPod checks on real packets the floor
-// of OF-19 (issue 23, finding 7b): deploy/operator's openfief-default-deny,
+// of OF-19: deploy/operator's openfief-default-deny,
 // which selects every pod of its namespace, keeps a pod that lost all its
 // labels from reaching anything, though no other policy selects it any more.
 // Pod a may reach b:8080 by its label; once its labels are removed it

@@ -129,6 +129,8 @@ type Stack struct {
 	EnvFile string
 
 	signer *ocisign.KeySigner
+	// admin is a client of Cluster.Config, for the steps that install.
+	admin kubernetes.Interface
 
 	stops []func()
 }
@@ -145,8 +147,9 @@ const (
 	corePodPort        = 8080
 )
 
-// Start brings the platform up, step by step, and returns when every part
-// serves. On error everything started so far is stopped.
+// Start brings the platform up, step by step (Stack.startPlan lists them), and
+// returns when every part serves. On error everything started so far is
+// stopped.
 func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	if opts.Dir == "" {
 		return nil, errors.New("devstack: Options.Dir is required")
@@ -161,141 +164,12 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 			started.Stop()
 		}
 	}()
-	p := progress{w: opts.Progress, total: 7}
-	if opts.RunAsServiceAccounts {
-		p.total++
-	}
-	if opts.LocalPlugins {
-		p.total++
-	}
-
-	crdDir := filepath.Join(opts.Dir, "crds")
-	if err := os.MkdirAll(crdDir, 0o700); err != nil {
-		return nil, err
-	}
-	if err := deploy.WriteCRDs(crdDir); err != nil {
-		return nil, err
-	}
-	what := "starting the control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok)"
-	if opts.Node == devcluster.NodeReal {
-		p.total++
-		what = "starting the control plane (etcd, kube-apiserver, controller-manager, scheduler) and a real node (containerd, kubelet, kube-proxy, kube-router)"
-	}
-	if err := p.step(what, func() error {
-		c, err := devcluster.Start(ctx, devcluster.Options{
-			Mode: devcluster.Full, Nodes: opts.Nodes, BinDir: opts.BinDir, Node: opts.Node,
-			CRDDirectoryPaths: []string{crdDir}, Output: opts.Logs,
-			StartTimeout: startTimeout(opts.Node),
-		})
-		if err != nil {
-			return err
-		}
-		s.Cluster = c
-		s.stops = append(s.stops, func() { _ = c.Stop() })
-		s.KubeconfigPath = filepath.Join(opts.Dir, "kubeconfig")
-		raw, err := os.ReadFile(c.KubeconfigPath)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(s.KubeconfigPath, raw, 0o600)
-	}); err != nil {
-		return nil, err
-	}
-	client, err := kubernetes.NewForConfig(s.Cluster.Config)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.step("creating the openfief namespace (restricted), the core's and proxy's Services and the owner's ServiceAccount", func() error {
-		if err := s.installNamespace(ctx, client); err != nil {
-			return err
-		}
-		return s.installOwner(ctx)
-	}); err != nil {
-		return nil, err
-	}
-	if opts.Node == devcluster.NodeReal {
-		if err := p.step("pointing the egress proxy's Service at the node's bridge address, and letting plugin pods reach it there", func() error {
-			return s.installProxyOnNode(ctx, client)
-		}); err != nil {
+	plan := s.startPlan(opts)
+	p := progress{w: opts.Progress, total: len(plan)}
+	for _, st := range plan {
+		if err := p.step(st.what, func() error { return st.run(ctx, &opts) }); err != nil {
 			return nil, err
 		}
-	}
-	if opts.RunAsServiceAccounts {
-		if err := p.step("applying the ServiceAccounts and RBAC of deploy/operator, deploy/egress-proxy and deploy/core, to run each as those", func() error {
-			return s.installIdentities(ctx)
-		}); err != nil {
-			return nil, err
-		}
-	}
-	signer, err := ocisign.NewKeySigner()
-	if err != nil {
-		return nil, err
-	}
-	s.signer = signer
-	if err := p.step("building the nbp-fx plugin image (or reusing .cache/images) and serving it, signed, from a loopback registry; its key in openfief-trusted-signers", func() error {
-		if err := s.startRegistry(ctx, opts.Dir, signer, opts.Progress); err != nil {
-			return err
-		}
-		if opts.Node == devcluster.NodeReal {
-			// The node pulls the plugin images from it over plain HTTP.
-			if err := s.Cluster.TrustRegistry(s.RegistryHost); err != nil {
-				return err
-			}
-		}
-		return s.publishSigners(ctx, client)
-	}); err != nil {
-		return nil, err
-	}
-	if err := p.step("starting the operator", func() error { return s.startOperator(opts) }); err != nil {
-		return nil, err
-	}
-	proxyClient, err := kubernetes.NewForConfig(s.clientConfig(opts, ProxyUser))
-	if err != nil {
-		return nil, err
-	}
-	if opts.LocalPlugins && opts.ProxyResolver == nil {
-		nbp, err := StartFakeNBP("")
-		if err != nil {
-			return nil, err
-		}
-		s.stops = append(s.stops, nbp.Close)
-		s.FakeNBP = nbp
-		opts.ProxyResolver, opts.ProxyDialer, opts.UnsafeAllowPrefixes = nbp.Resolver(), nbp.Dialer(), LoopbackPrefixes()
-	}
-	if err := p.step("starting the egress proxy", func() error { return s.startProxy(proxyClient, opts) }); err != nil {
-		return nil, err
-	}
-	if opts.LocalPlugins {
-		if err := p.step("building nbp-fx to run demo plugins as local processes (kwok runs no container)", func() error {
-			ca := ""
-			if s.FakeNBP != nil {
-				ca = s.FakeNBP.CAFile()
-			}
-			lctx, cancel := context.WithCancel(context.Background())
-			lp, err := s.startLocalPlugins(lctx, opts, ca)
-			if err != nil {
-				cancel()
-				return err
-			}
-			s.stops = append(s.stops, cancel)
-			if opts.CoreResolve == nil {
-				opts.CoreResolve = lp.resolve
-			}
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-	}
-	if opts.Node == devcluster.NodeReal && opts.CoreResolve == nil {
-		// No cluster DNS on the node's host network: the core calls a
-		// plugin's Service by its ClusterIP, read from the API.
-		opts.CoreResolve = clusterIPResolver(client, slog.New(slog.NewTextHandler(orDiscard(opts.Logs), nil)))
-	}
-	if err := p.step("starting openfief-core (SQLite in "+filepath.Join(opts.Dir, "core.db")+")", func() error { return s.startCore(ctx, opts) }); err != nil {
-		return nil, err
-	}
-	if err := p.step("writing "+filepath.Join(opts.Dir, "env"), func() error { return s.writeEnv(opts.Dir) }); err != nil {
-		return nil, err
 	}
 	return s, nil
 }

@@ -13,6 +13,7 @@ package display
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -114,6 +115,25 @@ func Join(items []string, sep string) string {
 		out[i] = Text(s)
 	}
 	return strings.Join(out, sep)
+}
+
+// None is what Set shows for a set with nothing in it.
+const None = "none"
+
+// Set puts an unordered set of values (the capabilities, hosts or Secrets
+// of a manifest, a grant or a status) in the order a person reads it in:
+// sorted, so the same set always reads the same, and None alone when it is
+// empty. It does not escape, so values already through Text are not cut
+// again: give it escaped values, or escape what it returns (the CLI does
+// the first, the dashboard the second). The CLI joins it on one line; the
+// dashboard gives each value a line of its own.
+func Set(items []string) []string {
+	if len(items) == 0 {
+		return []string{None}
+	}
+	out := slices.Clone(items)
+	slices.Sort(out)
+	return out
 }
 
 // isPlain reports whether s is valid UTF-8 without an unsafe rune.

@@ -67,6 +67,25 @@ func TestLines(t *testing.T) {
 	}
 }
 
+// TestSet: sorted as written, "none" for an empty set, and the caller's
+// slice left as it was.
+func TestSet(t *testing.T) {
+	in := []string{"b.example.com:443", `a\u202eb`, "a.example.com:443"}
+	got := Set(in)
+	want := []string{"a.example.com:443", `a\u202eb`, "b.example.com:443"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("Set = %q, want %q", got, want)
+	}
+	if in[0] != "b.example.com:443" {
+		t.Errorf("Set sorted its argument in place: %q", in)
+	}
+	for _, empty := range [][]string{nil, {}} {
+		if got := Set(empty); len(got) != 1 || got[0] != None {
+			t.Errorf("Set(%#v) = %q, want [%q]", empty, got, None)
+		}
+	}
+}
+
 // FuzzText checks the escaping's promises for any input: the output is
 // valid UTF-8 holding no unsafe rune, it is at most the bound, and text
 // that needs no escaping and fits is returned unchanged.

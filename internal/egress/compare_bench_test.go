@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The comparison benchmarks (issue 18) run the proxy side by side with a
+// The comparison benchmarks run the proxy side by side with a
 // bare Go CONNECT relay, the floor for any CONNECT proxy in Go, and with
 // stripe/smokescreen v0.1.0, a production CONNECT proxy in Go
 // (compare_harness_test.go). Within each iteration every path does the same
@@ -61,7 +61,7 @@ func reportRatios(b *testing.B, paths []proxyPath, times [][]time.Duration, unit
 
 // BenchmarkCompareThroughput sends one stream of 64 KiB writes through each
 // path to a loopback sink that acknowledges every 4 MiB, and reports each
-// path's MB/s and ours/relay-MB/s, ours/smokescreen-MB/s (issue 18's targets:
+// path's MB/s and ours/relay-MB/s, ours/smokescreen-MB/s (the targets:
 // at least 0.95 and above 1).
 func BenchmarkCompareThroughput(b *testing.B) {
 	sink := startAckSink(b)

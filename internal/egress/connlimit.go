@@ -19,7 +19,7 @@ const (
 )
 
 // pendingLimiter caps the connections the proxy holds before they become
-// tunnels (review finding 4): anyone who can reach the proxy's port could
+// tunnels: anyone who can reach the proxy's port could
 // otherwise open thousands of connections trickling a request head and hold
 // the proxy's memory. It watches http.Server.ConnState: a new connection
 // over either cap is closed at once, before a byte of it is read; a hijacked

@@ -35,7 +35,7 @@ func closedSoon(c net.Conn, d time.Duration) bool {
 	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
 }
 
-// TestPendingConnectionCaps is the regression test of review finding 4:
+// TestPendingConnectionCaps is a regression test:
 // nothing capped the connections the proxy held before authenticating, and
 // 1000 clients trickling a 60 KB head held ~82 KiB each. Now a client
 // address holds at most MaxPendingPerClient such connections and all

@@ -32,8 +32,12 @@ type Dialer interface {
 
 // Defaults of Options.
 const (
-	DefaultDialTimeout         = 10 * time.Second
-	DefaultIdleTimeout         = 5 * time.Minute
+	DefaultDialTimeout = 10 * time.Second
+	DefaultIdleTimeout = 5 * time.Minute
+	// DefaultReviewTimeout bounds a token review twice over: the proxy's
+	// wait for one request's review (Options.ReviewTimeout), and
+	// CachingTokenReviewer's inner review, which goes on when the caller
+	// that started it gives up, since other callers may share it.
 	DefaultReviewTimeout       = 10 * time.Second
 	DefaultMaxTunnelsPerPlugin = 32
 	// DefaultClusterDomain is the cluster's DNS domain unless told otherwise.
@@ -164,7 +168,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	p.closing.Store(true)
 	// The allow-list subscription ends only once the last tunnel is gone:
 	// a host revoked during the grace period closes its tunnels at once,
-	// as it would outside a shutdown (review finding 6).
+	// as it would outside a shutdown.
 	defer p.unsubscribe()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()

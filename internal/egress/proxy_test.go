@@ -238,7 +238,7 @@ func TestNoRebinding(t *testing.T) {
 	}
 }
 
-// TestAbsoluteLookups is the regression test of review finding 3: the
+// TestAbsoluteLookups is a regression test: the
 // proxy asked the resolver for "api.bank.example" without a trailing dot,
 // so a pod's resolver tried "api.bank.example.openfief.svc.cluster.local"
 // first, and a Service named like that took the tunnel. Now the proxy asks
@@ -418,7 +418,7 @@ func TestShutdownClosesTunnels(t *testing.T) {
 	}
 }
 
-// TestRevocationDuringShutdown is the regression test of review finding 6:
+// TestRevocationDuringShutdown is a regression test:
 // Shutdown stopped listening to allow-list changes before waiting for the
 // tunnels, so a host revoked during the grace period (up to 20 s on every
 // rolling restart) stayed reachable. Now the tunnel closes as soon as its
@@ -458,7 +458,7 @@ func TestAddressPolicy(t *testing.T) {
 		"64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "64:ff9b:1::808:808", "2002:7f00:1::1", "2002:a9fe:a9fe::1",
 		"2001::1", "2001:db8::1", "100::1", "3fff::1", "::ffff:0:a00:1",
 		// A cloud's host endpoint, plain, mapped and in NAT64 and 6to4 form
-		// (review finding 8).
+		// (Azure's wire server).
 		"168.63.129.16", "::ffff:168.63.129.16", "64:ff9b::a83f:8110", "2002:a83f:8110::1",
 	}
 	allowed := []string{

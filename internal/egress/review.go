@@ -39,7 +39,6 @@ const MaxReviewCacheTTL = 5 * time.Minute
 // Defaults of CachingTokenReviewer.
 const (
 	defaultReviewCacheEntries = 4096
-	defaultReviewTimeout      = 10 * time.Second
 	// DefaultMaxReviewsInFlight bounds the inner reviews running at once.
 	DefaultMaxReviewsInFlight = 32
 	// refusalTTL is how long a refused token is answered from the cache: a
@@ -59,19 +58,20 @@ var ErrReviewCapacity = errors.New("too many token reviews in flight")
 // exp claim, which is read without verifying the token: it can only shorten
 // the entry, and the inner reviewer already checked the token in full.
 //
-// Made-up tokens cost the API server nothing (review finding 5): a token
+// Made-up tokens cost the API server nothing: a token
 // that is not a JWT with a readable exp in the future is refused before any
 // review (projected ServiceAccount tokens always carry exp); a refusal is
 // remembered for 30 seconds; and at most DefaultMaxReviewsInFlight inner
 // reviews run at once, beyond which Review fails fast with
 // ErrReviewCapacity. Errors other than refusals are never cached.
-// Concurrent reviews of one token share one inner call. Entries are keyed by
-// the token's SHA-256, so the cache holds no token.
+// Concurrent reviews of one token share one inner call, bounded by
+// DefaultReviewTimeout and not cancelled when the caller that started it
+// gives up. Entries are keyed by the token's SHA-256, so the cache holds no
+// token.
 type CachingTokenReviewer struct {
 	inner   TokenReviewer
 	ttl     time.Duration
 	max     int
-	timeout time.Duration
 	now     func() time.Time
 	metrics *Metrics
 	// inFlight holds one token per inner review running.
@@ -111,13 +111,6 @@ func WithClock(now func() time.Time) CachingOption {
 	return func(c *CachingTokenReviewer) { c.now = now }
 }
 
-// WithReviewTimeout bounds each inner review (default 10 s). The inner call
-// is not cancelled when the caller that started it gives up, because other
-// callers may be waiting for it.
-func WithReviewTimeout(d time.Duration) CachingOption {
-	return func(c *CachingTokenReviewer) { c.timeout = d }
-}
-
 // WithMaxReviewsInFlight bounds the inner reviews running at once (default
 // DefaultMaxReviewsInFlight); at least 1.
 func WithMaxReviewsInFlight(n int) CachingOption {
@@ -137,7 +130,6 @@ func NewCachingTokenReviewer(inner TokenReviewer, opts ...CachingOption) *Cachin
 		inner:   inner,
 		ttl:     MaxReviewCacheTTL,
 		max:     defaultReviewCacheEntries,
-		timeout: defaultReviewTimeout,
 		now:     time.Now,
 		entries: map[[sha256.Size]byte]reviewEntry{},
 	}
@@ -176,7 +168,7 @@ func (c *CachingTokenReviewer) Review(ctx context.Context, token string) (string
 			c.metrics.reviews.WithLabelValues("capacity").Inc()
 			return "", ErrReviewCapacity
 		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultReviewTimeout)
 		defer cancel()
 		u, err := c.inner.Review(rctx, token)
 		switch {

@@ -197,7 +197,7 @@ func (e *erroringReviewer) Review(context.Context, string) (string, error) {
 	return "", errors.New("API server unavailable")
 }
 
-// TestMadeUpTokensCostNoReviews is the regression test of review finding 5:
+// TestMadeUpTokensCostNoReviews is a regression test:
 // 300 clients with made-up tokens that hung up at once left 300 reviews in
 // flight at the API server. Now a token that is not a JWT with a future exp
 // is refused unreviewed, and distinct well-formed tokens run at most

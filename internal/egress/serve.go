@@ -23,7 +23,7 @@ const (
 	// MaxHeaderBytes bounds a request's head. A CONNECT head holds a target
 	// and a Proxy-Authorization header with one ServiceAccount token (a
 	// few KiB); 16 KiB leaves room and keeps a connection that trickles a
-	// head cheap (review finding 4).
+	// head cheap.
 	MaxHeaderBytes = 16 << 10
 	// ServerIdleTimeout closes a kept-alive connection that sends no next
 	// request (a tunnel's idleness is Options.IdleTimeout).

@@ -1,5 +1,5 @@
 // Package memlimit gives a platform binary's Go runtime a soft memory limit
-// under its container's (issue 18).
+// under its container's.
 package memlimit
 
 import (

@@ -224,12 +224,12 @@ func recreate(t *testing.T, f *fixture, desired *appsv1.Deployment) {
 	}
 }
 
-// cachedCopy is obj as the operator's cache holds it (keepOwnManagedFields
+// cachedCopy is obj as the operator's cache holds it (compactForCache
 // on a copy), failing t unless its spec was left out for a digest.
 func cachedCopy[T client.Object](t *testing.T, obj T) T {
 	t.Helper()
 	c := obj.DeepCopyObject().(T)
-	if _, err := keepOwnManagedFields(c); err != nil {
+	if _, err := compactForCache(c); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := c.GetAnnotations()[CachedSpecDigestAnnotation]; !ok {

@@ -12,12 +12,6 @@ import (
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
-// Defaults of the operator's --core-service and --core-port flags.
-const (
-	DefaultCoreService = "openfief-core"
-	DefaultCorePort    = "connect"
-)
-
 // Errors of ClusterFromServices. The operator reports any of them as
 // ClusterUnavailable on the plugins that would run.
 var (
@@ -50,17 +44,6 @@ type Cluster struct {
 	CoreSelector map[string]string
 	// ProxySelector selects the egress proxy's pods; nil without a proxy.
 	ProxySelector map[string]string
-}
-
-// PodLabels are the labels of plugin name's pods, and the selector of its
-// Deployment, Service and NetworkPolicy.
-func PodLabels(name string) map[string]string {
-	return map[string]string{
-		plugins.LabelName:       plugins.ValuePluginName,
-		plugins.LabelComponent:  plugins.ValueComponentPlugin,
-		plugins.LabelManagedBy:  plugins.ValueManagedBy,
-		plugins.LabelPluginName: name,
-	}
 }
 
 // ClusterFromServices reads the core's Service and, if not nil, the egress

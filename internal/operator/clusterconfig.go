@@ -12,12 +12,6 @@ import (
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
-// Defaults of the operator's egress proxy flags.
-const (
-	DefaultProxyService = "openfief-egress-proxy"
-	DefaultProxyPort    = "proxy"
-)
-
 // ClusterConfig names the Services the operator reads the core's and the
 // egress proxy's addresses from (the --core-service, --core-port,
 // --proxy-service and --proxy-port flags), and what every plugin pod is told

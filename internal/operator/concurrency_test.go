@@ -35,8 +35,8 @@ func (s *stallingImages) Check(ctx context.Context, ref plugins.ImageRef, declar
 	return s.fakeImages.Check(ctx, ref, declared)
 }
 
-// TestSlowPluginDoesNotBlockRevocation is the operator half of the
-// regression test of review finding 2: reconciles were serial, so one
+// TestSlowPluginDoesNotBlockRevocation is the operator half of a
+// regression test: reconciles were serial, so one
 // Plugin whose check took minutes held up every other Plugin, revocations
 // included. With several workers a revocation goes through while a check
 // stalls, and the stalled reconcile ends at its deadline.

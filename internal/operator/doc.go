@@ -10,5 +10,8 @@
 // (GrantReconciler), allowlistpruner_controller.go (AllowListPruner) and
 // signingkeys.go (SigningKeysPublisher, D-59). AddToManager registers them
 // all from Options; cmd/operator, devstack and the tests build their
-// operator through it and Options.ManagerOptions.
+// operator through it and Options.ManagerOptions. The defaults of every
+// flag are in options.go. What the manager's cache holds, cut-down copies
+// the reconcilers compare by digest, is said in cache.go (cacheOptions),
+// with its parts in cachedigest.go and cacheintern.go.
 package operator

@@ -16,7 +16,7 @@ import (
 const EventReportingController = "openfief-operator"
 
 // Reasons of the Events the operator records on a Plugin, so that `kubectl
-// describe plugin` tells what it decided (issue 13). Each is recorded once,
+// describe plugin` tells what it decided. Each is recorded once,
 // by the pass whose status write changes what the Event reports
 // (pluginEvents); a pass that writes no status records nothing. Notes come
 // from the condition messages and image references: never a token, Secret

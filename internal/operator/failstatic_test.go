@@ -20,7 +20,7 @@ import (
 // Fail static (OF-2) keeps a verified version running through a registry
 // outage. These tests check that what it trusts is the operator's own record
 // on the plugin's Deployment, not status.deployed, which anyone who may write
-// plugins/status can set (issue 12, finding 11).
+// plugins/status can set.
 
 // forgeDeployed writes status.deployed of the Plugin as someone with
 // plugins/status access could: image with p's manifest, "verified" now.

@@ -47,7 +47,7 @@ type floorPlugin struct {
 	plugin, grant client.Object
 }
 
-// floorWrite is the raw write floor of the operator's convergence (issue 18):
+// floorWrite is the raw write floor of the operator's convergence:
 // a plain client, at the operator's rate limit and with as many workers as
 // the operator reconciles at once (workers), writes for each named plugin exactly the
 // objects the operator's convergence ends with, copied from what the

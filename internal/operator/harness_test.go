@@ -154,7 +154,7 @@ func startOperatorQPS(t testing.TB, c *devcluster.Cluster, images trust.ImageChe
 	})
 }
 
-// startManager runs a manager with the operator's ManagerOptions (nothing
+// startManager runs a manager with Options{}.ManagerOptions (nothing
 // served, no leader election) against the test cluster, with what setup adds
 // to it, until the returned run is stopped or the test ends, counting the
 // writes it sends. qps is the client's rate limit (0 keeps
@@ -171,7 +171,7 @@ func startManager(t testing.TB, c *devcluster.Cluster, qps float32, setup func(c
 		cfg.QPS, cfg.Burst = qps, int(2*qps)
 	}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
-	opts := ManagerOptions(s)
+	opts := Options{}.ManagerOptions(s)
 	opts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -17,8 +16,8 @@ import (
 
 // ManagerOptions returns the options of the operator's manager over scheme s
 // (build it with apiconv.NewScheme): the cache confined to the openfief
-// namespace, so it watches nothing elsewhere (D-15), keeping only the
-// managed fields the operator reads (OF-15); metrics and probes
+// namespace, so it watches nothing elsewhere (D-15), and holding cut-down
+// copies (cacheOptions, OF-15, OF-16); metrics and probes
 // served at o's addresses; and, when o.LeaderElection, a leader elected
 // through the Lease LeaderElectionID in openfief, timed by o's
 // LeaseDuration, RenewDeadline and RetryPeriod where they are set.
@@ -34,11 +33,8 @@ func (o Options) ManagerOptions(s *runtime.Scheme) ctrl.Options {
 		return &d
 	}
 	return ctrl.Options{
-		Scheme: s,
-		Cache: cache.Options{
-			DefaultNamespaces: map[string]cache.Config{plugins.Namespace: {Transform: keepOwnManagedFields}},
-			DefaultTransform:  keepOwnManagedFields,
-		},
+		Scheme:                  s,
+		Cache:                   cacheOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: metrics},
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		LeaderElection:          o.LeaderElection,
@@ -49,11 +45,6 @@ func (o Options) ManagerOptions(s *runtime.Scheme) ctrl.Options {
 		RetryPeriod:             positive(o.RetryPeriod),
 	}
 }
-
-// ManagerOptions returns the options of an operator manager over scheme s
-// that serves no metrics or probes and elects no leader, as the tests run
-// one: Options{}.ManagerOptions(s). The cache is confined to openfief (D-15).
-func ManagerOptions(s *runtime.Scheme) ctrl.Options { return Options{}.ManagerOptions(s) }
 
 // Reconcilers is everything the operator runs in one manager.
 type Reconcilers struct {

@@ -34,6 +34,18 @@ const (
 	tmpDir = plugins.TmpDir
 )
 
+// PodLabels are the labels of plugin name's pods, and the selector of its
+// Deployment, Service and NetworkPolicy, built of the domain's pod label
+// constants (internal/plugins, podlabels.go).
+func PodLabels(name string) map[string]string {
+	return map[string]string{
+		plugins.LabelName:       plugins.ValuePluginName,
+		plugins.LabelComponent:  plugins.ValueComponentPlugin,
+		plugins.LabelManagedBy:  plugins.ValueManagedBy,
+		plugins.LabelPluginName: name,
+	}
+}
+
 // Objects is everything the operator owns for one running plugin. Each is
 // named plugin-<name> in the openfief namespace and controlled by the Plugin.
 type Objects struct {

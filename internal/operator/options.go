@@ -7,9 +7,26 @@ import (
 	"github.com/arkadiuss/openfief/internal/trust"
 )
 
-// Defaults of Options that have no constant of their own elsewhere; they are
-// the defaults of cmd/operator's flags of the same meaning.
+// The defaults of cmd/operator's flags, all of them here. The flags start
+// from DefaultOptions, which holds them, but for the client's rate limits
+// (DefaultKubeAPIQPS, DefaultKubeAPIBurst), which configure the connection
+// rather than Options. Three live where more than the operator needs them:
+// plugins.DefaultCoreSubject (--core-service-account) and
+// plugins.DefaultPluginPort (--plugin-port), which the compiled workload
+// falls back on, and trust.DefaultSignersFile (--trusted-signers).
 const (
+	// DefaultCoreService and DefaultCorePort name the core's Service in
+	// openfief and its port plugins call (--core-service, --core-port).
+	DefaultCoreService = "openfief-core"
+	DefaultCorePort    = "connect"
+	// DefaultProxyService and DefaultProxyPort name the egress proxy's
+	// Service in openfief and its port (--proxy-service, --proxy-port).
+	DefaultProxyService = "openfief-egress-proxy"
+	DefaultProxyPort    = "proxy"
+	// DefaultSigningKeysRefresh is how often the API server's token signing
+	// keys are read again, so a rotated key reaches plugins
+	// (--signing-keys-refresh, D-59).
+	DefaultSigningKeysRefresh = 10 * time.Minute
 	// DefaultRegistryTimeout bounds one image verification's registry reads
 	// (--registry-timeout).
 	DefaultRegistryTimeout = 30 * time.Second
@@ -64,7 +81,7 @@ type Options struct {
 	// Images is set.
 	InsecureRegistries []string
 	// RegistryConfigFile is a docker config.json holding registry
-	// credentials (--registry-config, issue 17), such as a Secret the cluster
+	// credentials (--registry-config), such as a Secret the cluster
 	// admin mounts as a file; the operator never reads Secrets through the
 	// API (D-29). It is read again whenever it changes. Empty reads
 	// registries anonymously; a file that cannot be read or parsed makes
@@ -103,8 +120,9 @@ type Options struct {
 	// LeaseDuration, RenewDeadline and RetryPeriod time the election
 	// (--leader-election-lease-duration, --leader-election-renew-deadline,
 	// --leader-election-retry-period); zero keeps controller-runtime's
-	// default, which the Default* constants repeat. The manager refuses to
-	// start unless LeaseDuration > RenewDeadline > 1.2 × RetryPeriod.
+	// default, which the Default* constants repeat and DefaultOptions sets.
+	// The manager refuses to start unless LeaseDuration > RenewDeadline >
+	// 1.2 × RetryPeriod.
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
@@ -112,7 +130,8 @@ type Options struct {
 
 // DefaultOptions returns the Options of cmd/operator's flag defaults: the
 // default Service names, the signers file where the deployment mounts it,
-// metrics on :8080, probes on :8081 and leader election on.
+// metrics on :8080, probes on :8081 and leader election on, timed as
+// controller-runtime would.
 func DefaultOptions() Options {
 	return Options{
 		Cluster: ClusterConfig{
@@ -131,5 +150,8 @@ func DefaultOptions() Options {
 		MetricsBindAddress:      DefaultMetricsBindAddress,
 		HealthProbeBindAddress:  DefaultHealthProbeBindAddress,
 		LeaderElection:          true,
+		LeaseDuration:           DefaultLeaseDuration,
+		RenewDeadline:           DefaultRenewDeadline,
+		RetryPeriod:             DefaultRetryPeriod,
 	}
 }

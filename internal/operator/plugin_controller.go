@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -54,10 +53,18 @@ import (
 // answer onto Kubernetes objects. It decides nothing itself.
 type PluginReconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
+	// The cache holds the openfief namespace only (D-15), and cut-down
+	// copies (cacheOptions, OF-15, OF-16): managed fields dropped but the
+	// operator's own applied pull Secrets, a Deployment's pod spec and a
+	// NetworkPolicy's spec replaced by their digests
+	// (CachedSpecDigestAnnotation), and repeated strings shared. So what
+	// Client reads is compared with desired objects by holds, never
+	// written back whole.
 	Client client.Client
-	// Reader reads from the API server itself, past the cache, which may
-	// not have seen what the pass before applied: the plugin's Deployment
-	// when the cache has none (readRunning) and before a new
+	// Reader reads whole objects from the API server itself, past the
+	// cache, which may not have seen what the pass before applied. It is
+	// used twice: for the plugin's Deployment when the cache has none
+	// (readRunning), and, unless that read was live already, before a new
 	// verified-version record is stamped (nextRecord). The manager's
 	// APIReader; Client when nil.
 	Reader client.Reader
@@ -72,7 +79,7 @@ type PluginReconciler struct {
 	// MaxConcurrentReconciles is how many Plugins reconcile at once
 	// (DefaultMaxConcurrentReconciles when not positive), so one slow
 	// Plugin (a slow registry, a costly config schema) never holds up
-	// another's revocation (review finding 2).
+	// another's revocation.
 	MaxConcurrentReconciles int
 	// ReconcileTimeout bounds one reconcile's context
 	// (DefaultReconcileTimeout when not positive).
@@ -81,7 +88,7 @@ type PluginReconciler struct {
 	// OF-15).
 	AllowList *AllowListWriter
 	// Recorder records the Events of what the reconciler decides, once per
-	// change of status (events.go, issue 13); none when nil.
+	// change of status (events.go); none when nil.
 	Recorder events.EventRecorder
 }
 
@@ -286,7 +293,7 @@ func (r *PluginReconciler) checkCurrent(ctx context.Context, p *v1alpha1.Plugin,
 // readRunning reads the record of the version that runs from the plugin's
 // Deployment (AnnotationVerifiedVersion), which only the operator may write
 // (deploy/admission), and never from status.deployed, which anyone who may
-// write plugins/status can set (issue 12, finding 11). A Deployment left by
+// write plugins/status can set. A Deployment left by
 // an operator that kept the record in status only gives a legacy record,
 // trusted only once its image verifies again. An invalid record is reported
 // and trusted for nothing.
@@ -296,7 +303,7 @@ func (r *PluginReconciler) readRunning(ctx context.Context, p *v1alpha1.Plugin, 
 	err := r.Client.Get(ctx, key, &d)
 	if apierrors.IsNotFound(err) {
 		// The cache may not have seen the Deployment that the pass before
-		// this one created (issue 30): nothing running would then mean a
+		// this one created: nothing running would then mean a
 		// second record stamped over the first, or a version reported
 		// stopped that runs. A plugin without a Deployment costs a live
 		// read per pass; one with its Deployment cached, none.
@@ -518,14 +525,13 @@ func (r *PluginReconciler) writeStatus(ctx context.Context, p *v1alpha1.Plugin, 
 	default:
 		next.Deployed = nil
 	}
-	if equality.Semantic.DeepEqual(&p.Status, next) {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	prev := p.Status
-	p.Status = *next
-	if err := r.Client.Status().Patch(ctx, p, patch); err != nil {
+	wrote, err := writeStatusIfChanged(ctx, r.Client, p, &p.Status, next)
+	if err != nil {
 		return fmt.Errorf("write status: %w", err)
+	}
+	if !wrote {
+		return nil
 	}
 	r.recordEvents(p, &prev, ps)
 	ctrllog.FromContext(ctx).V(1).Info("status written", "ready", readyCondition(ps).reason)
@@ -543,7 +549,7 @@ func (r *PluginReconciler) writeStatus(ctx context.Context, p *v1alpha1.Plugin, 
 // Deployment the cache does not hold from the API server itself). A
 // record stamped then would differ from the one on the Deployment only in
 // its verifiedAt, and applying it would change the pod template and roll
-// the plugin out a second time, with a second RolledOut (issue 30). So
+// the plugin out a second time, with a second RolledOut. So
 // before stamping, unless readRunning already read it live, the Deployment
 // is read from the API server (r.Reader), and a record of the operator's
 // there for exactly this version (image, manifest, config) is kept, as it

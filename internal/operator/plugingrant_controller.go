@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,7 +17,9 @@ import (
 // mistake in a grant on the grant itself. The Plugin's Ready condition says
 // InvalidGrant too.
 type GrantReconciler struct {
-	// Client reads from the manager's cache and writes to the API server.
+	// Client reads from the manager's cache (cacheOptions: PluginGrants
+	// there are whole but for their managed fields) and writes to the API
+	// server.
 	Client client.Client
 }
 
@@ -46,12 +47,7 @@ func (r *GrantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	next := g.Status.DeepCopy()
 	next.ObservedGeneration = g.Generation
 	setCondition(&next.Conditions, v1alpha1.ConditionValid, c, g.Generation)
-	if equality.Semantic.DeepEqual(&g.Status, next) {
-		return ctrl.Result{}, nil
-	}
-	patch := client.MergeFromWithOptions(g.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	g.Status = *next
-	if err := r.Client.Status().Patch(ctx, &g, patch); err != nil {
+	if _, err := writeStatusIfChanged(ctx, r.Client, &g, &g.Status, next); err != nil {
 		return ctrl.Result{}, fmt.Errorf("write grant status: %w", err)
 	}
 	return ctrl.Result{}, nil

@@ -17,7 +17,7 @@ import (
 
 // TestGrantedPullSecrets checks the grant's image pull Secrets reach the pod
 // spec and the plugin's ServiceAccount, sorted, and that taking them out of
-// the grant takes them off both (issue 17).
+// the grant takes them off both.
 func TestGrantedPullSecrets(t *testing.T) {
 	f := newFixture(t)
 	p := testutil.MakePlugin("private", testutil.Image("private-1")).Obj()

@@ -36,7 +36,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/trust"
 )
 
-// The operator under its own Role (issue 13). The other tests run the
+// The operator under its own Role. The other tests run the
 // operator as the cluster admin; these run it as its ServiceAccount, through
 // impersonation, bound by the ServiceAccount, Role and RoleBinding that
 // deploy/operator renders (kustomize, as `kubectl apply -k` does), with

@@ -19,7 +19,7 @@ import (
 // ServiceAccount under the Role deploy/operator renders, which has no
 // secrets permission, with the binary's image checker (no fake) and
 // --registry-config pointing at a docker config.json as the registry-config
-// component mounts it (issue 17, D-29): a Plugin whose image is in a
+// component mounts it (D-29): a Plugin whose image is in a
 // registry that requires basic auth, and redirects blob reads to another
 // server, is verified from the file's credentials and reaches its workload;
 // the API server refuses none of the operator's requests, the redirect

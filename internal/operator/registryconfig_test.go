@@ -13,7 +13,7 @@ import (
 )
 
 // TestImageCheckerRegistryConfig builds the operator's image checker as the
-// binary does (--registry-config, issue 17) against a registry that requires
+// binary does (--registry-config) against a registry that requires
 // basic auth and redirects blob reads to a second server: anonymous is
 // RegistryUnauthorized, the mounted file's credentials verify, the redirect
 // target receives none, and no error names the password.

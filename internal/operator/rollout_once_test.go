@@ -29,8 +29,8 @@ import (
 )
 
 // staleDeployments is the Plugin reconciler's client with a cache that
-// lags one pass behind the plugins' Deployments, as the manager's cache can
-// (issue 30): once armed for a plugin, the pass that applies its
+// lags one pass behind the plugins' Deployments, as the manager's cache can:
+// once armed for a plugin, the pass that applies its
 // Deployment and the whole pass after it read the Deployment as the cache
 // held it before that apply (NotFound for a first install). The pass after
 // an apply always comes, queued by the apply's own events, so the stale
@@ -251,7 +251,7 @@ func (f *fixture) approveEgress(name string, hosts ...v1alpha1.EgressHost) {
 // lags one pass behind every first apply (staleDeployments), and every
 // record the operator stamps is a second later than the one before, so a
 // pass that stamped the record again would change the template for certain
-// (issue 30: the pod of the first ReplicaSet replaced seconds after
+// (the pod of the first ReplicaSet would be replaced seconds after
 // approval). Five of them are then upgraded, the cache again one pass
 // behind: one more rollout each, not two.
 func TestApprovalRollsOutOnce(t *testing.T) {
@@ -300,7 +300,7 @@ func TestApprovalRollsOutOnce(t *testing.T) {
 
 // TestUpgradeBeforeCacheSeesRolloutKeepsIt upgrades a plugin, to a version
 // that needs approval, while the cache has not yet seen the Deployment its
-// approval just created (issue 30; TestEventsTellThePluginsStory hit this
+// approval just created (TestEventsTellThePluginsStory hit this
 // by timing). The first version keeps running and nothing else is told: no
 // Stopped and no second RolledOut for a version that never stopped, and its
 // pod template is applied once.

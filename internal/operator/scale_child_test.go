@@ -22,7 +22,7 @@ import (
 
 // The scale benchmark runs the operator as a child process, the test binary
 // started again with these variables set, so its RSS and heap are the
-// operator's alone and not the test process's (issue 18). TestMain hands
+// operator's alone and not the test process's. TestMain hands
 // such a process to runOperatorChild instead of running tests.
 const (
 	childKubeconfigEnv = "OPENFIEF_BENCH_CHILD_KUBECONFIG"

@@ -29,9 +29,6 @@ const (
 	// SigningKeysFieldManager owns the fields of openfief-sa-jwks, apart
 	// from the managers that own the plugins' objects (D-59).
 	SigningKeysFieldManager = "openfief-operator/signing-keys"
-	// DefaultSigningKeysRefresh is the default of --signing-keys-refresh: how
-	// often the keys are read again, so a rotated key reaches plugins.
-	DefaultSigningKeysRefresh = 10 * time.Minute
 
 	// The API server's ServiceAccount issuer discovery endpoints.
 	openIDConfigurationPath = "/.well-known/openid-configuration"

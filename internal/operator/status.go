@@ -1,10 +1,13 @@
 package operator
 
 import (
+	"context"
 	"unicode/utf8"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/plugins"
@@ -44,6 +47,24 @@ func setCondition(conds *[]metav1.Condition, typ string, c condition, generation
 		Message:            truncateMessage(c.message),
 		ObservedGeneration: generation,
 	})
+}
+
+// writeStatusIfChanged is how the Plugin and PluginGrant reconcilers write
+// status, once at the end of a pass: when next differs from *status (obj's
+// own status field, as read), it sets *status to next and patches obj's
+// status subresource with an optimistic lock, so a pass that read a stale
+// object fails and retries instead of overwriting a newer status. An
+// unchanged pass writes nothing. It reports whether it wrote.
+func writeStatusIfChanged[S any](ctx context.Context, c client.Client, obj client.Object, status, next *S) (bool, error) {
+	if equality.Semantic.DeepEqual(status, next) {
+		return false, nil
+	}
+	patch := client.MergeFromWithOptions(obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+	*status = *next
+	if err := c.Status().Patch(ctx, obj, patch); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // approvalCondition says what the current spec requests beyond the grant.

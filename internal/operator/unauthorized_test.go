@@ -33,7 +33,7 @@ func (r *refusingImages) Check(ctx context.Context, ref plugins.ImageRef, declar
 }
 
 // TestRegistryUnauthorizedFailsStatic checks that a registry refusing the
-// read (RegistryUnauthorized, issue 17) is handled as one that is down: the
+// read (RegistryUnauthorized) is handled as one that is down: the
 // verified running version keeps running, a new version is not deployed
 // until the registry lets it be read.
 func TestRegistryUnauthorizedFailsStatic(t *testing.T) {

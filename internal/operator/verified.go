@@ -22,7 +22,7 @@ import (
 // in the pod template because only the operator may write a plugin
 // Deployment's spec (deploy/admission, rule 4), and beside the image that
 // actually runs. status.deployed only reports it: anyone who may write
-// plugins/status can set that (issue 12, finding 11).
+// plugins/status can set that.
 const AnnotationVerifiedVersion = "openfief.io/verified-version"
 
 // maxVerifiedVersionBytes bounds the record, written and read back: a pod

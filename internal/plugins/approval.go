@@ -227,7 +227,7 @@ func pick(pending Pending, m Manifest, sel Selection, secrets []secretSelector) 
 		if requested {
 			return &FieldError{Field: field, Err: ErrAlreadyGranted}
 		}
-		return &FieldError{Field: field, Err: ErrNotRequested, Detail: "a grant beyond the request adds nothing (D-16)"}
+		return &FieldError{Field: field, Err: ErrNotRequested, Detail: "a grant beyond the request adds nothing"}
 	}
 	for i, c := range sel.Capabilities {
 		if !slices.Contains(pending.Capabilities, c) {

@@ -108,12 +108,12 @@ func parseCatalogEntry(ej catalogEntryJSON, field string) (CatalogEntry, fieldEr
 		errs.add(field+".image", ErrInvalidImage, detailOf(err))
 	}
 	if ej.Publisher == nil {
-		errs.add(field+".publisher", ErrRequired, "a catalog entry names the publisher whose signature it pins (D-44)")
+		errs.add(field+".publisher", ErrRequired, "a catalog entry names the publisher whose signature it pins")
 		return CatalogEntry{}, errs
 	}
 	pub := ej.Publisher.signer(SignerPublisher)
 	if pub.Identity.SubjectPattern != "" {
-		errs.add(field+".publisher.subjectPattern", ErrInvalidSigner, "a catalog publisher's identity is exact, never a pattern (D-44)")
+		errs.add(field+".publisher.subjectPattern", ErrInvalidSigner, "a catalog publisher's identity is exact, never a pattern")
 		return CatalogEntry{}, errs
 	}
 	_, serrs := compileSigner(pub, field+".publisher")

@@ -342,6 +342,6 @@ func checkPort(errs *fieldErrors, field string, p int) {
 	case p < 1 || p > 65535:
 		errs.add(field, ErrInvalidTopology, fmt.Sprintf("%d is not 1 to 65535", p))
 	case p == dnsPort:
-		errs.add(field, ErrInvalidTopology, "port 53 is DNS, which plugins never reach (D-32)")
+		errs.add(field, ErrInvalidTopology, "port 53 is DNS, which plugins never reach")
 	}
 }

@@ -53,7 +53,7 @@ func TestCanonicalEgressHost(t *testing.T) {
 		"path":              "api.nbp.pl/x",
 		"userinfo":          "user@api.nbp.pl",
 		"empty host":        ":443",
-		// Names only a cluster's or a local resolver answers (review finding 3).
+		// Names only a cluster's or a local resolver answers.
 		"cluster service":     "openfief-core.openfief.svc.cluster.local",
 		"cluster short form":  "openfief-core.openfief.svc",
 		"cluster local":       "api.bank.example.cluster.local",

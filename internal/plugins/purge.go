@@ -28,8 +28,8 @@ type KeptSecret struct {
 // bound Secret, or the Secret named like the slot when unbound, as the
 // operator mounts them, OF-1) that no grant in others binds. A Secret the
 // manifest only requests is never deleted: a vendor names slots, and a slot
-// named like another component's Secret must not make purge delete it
-// (issue 12 finding 9). Names that are not Secret names name no Secret and
+// named like another component's Secret must not make purge delete it.
+// Names that are not Secret names name no Secret and
 // are left out; a grant in others named like target is target itself and is
 // skipped.
 func PurgeSecrets(target Grant, others []Grant) SecretPurge {

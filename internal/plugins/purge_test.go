@@ -6,7 +6,7 @@ import (
 
 // TestPurgeSecrets checks purge deletes exactly the Secrets the purged
 // instance's grant binds and no other grant binds, and says why it keeps
-// the rest (D-58, issue 12 finding 9).
+// the rest (D-58).
 func TestPurgeSecrets(t *testing.T) {
 	cases := map[string]struct {
 		target Grant
@@ -60,8 +60,8 @@ func TestPurgeSecrets(t *testing.T) {
 	}
 }
 
-// TestPurgeSecretsNeverAManifestSlot is the domain side of issue 12
-// finding 9: a vendor's manifest asks for a slot named like another
+// TestPurgeSecretsNeverAManifestSlot is the domain side of a
+// regression test: a vendor's manifest asks for a slot named like another
 // component's Secret, the owner grants only the plugin's own slot, and purge
 // deletes only that. PurgeSecrets takes no manifest at all, so a slot the
 // grant does not bind cannot reach it; this pins the grant side: whatever is

@@ -180,7 +180,7 @@ func (p TrustPolicy) Decide(img SignedImage, declared *Manifest) (Decision, erro
 
 // TrustsAnySignature reports whether a trusted signer made one of sigs. The
 // registry adapter asks it before reading an image's label, so an image that
-// no policy would admit costs no label parsing (review finding 1); Decide
+// no policy would admit costs no label parsing; Decide
 // still makes the decision.
 func (p TrustPolicy) TrustsAnySignature(sigs []SignatureIdentity) bool {
 	for _, sig := range sigs {

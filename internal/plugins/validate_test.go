@@ -147,7 +147,7 @@ func TestManifestValidate(t *testing.T) {
 		"mount above token dir":  {mutate: func(m *Manifest) { m.Secrets[0].MountPath = "/var/run" }, want: []problem{{"manifest.secrets[0].mountPath", ErrInvalidMountPath}}},
 		"mount beside token dir": {mutate: func(m *Manifest) { m.Secrets[0].MountPath = "/var/run/secrets-not" }},
 		// The operator's scratch emptyDir is at /tmp: a Secret there made the
-		// apply fail for ever (review finding 12).
+		// apply fail for ever.
 		"mount on tmp":        {mutate: func(m *Manifest) { m.Secrets[0].MountPath = "/tmp" }, want: []problem{{"manifest.secrets[0].mountPath", ErrInvalidMountPath}}},
 		"mount in tmp":        {mutate: func(m *Manifest) { m.Secrets[0].MountPath = "/tmp/creds" }, want: []problem{{"manifest.secrets[0].mountPath", ErrInvalidMountPath}}},
 		"mount in proc":       {mutate: func(m *Manifest) { m.Secrets[0].MountPath = "/proc/self" }, want: []problem{{"manifest.secrets[0].mountPath", ErrInvalidMountPath}}},

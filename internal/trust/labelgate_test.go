@@ -14,8 +14,8 @@ import (
 	"github.com/arkadiuss/openfief/internal/trust/cosign/cosigntest"
 )
 
-// TestUntrustedSignerLabelNeverRead is the second half of the regression
-// test of review finding 1: an image signed by an identity no policy trusts
+// TestUntrustedSignerLabelNeverRead is the second half of a regression
+// test: an image signed by an identity no policy trusts
 // made Verify parse its label before the trust decision. With the verifier
 // NewImageVerifier builds, such an image's config (where the label lives)
 // is never fetched, however hostile its label, while a trusted signer's

@@ -59,7 +59,7 @@ func LoadPolicy(signersFile string) (plugins.TrustPolicy, error) {
 // NewImageVerifier builds the registry adapter for policy: it verifies
 // bundles signed with the policy's public keys as well as keyless ones, and
 // reads an image's label only when a signer the policy trusts signed it
-// (review finding 1: the label of an image no one trusts is never parsed).
+// (the label of an image no one trusts is never parsed: it is hostile input).
 // opts add to or override those options.
 func NewImageVerifier(policy plugins.TrustPolicy, opts ...cosign.Option) (*cosign.Verifier, error) {
 	base := []cosign.Option{cosign.WithPublicKeys(policy.PublicKeys()), cosign.WithLabelGate(policy.TrustsAnySignature)}

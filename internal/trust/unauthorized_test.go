@@ -16,7 +16,7 @@ import (
 
 // TestPolicyVerifierRegistryUnauthorized checks that a registry refusing the
 // read (401, 403) is SignatureVerified=Unknown/RegistryUnauthorized, and any
-// other registry failure stays RegistryUnavailable (issue 17).
+// other registry failure stays RegistryUnavailable.
 func TestPolicyVerifierRegistryUnauthorized(t *testing.T) {
 	for _, tc := range []struct {
 		status int

@@ -24,7 +24,7 @@ const RegistryRetryInterval = time.Minute
 // recently checked image when full. An operator's reconciles check every
 // running plugin's image, so the cache should hold every distinct image in
 // use: 4,096 covers a cluster of thousands of plugins that share catalog
-// images, at a few KB each (issue 18).
+// images, at a few KB each.
 const maxSignedImages = 4096
 
 // Verification is the outcome of checking one image against the trust

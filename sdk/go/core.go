@@ -12,7 +12,7 @@ import (
 )
 
 // CoreHTTPClient returns an HTTP client for calling the core at CoreURL
-// with the plugin's openfief-core token (D-27): the token file named by
+// with the plugin's openfief-core token: the token file named by
 // OPENFIEF_TOKEN_FILE, or DefaultTokenPath.
 func CoreHTTPClient() (*http.Client, error) {
 	core, err := CoreURL()
@@ -27,7 +27,7 @@ func CoreHTTPClient() (*http.Client, error) {
 }
 
 // NewCoreHTTPClient returns an HTTP client that sends the token tokens holds
-// now as "Authorization: Bearer" on every request (D-27). It reaches the
+// now as "Authorization: Bearer" on every request. It reaches the
 // core directly, never through a proxy, and refuses any request whose
 // scheme and host are not core's, so the core token goes nowhere else.
 func NewCoreHTTPClient(core *url.URL, tokens TokenFile) *http.Client {
@@ -50,7 +50,7 @@ type coreTransport struct {
 // another host.
 var errNotCore = errors.New("core client: request is not for the core")
 
-// RoundTrip sends req to the core with the current core token (D-27).
+// RoundTrip sends req to the core with the current core token.
 func (t *coreTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != t.scheme || req.URL.Host != t.host {
 		closeBody(req)

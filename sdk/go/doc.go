@@ -2,12 +2,12 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package openfief is the Go SDK for OpenFief plugins: it serves the connector
-// contract to the core, verifies the core's per-instance token (D-59) and
-// reaches institutions through the egress proxy (D-63).
+// contract to the core, verifies the core's per-instance token and
+// reaches institutions through the egress proxy.
 //
 // A connector implements the generated
 // connectorv1connect.ConnectorServiceHandler (package
-// github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1, D-49) and
+// github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1) and
 // hands it to ServeConnector, which is its whole serving side: it reads the
 // environment the operator sets, serves Connect, gRPC and gRPC-Web over
 // HTTP/1.1 and HTTP/2 without TLS, refuses with 401 every call whose bearer
@@ -18,18 +18,18 @@
 //
 //   - Environment: CoreURL, ListenAddress and LoadConfig.
 //   - Tokens: TokenFile reads a projected token on every call, through an
-//     os.Root of its directory, because the kubelet rotates it (D-27).
+//     os.Root of its directory, because the kubelet rotates it.
 //   - Serving: NewConnectorServer, RequireCore, InstanceAudience and
 //     ReceiveFile for ImportFile streams.
 //   - Verifying the core: CoreVerifier, NewCoreVerifier and JWKSVerifier,
-//     with go-jose v4 against the keys the operator publishes (D-59).
+//     with go-jose v4 against the keys the operator publishes.
 //   - Calling the core: CoreHTTPClient, which sends the openfief-core token
-//     and never uses a proxy (D-27).
+//     and never uses a proxy.
 //   - Reaching an institution: NewEgressClient and EgressTransport, which
 //     authenticate to the egress proxy with the openfief-egress token and
-//     refuse plain http (D-63).
+//     refuse plain http.
 //
 // No function of the package logs, and no error it returns contains a token.
 //
-// The SDK is licensed Apache-2.0 and imports nothing from the AGPL core (D-5).
+// The SDK is licensed Apache-2.0 and imports nothing from the AGPL core.
 package openfief

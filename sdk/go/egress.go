@@ -13,19 +13,19 @@ import (
 )
 
 // EgressProxyUser is the user name the SDK puts in the egress proxy URL;
-// the password is the plugin's current openfief-egress token (D-63).
+// the password is the plugin's current openfief-egress token.
 const EgressProxyUser = "plugin"
 
 // ErrNoEgressProxy means no egress proxy is configured: the plugin was
-// granted no egress host, so it may reach no institution (D-63).
+// granted no egress host, so it may reach no institution.
 var ErrNoEgressProxy = errors.New("egress: no proxy configured (HTTPS_PROXY unset)")
 
 // ErrPlainHTTP is returned for a request to a plain http URL: institutions
-// are reached only over HTTPS, through the proxy's CONNECT tunnel (D-63).
+// are reached only over HTTPS, through the proxy's CONNECT tunnel.
 var ErrPlainHTTP = errors.New("egress: only https URLs may be fetched")
 
 // NewEgressClient returns the HTTP client a plugin reaches its
-// institutions with (D-63): an EgressTransport for the proxy in HTTPS_PROXY
+// institutions with: an EgressTransport for the proxy in HTTPS_PROXY
 // and the token file in OPENFIEF_EGRESS_TOKEN_FILE. It fails with
 // ErrNoEgressProxy when HTTPS_PROXY is unset.
 func NewEgressClient() (*http.Client, error) {
@@ -69,7 +69,7 @@ func parseProxyURL(raw string) (*url.URL, error) {
 }
 
 // EgressTransport is an http.RoundTripper that sends every request through
-// the egress proxy (D-63). For each request it rebuilds the proxy URL with
+// the egress proxy. For each request it rebuilds the proxy URL with
 // user "plugin" and the egress token the file holds now as password, which
 // Go's transport sends as Basic Proxy-Authorization on the CONNECT, so a
 // rotated token opens a new tunnel. It refuses plain http URLs and, without
@@ -81,7 +81,7 @@ type EgressTransport struct {
 }
 
 // NewEgressTransport returns an EgressTransport for proxy with the egress
-// token in tokens (D-63). A nil proxy makes every request fail with
+// token in tokens. A nil proxy makes every request fail with
 // ErrNoEgressProxy.
 func NewEgressTransport(proxy *url.URL, tokens TokenFile) *EgressTransport {
 	t := &EgressTransport{proxy: proxy, tokens: tokens}
@@ -105,7 +105,7 @@ func (t *EgressTransport) proxyURL(*http.Request) (*url.URL, error) {
 }
 
 // RoundTrip sends req through the proxy, refusing a URL that is not https
-// and refusing everything when no proxy is configured (D-63).
+// and refusing everything when no proxy is configured.
 func (t *EgressTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != "https" {
 		closeBody(req)
@@ -118,6 +118,5 @@ func (t *EgressTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.base.RoundTrip(req)
 }
 
-// CloseIdleConnections closes the proxy tunnels the transport keeps open
-// (D-63).
+// CloseIdleConnections closes the proxy tunnels the transport keeps open.
 func (t *EgressTransport) CloseIdleConnections() { t.base.CloseIdleConnections() }

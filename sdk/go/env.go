@@ -16,41 +16,41 @@ import (
 	"strconv"
 )
 
-// The environment the operator gives every plugin pod (D-27, D-59, D-63).
+// The environment the operator gives every plugin pod.
 const (
 	// EnvCoreAddress holds the core Service's ClusterIP and port, such as
-	// "10.96.0.10:8080"; plugins have no DNS (D-32).
+	// "10.96.0.10:8080"; plugins have no DNS.
 	EnvCoreAddress = "OPENFIEF_CORE_ADDRESS"
-	// EnvListenPort holds the port the plugin serves the core on (D-59).
+	// EnvListenPort holds the port the plugin serves the core on.
 	EnvListenPort = "OPENFIEF_LISTEN_PORT"
 	// EnvConfig holds the plugin instance's config, a JSON document the
-	// operator checked against the manifest's JSON Schema (D-11).
+	// operator checked against the manifest's JSON Schema.
 	EnvConfig = "OPENFIEF_CONFIG"
-	// EnvInstance holds the plugin instance's name (D-48, D-59).
+	// EnvInstance holds the plugin instance's name.
 	EnvInstance = "OPENFIEF_INSTANCE"
 	// EnvCoreSubject holds the core's ServiceAccount username, the subject
-	// of every token the core sends (D-59).
+	// of every token the core sends.
 	EnvCoreSubject = "OPENFIEF_CORE_SUBJECT"
 	// EnvSAJWKSDir holds the directory where the openfief-sa-jwks ConfigMap
-	// is mounted (D-59).
+	// is mounted.
 	EnvSAJWKSDir = "OPENFIEF_SA_JWKS_DIR"
-	// EnvTokenFile holds the path of the openfief-core token (D-27).
+	// EnvTokenFile holds the path of the openfief-core token.
 	EnvTokenFile = "OPENFIEF_TOKEN_FILE"
 	// EnvEgressTokenFile holds the path of the openfief-egress token; set
-	// only when an egress host is granted (D-63).
+	// only when an egress host is granted.
 	EnvEgressTokenFile = "OPENFIEF_EGRESS_TOKEN_FILE"
 	// EnvHTTPSProxy holds the egress proxy's URL; set only when an egress
-	// host is granted (D-63).
+	// host is granted.
 	EnvHTTPSProxy = "HTTPS_PROXY"
 )
 
 // DefaultListenPort is the plugin port when OPENFIEF_LISTEN_PORT is unset,
-// the operator's default (D-59).
+// the operator's default.
 const DefaultListenPort = 8080
 
 // CoreURL returns the base URL of the core's API from OPENFIEF_CORE_ADDRESS:
 // http://<ClusterIP>:<port>. The address must be an IP literal with a port,
-// because plugins have no DNS (D-27, D-32).
+// because plugins have no DNS.
 func CoreURL() (*url.URL, error) {
 	u, err := parseCoreAddress(os.Getenv(EnvCoreAddress))
 	if err != nil {
@@ -78,7 +78,7 @@ func parseCoreAddress(s string) (*url.URL, error) {
 }
 
 // ListenAddress returns the address a plugin serves the core on, ":<port>"
-// from OPENFIEF_LISTEN_PORT, or ":8080" when it is unset (D-59).
+// from OPENFIEF_LISTEN_PORT, or ":8080" when it is unset.
 func ListenAddress() (string, error) {
 	s := os.Getenv(EnvListenPort)
 	if s == "" {
@@ -105,7 +105,7 @@ func parsePort(s string) (int, error) {
 // v, which is usually a pointer to the plugin's config struct. An unset
 // variable is the empty object {}, as in the operator's schema check. The
 // decoding is strict: a field v does not have, or anything after the JSON
-// value, is an error (D-11).
+// value, is an error.
 func LoadConfig(v any) error {
 	if err := decodeConfig([]byte(os.Getenv(EnvConfig)), v); err != nil {
 		return fmt.Errorf("%s: %w", EnvConfig, err)

@@ -15,11 +15,11 @@ import (
 )
 
 // DrainTimeout is how long ServeConnector lets calls in flight finish after
-// its context is done, before it closes their connections (D-49: the core
+// its context is done, before it closes their connections (the core
 // retries a batch whose call was cut).
 const DrainTimeout = 20 * time.Second
 
-// ServeConnector is a connector's whole serving side (D-49, D-59): it reads
+// ServeConnector is a connector's whole serving side: it reads
 // the listen port (ListenAddress), builds the CoreVerifier (NewCoreVerifier),
 // serves handler with NewConnectorServer until ctx is done, then stops taking
 // calls and lets those in flight finish for up to DrainTimeout. It returns

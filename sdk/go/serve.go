@@ -17,12 +17,12 @@ import (
 )
 
 // MaxMessageBytes bounds one message the connector server reads, such as one
-// ImportFile chunk (D-49). ReceiveFile's limit bounds the whole file.
+// ImportFile chunk. ReceiveFile's limit bounds the whole file.
 const MaxMessageBytes = 4 << 20
 
 // NewConnectorServer returns the HTTP server a connector serves the core
-// with (D-49): the generated ConnectorService handler for handler, behind
-// RequireCore with verifier (D-59), speaking HTTP/1.1 and HTTP/2 without TLS
+// with: the generated ConnectorService handler for handler, behind
+// RequireCore with verifier, speaking HTTP/1.1 and HTTP/2 without TLS
 // (h2c), since ImportFile streams. It serves Connect, gRPC and gRPC-Web. A
 // nil verifier refuses every call. opts are passed to the generated handler.
 func NewConnectorServer(addr string, handler connectorv1connect.ConnectorServiceHandler, verifier CoreVerifier, opts ...connect.HandlerOption) *http.Server {
@@ -42,7 +42,7 @@ func NewConnectorServer(addr string, handler connectorv1connect.ConnectorService
 }
 
 // RequireCore lets through only requests whose "Authorization: Bearer"
-// token verifier accepts, the core's token for this instance (D-59); every
+// token verifier accepts, the core's token for this instance; every
 // other request gets 401 before next sees it. The response never says why,
 // and nothing is logged. A nil verifier refuses every request.
 func RequireCore(verifier CoreVerifier, next http.Handler) http.Handler {
@@ -73,7 +73,7 @@ func bearerToken(h http.Header) (string, bool) {
 }
 
 // File is a statement file received over ImportFile: its header and all of
-// its bytes (D-49).
+// its bytes.
 type File struct {
 	// Header is the FileHeader the stream opened with.
 	Header *connectorv1.FileHeader
@@ -82,11 +82,10 @@ type File struct {
 }
 
 // ErrFileTooLarge is wrapped by ReceiveFile's error when a file exceeds the
-// connector's limit; that error carries connect.CodeResourceExhausted
-// (D-49).
+// connector's limit; that error carries connect.CodeResourceExhausted.
 var ErrFileTooLarge = errors.New("file exceeds the connector's size limit")
 
-// ReceiveFile reads a whole ImportFile stream (D-49): exactly one FileHeader
+// ReceiveFile reads a whole ImportFile stream: exactly one FileHeader
 // first, with a batch ID and a known ingest mode, then chunks of at most
 // limit bytes in all. A missing, repeated or late header is a
 // connect.CodeInvalidArgument error, a larger file is

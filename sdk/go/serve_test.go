@@ -271,7 +271,7 @@ func TestConnectorServerImportFileTooLarge(t *testing.T) {
 
 // TestRequireCoreRefusesBeforeTheHandler sends every refused token through
 // a real client and checks each gets 401 (Unauthenticated) and that the
-// connector never ran (D-59).
+// connector never ran.
 func TestRequireCoreRefusesBeforeTheHandler(t *testing.T) {
 	d, _ := coreDir(t)
 	ts := startConnector(t, d.verifier())

@@ -13,19 +13,18 @@ import (
 )
 
 // DefaultTokenPath is where the operator mounts the projected openfief-core
-// token of every plugin pod (D-27).
+// token of every plugin pod.
 const DefaultTokenPath = "/var/run/secrets/openfief/token"
 
 // maxTokenBytes bounds what a token file may hold. Kubernetes tokens are a
 // few kilobytes; anything far larger is not a token.
 const maxTokenBytes = 64 << 10
 
-// ErrEmptyToken is returned when a token file holds nothing but white space
-// (D-27).
+// ErrEmptyToken is returned when a token file holds nothing but white space.
 var ErrEmptyToken = errors.New("token file is empty")
 
 // TokenFile is a projected ServiceAccount token on disk, such as the
-// openfief-core token (D-27) or the openfief-egress token (D-63). The kubelet
+// openfief-core token or the openfief-egress token. The kubelet
 // rotates such tokens by swapping symbolic links inside the file's
 // directory, so Read opens the file afresh on every call, through an os.Root
 // of that directory: a link may move within the directory but never leads
@@ -36,7 +35,7 @@ type TokenFile struct {
 }
 
 // NewTokenFile returns the TokenFile at path. It only checks that path names
-// a file inside a directory; the file is read by Read (D-27, D-63).
+// a file inside a directory; the file is read by Read.
 func NewTokenFile(path string) (TokenFile, error) {
 	if path == "" {
 		return TokenFile{}, errors.New("token file: empty path")
@@ -52,7 +51,7 @@ func NewTokenFile(path string) (TokenFile, error) {
 }
 
 // CoreTokenFile returns the plugin's openfief-core token file: the path in
-// OPENFIEF_TOKEN_FILE, or DefaultTokenPath when that is unset (D-27).
+// OPENFIEF_TOKEN_FILE, or DefaultTokenPath when that is unset.
 func CoreTokenFile() (TokenFile, error) {
 	path := os.Getenv(EnvTokenFile)
 	if path == "" {
@@ -61,12 +60,12 @@ func CoreTokenFile() (TokenFile, error) {
 	return NewTokenFile(path)
 }
 
-// Path is the token file's path, for messages; it is not a secret (D-27).
+// Path is the token file's path, for messages; it is not a secret.
 func (t TokenFile) Path() string { return filepath.Join(t.dir, t.name) }
 
 // Read returns the token the file holds now, with surrounding white space
 // removed. It reads the file on every call, so a token the kubelet rotated is
-// used at once (D-27, D-63). Errors name the file, never its content.
+// used at once. Errors name the file, never its content.
 func (t TokenFile) Read() (string, error) {
 	if t.name == "" {
 		return "", errors.New("token file: no path configured")

@@ -22,20 +22,20 @@ import (
 )
 
 // DefaultSAJWKSDir is where the operator mounts the openfief-sa-jwks
-// ConfigMap in every plugin pod (D-59).
+// ConfigMap in every plugin pod.
 const DefaultSAJWKSDir = "/var/run/secrets/openfief-sa-jwks"
 
-// The files of the openfief-sa-jwks ConfigMap (D-59).
+// The files of the openfief-sa-jwks ConfigMap.
 const (
 	// JWKSFileName holds the cluster's token-signing public keys as a JSON
-	// Web Key Set (D-59).
+	// Web Key Set.
 	JWKSFileName = "jwks.json"
-	// IssuerFileName holds the cluster's ServiceAccount token issuer (D-59).
+	// IssuerFileName holds the cluster's ServiceAccount token issuer.
 	IssuerFileName = "issuer"
 )
 
 // Leeway is the clock skew allowed when checking a token's expiry, not-before
-// and issued-at times (D-59).
+// and issued-at times.
 const Leeway = time.Minute
 
 // maxTokenLength bounds the bearer tokens Verify parses; a Kubernetes token
@@ -53,15 +53,14 @@ const minRSABits = 2048
 
 // allowedAlgorithms are the only signature algorithms a core token may use:
 // those Kubernetes signs ServiceAccount tokens with. "none" and every HMAC
-// algorithm are refused while parsing, before any key is tried (D-59).
+// algorithm are refused while parsing, before any key is tried.
 var allowedAlgorithms = []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.ES384, jose.ES512}
 
-// ErrTokenRefused wraps every reason Verify refuses a token, for errors.Is
-// (D-59).
+// ErrTokenRefused wraps every reason Verify refuses a token, for errors.Is.
 var ErrTokenRefused = errors.New("token refused")
 
 // CoreVerifier decides whether a bearer token proves that the core is
-// calling this plugin instance (D-59). RequireCore consults it before any
+// calling this plugin instance. RequireCore consults it before any
 // handler runs. Implementations must be safe for concurrent use.
 type CoreVerifier interface {
 	// Verify returns nil only for a token the core holds for this
@@ -70,10 +69,10 @@ type CoreVerifier interface {
 }
 
 // InstanceAudience is the audience of the tokens the core sends to the
-// plugin instance name: "openfief-plugin:<name>" (D-59).
+// plugin instance name: "openfief-plugin:<name>".
 func InstanceAudience(name string) string { return "openfief-plugin:" + name }
 
-// JWKSVerifier is the SDK's CoreVerifier (D-59): it checks a core token's
+// JWKSVerifier is the SDK's CoreVerifier: it checks a core token's
 // signature with go-jose against the cluster's public keys in jwks.json, and
 // its claims against the issuer in issuer, the core's ServiceAccount as
 // subject, this instance's audience and an expiry, with one minute of
@@ -83,7 +82,7 @@ func InstanceAudience(name string) string { return "openfief-plugin:" + name }
 // read with, or when that read came less than two seconds after their last
 // change; the bytes are parsed again only when they differ. A key the
 // operator rotates or retires therefore counts from the first call after the
-// kubelet updates the mount, with no delay added by the cache (OF-14).
+// kubelet updates the mount, with no delay added by the cache.
 type JWKSVerifier struct {
 	dir      string
 	audience string
@@ -126,8 +125,7 @@ type verifyKey struct {
 
 // NewCoreVerifier builds the JWKSVerifier the operator configured: instance
 // from OPENFIEF_INSTANCE, subject from OPENFIEF_CORE_SUBJECT and the key
-// directory from OPENFIEF_SA_JWKS_DIR, or DefaultSAJWKSDir when unset
-// (D-59).
+// directory from OPENFIEF_SA_JWKS_DIR, or DefaultSAJWKSDir when unset.
 func NewCoreVerifier() (*JWKSVerifier, error) {
 	dir := os.Getenv(EnvSAJWKSDir)
 	if dir == "" {
@@ -138,7 +136,7 @@ func NewCoreVerifier() (*JWKSVerifier, error) {
 
 // NewJWKSVerifier returns a verifier of core tokens for the plugin instance
 // named instance, sent by the ServiceAccount username subject, with the
-// openfief-sa-jwks files in dir (D-59). The files need not exist yet: every
+// openfief-sa-jwks files in dir. The files need not exist yet: every
 // Verify reads them.
 func NewJWKSVerifier(dir, instance, subject string) (*JWKSVerifier, error) {
 	switch {
@@ -155,7 +153,7 @@ func NewJWKSVerifier(dir, instance, subject string) (*JWKSVerifier, error) {
 // Verify returns nil when token is a JWT signed with one of
 // allowedAlgorithms by the mounted key its key ID names, issued by the
 // mounted issuer to the core's subject for this instance's audience, and not
-// expired (D-59). Every refusal wraps ErrTokenRefused; none contains the
+// expired. Every refusal wraps ErrTokenRefused; none contains the
 // token.
 func (v *JWKSVerifier) Verify(token string) error {
 	if err := v.verify(token); err != nil {
@@ -287,7 +285,7 @@ func parseKeySet(rawJWKS, rawIssuer []byte) *keySet {
 }
 
 // parseSigningKeys reads a JSON Web Key Set and keeps, by key ID, only the
-// keys a core token may be checked with (D-59): public RSA keys of at least
+// keys a core token may be checked with: public RSA keys of at least
 // 2048 bits (RS256) and public EC keys on P-256, P-384 or P-521 (ES256,
 // ES384, ES512), with a key ID, for signing ("use" empty or "sig") and, when
 // "alg" is given, naming the algorithm that fits the key. Other keys, and

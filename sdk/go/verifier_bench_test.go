@@ -16,7 +16,7 @@ import (
 // hand, the floor for any verifier. The two alternate within each iteration,
 // so both see the same load on a shared machine; besides the ns/op of the
 // pair it reports each one's mean µs/op and sdk/go-jose, the median over
-// iterations of their ratio (issue 18's target: at most 1.2).
+// iterations of their ratio (the target: at most 1.2).
 func BenchmarkVerify(b *testing.B) {
 	for _, k := range []signingKey{rsaKey, ec256} {
 		d := newJWKSDir(b, testIssuer, allKeys()...)

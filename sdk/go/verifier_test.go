@@ -69,7 +69,7 @@ func hs256WithPublicKey(t testing.TB, claims any) string {
 }
 
 // refusedTokens are the tokens every check of the core's identity must
-// refuse (D-59), keyed by what is wrong with them.
+// refuse, keyed by what is wrong with them.
 func refusedTokens(t testing.TB) map[string]string {
 	with := func(edit func(*jwt.Claims)) jwt.Claims {
 		c := validClaims()

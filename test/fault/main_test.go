@@ -1,4 +1,4 @@
-// Package fault is the fault suite (issue 12): the plugin platform on the
+// Package fault is the fault suite: the plugin platform on the
 // local control plane (internal/devcluster in Full mode: etcd,
 // kube-apiserver, controller-manager, scheduler, kwok) while its parts die.
 //

@@ -239,7 +239,7 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // TestStrippedPluginPodIsIsolated: a plugin pod whose labels were all
-// removed (issue 23, finding 7b, if the admission policy did not refuse it)
+// removed (if the admission policy did not refuse it)
 // is selected by no policy of its plugin, only by openfief-default-deny,
 // which selects every pod in openfief (OF-19): every cell into or out of it
 // is refused, the core's and the proxy's included.

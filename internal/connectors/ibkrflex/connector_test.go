@@ -26,17 +26,17 @@ import (
 var (
 	wantTransactions = []string{
 		"cash:2004 2026-03-01/2026-03-02 CASH RECEIPTS / ELECTRONIC FUND TRANSFERS | ibkr-eur 1000 EUR; transfers -1000 EUR (Deposits/Withdrawals)",
-		"trade:1004 2026-03-01/2026-03-03 BUY 1000 EUR.USD @ 1.0853 USD | ibkr-eur 1000 EUR; fx-conversion -1000 EUR (currency conversion); ibkr-usd -1087.3 USD; fx-conversion 1085.3 USD (currency conversion); expense-commissions 2 USD (commission)",
-		"trade:1001 2026-03-02/2026-03-04 BUY 10 AAPL @ 185.5 USD | ibkr-securities 1855 USD [10 AAPL US0378331005]; ibkr-usd -1856 USD; expense-commissions 1 USD (commission)",
+		"trade:9004 2026-03-01/2026-03-03 BUY 1000 EUR.USD @ 1.0853 USD | ibkr-eur 1000 EUR; fx-conversion -1000 EUR (currency conversion); ibkr-usd -1087.3 USD; fx-conversion 1085.3 USD (currency conversion); expense-commissions 2 USD (commission)",
+		"trade:9001 2026-03-02/2026-03-04 BUY 10 AAPL @ 185.5 USD | ibkr-securities 1855 USD [10 AAPL US0378331005]; ibkr-usd -1856 USD; expense-commissions 1 USD (commission)",
 		"cash:2003 2026-03-03 NYSE NETWORK A MARKET DATA FOR MAR 2026 | ibkr-usd -1.5 USD; expense-fees 1.5 USD (Other Fees)",
-		"trade:1002 2026-03-03/2026-03-05 BUY 5 VWCE @ 117.66 EUR | ibkr-securities 588.3 EUR [5 VWCE IE00BK5BQT80]; ibkr-eur -589.55 EUR; expense-commissions 1.25 EUR (commission)",
+		"trade:9002 2026-03-03/2026-03-05 BUY 5 VWCE @ 117.66 EUR | ibkr-securities 588.3 EUR [5 VWCE IE00BK5BQT80]; ibkr-eur -589.55 EUR; expense-commissions 1.25 EUR (commission)",
 		"cash:2005 2026-03-04 EUR CREDIT INT FOR FEB-2026 | ibkr-eur 0.57 EUR; income-interest -0.57 EUR (Broker Interest Received)",
 		"cash:2001 2026-03-12 AAPL(US0378331005) CASH DIVIDEND USD 0.24 PER SHARE (Ordinary Dividend) | ibkr-usd 2.4 USD; income-dividends -2.4 USD (Dividends)",
 		"cash:2002 2026-03-12 AAPL(US0378331005) CASH DIVIDEND USD 0.24 PER SHARE - US TAX | ibkr-usd -0.36 USD; expense-withholding-tax 0.36 USD (Withholding Tax)",
-		"trade:1003 2026-03-16/2026-03-17 SELL -4 AAPL @ 190.1 USD | ibkr-securities -760.4 USD [-4 AAPL US0378331005]; ibkr-usd 759.38 USD; expense-commissions 1 USD (commission); expense-fees 0.02 USD (transaction tax)",
+		"trade:9003 2026-03-16/2026-03-17 SELL -4 AAPL @ 190.1 USD | ibkr-securities -760.4 USD [-4 AAPL US0378331005]; ibkr-usd 759.38 USD; expense-commissions 1 USD (commission); expense-fees 0.02 USD (transaction tax)",
 		// 0.1 + 0.2 stays exactly 0.3: with floats the legs would not balance.
-		"trade:1005 2026-03-20 BUY 1 XYZ @ 0.1 USD | ibkr-securities 0.1 USD [1 XYZ ]; ibkr-usd -0.3 USD; expense-commissions 0.2 USD (commission)",
-		"trade:1006 2026-03-23/2026-03-25 BUY 2 SAP @ 200 EUR | ibkr-securities 400 EUR [2 SAP DE0007164600]; ibkr-eur -400 EUR; ibkr-usd -1.5 USD (commission); expense-commissions 1.5 USD (commission)",
+		"trade:9005 2026-03-20 BUY 1 XYZ @ 0.1 USD | ibkr-securities 0.1 USD [1 XYZ ]; ibkr-usd -0.3 USD; expense-commissions 0.2 USD (commission)",
+		"trade:9006 2026-03-23/2026-03-25 BUY 2 SAP @ 200 EUR | ibkr-securities 400 EUR [2 SAP DE0007164600]; ibkr-eur -400 EUR; ibkr-usd -1.5 USD (commission); expense-commissions 1.5 USD (commission)",
 	}
 	wantBalances = []string{
 		"ibkr-securities 2026-03-31 590.1 EUR [5 VWCE]",
@@ -48,7 +48,7 @@ var (
 		`SEVERITY_ERROR unknown_account  FlexStatement[0]/Trades/Trade[9]: the config maps no cash account for GBP; the row is left out`,
 		`SEVERITY_ERROR unknown_cash_transaction_type  FlexStatement[0]/CashTransactions/CashTransaction[5]: cash transaction type "Price Adjustments" is not one ibkr-flex maps; the row is left out`,
 		`SEVERITY_WARNING duplicate_row  FlexStatement[0]/CashTransactions/CashTransaction[7]: transaction cash:2001 appears again in the statement; the repeat is left out`,
-		`SEVERITY_ERROR unreadable_row  FlexStatement[0]/CashTransactions/CashTransaction[8]: date "12/03/2026" is not yyyyMMdd or yyyy-MM-dd (set the Flex Query's date format); the row is left out`,
+		`SEVERITY_ERROR unreadable_row  FlexStatement[0]/CashTransactions/CashTransaction[8]: dateTime: date "03.12.2026" is not in a date format the Flex Query offers (yyyyMMdd, yyyy-MM-dd, MM/dd/yyyy, MM/dd/yy, dd/MM/yyyy, dd/MM/yy or dd-MMM-yy, optionally followed by HHmmss or HH:mm:ss); the row is left out`,
 	}
 )
 
@@ -302,14 +302,62 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-func TestFlexDate(t *testing.T) {
-	for in, want := range map[string]string{
-		"20260302": "2026-03-02", "2026-03-02": "2026-03-02", "20260312;202000": "2026-03-12",
-		"2026-03-12, 20:20:00": "2026-03-12", "20260230": "", "12/03/2026": "", "": "", "2026032": "",
-	} {
-		got, err := flexDate(in)
-		if (err != nil) != (want == "") || got != want {
-			t.Errorf("flexDate(%q) = %q, %v; want %q", in, got, err, want)
+func TestReadDate(t *testing.T) {
+	tests := map[string]struct {
+		order dateOrder
+		want  string // empty: an error
+	}{
+		"20260302":             {want: "2026-03-02"},
+		"2026-03-02":           {want: "2026-03-02"},
+		"20260312;202000":      {want: "2026-03-12"},
+		"20260312,202000":      {want: "2026-03-12"},
+		"20260312 202000":      {want: "2026-03-12"},
+		"20260312202000":       {want: "2026-03-12"},
+		"2026-03-12;20:20:00":  {want: "2026-03-12"},
+		"2026-03-12, 20:20:00": {want: "2026-03-12"},
+		"2026-03-1220:20:00":   {want: "2026-03-12"},
+		"12-Mar-26":            {want: "2026-03-12"},
+		"12-MAR-26;202000":     {want: "2026-03-12"},
+		"03/12/2026":           {order: orderMonthFirst, want: "2026-03-12"},
+		"03/12/2026 20:20:00":  {order: orderMonthFirst, want: "2026-03-12"},
+		"03/12/26":             {order: orderMonthFirst, want: "2026-03-12"},
+		"12/03/2026;202000":    {order: orderDayFirst, want: "2026-03-12"},
+		"12/03/26,20:20:00":    {order: orderDayFirst, want: "2026-03-12"},
+		"13/03/2026":           {order: orderMonthFirst},
+		"20260230":             {},
+		"12/03/2026":           {},
+		"03.12.2026":           {},
+		"":                     {},
+		"2026032":              {},
+		"20260312;2020":        {},
+		"20260312;252000":      {},
+		"20260312;202000 EST":  {},
+		"2026-03-12T20:20:00":  {},
+	}
+	for in, tc := range tests {
+		got, err := tc.order.read(in)
+		if (err != nil) != (tc.want == "") || got != tc.want {
+			t.Errorf("read(%q) with order %d = %q, %v; want %q", in, tc.order, got, err, tc.want)
+		}
+	}
+}
+
+func TestDateOrderOf(t *testing.T) {
+	tests := map[string]struct {
+		dates []string
+		want  dateOrder
+	}{
+		"no slash dates":          {dates: []string{"20260312", "2026-03-13"}, want: orderUnknown},
+		"no day after the 12th":   {dates: []string{"03/12/2026", "01/02/26"}, want: orderUnknown},
+		"a month cannot be 13":    {dates: []string{"03/12/2026", "13/03/2026;101010"}, want: orderDayFirst},
+		"a month cannot be 31":    {dates: []string{"", "12/31/25 10:10:10"}, want: orderMonthFirst},
+		"both cannot hold":        {dates: []string{"13/03/2026", "03/13/2026"}, want: orderConflicting},
+		"not digits":              {dates: []string{"ab/cd/2026"}, want: orderUnknown},
+		"a dd-MMM-yy date is not": {dates: []string{"13-Mar-26"}, want: orderUnknown},
+	}
+	for name, tc := range tests {
+		if got := dateOrderOf(tc.dates); got != tc.want {
+			t.Errorf("%s: dateOrderOf(%q) = %d, want %d", name, tc.dates, got, tc.want)
 		}
 	}
 }

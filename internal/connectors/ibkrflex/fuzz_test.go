@@ -1,6 +1,8 @@
 package ibkrflex
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/arkadiuss/openfief/sdk/go/delivery"
@@ -32,6 +34,39 @@ func FuzzStatement(f *testing.F) {
 				t.Fatalf("mapped an unbalanced transaction: %s", p.GetMessage())
 			}
 		}
+	})
+}
+
+// FuzzMapping feeds Flex statements, seeded with every variant in
+// testdata/variants, to the mapping and checks what must hold for any
+// statement it reads: no panic, a delivery that keeps the contract, every
+// transaction balanced, every row it must account for either mapped or
+// left out with a problem, and problems of bounded length.
+func FuzzMapping(f *testing.F) {
+	files, err := filepath.Glob(filepath.Join("testdata", "variants", "*.xml"))
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no variants: %v", err)
+	}
+	for _, name := range append(files, filepath.Join("testdata", "statement.xml")) {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	cfg := variantsConfig()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st, err := readStatement(b)
+		if err != nil {
+			return
+		}
+		db := delivery.NewBuilder("batch", Institution)
+		n := mapStatement(cfg, db, st)
+		d, err := db.Build("")
+		if err != nil {
+			t.Fatalf("accepted statement builds an invalid delivery: %v", err)
+		}
+		checkInvariants(t, st, n, d)
 	})
 }
 

@@ -1,6 +1,7 @@
 package ibkrflex
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -20,57 +21,136 @@ const (
 	ProblemUnreadableRow   = "unreadable_row"
 	ProblemDuplicateRow    = "duplicate_row"
 	ProblemNetCashMismatch = "net_cash_mismatch"
+	// ProblemMissingFields: the statement lacks a field the Flex Query
+	// must include; reported once for the section, naming the fields.
+	ProblemMissingFields = "missing_flex_fields"
+	// ProblemUnmappedAsset: a trade or position of an asset category
+	// ibkr-flex does not map, named in the message.
+	ProblemUnmappedAsset = "unmapped_asset_category"
+	// ProblemAmbiguousDate: the statement writes dates dd/MM or MM/dd and
+	// none of them tells which; reported once for the statement.
+	ProblemAmbiguousDate = "ambiguous_date_format"
+	// ProblemCancelMismatch: a cancellation that does not reverse the
+	// trade it names.
+	ProblemCancelMismatch = "cancellation_mismatch"
 )
 
-// cashTypes maps a cash transaction's type to the category that balances it.
-var cashTypes = map[string]func(Categories) (string, string){
-	"Dividends":                    func(c Categories) (string, string) { return c.Dividends, "dividends" },
-	"Payment In Lieu Of Dividends": func(c Categories) (string, string) { return c.Dividends, "dividends" },
-	"Withholding Tax":              func(c Categories) (string, string) { return c.WithholdingTax, "withholdingTax" },
-	"Broker Interest Received":     func(c Categories) (string, string) { return c.Interest, "interest" },
-	"Broker Interest Paid":         func(c Categories) (string, string) { return c.Interest, "interest" },
-	"Bond Interest Received":       func(c Categories) (string, string) { return c.Interest, "interest" },
-	"Bond Interest Paid":           func(c Categories) (string, string) { return c.Interest, "interest" },
-	"Other Fees":                   func(c Categories) (string, string) { return c.Fees, "fees" },
-	"Commission Adjustments":       func(c Categories) (string, string) { return c.Commissions, "commissions" },
-	"Deposits/Withdrawals":         func(c Categories) (string, string) { return c.Transfers, "transfers" },
-	"Deposits & Withdrawals":       func(c Categories) (string, string) { return c.Transfers, "transfers" },
-}
+// flexQueriesPage is where the owner edits a Flex Query in IBKR's portal.
+const flexQueriesPage = "Performance & Reports > Flex Queries"
 
 // mapper maps the rows of one statement into a Builder.
 type mapper struct {
-	cfg  Config
-	b    *delivery.Builder
-	seen map[string]bool // source IDs delivered
+	cfg    Config
+	b      *delivery.Builder
+	order  dateOrder
+	seen   map[string]bool // source IDs delivered
+	tally  tally
+	groups []*groupProblem
+	byKey  map[groupKey]*groupProblem
 }
 
-// rowError is why one row is left out: a problem code and a message.
-type rowError struct{ code, msg string }
+// tally counts the rows a mapping considered: every trade execution, cash
+// transaction detail and non-cash open position is either mapped or left
+// out with a problem. Summaries of other rows are skipped and not counted.
+type tally struct {
+	rows, mapped, leftOut int
+}
+
+// rowError is why one row is left out: a problem code and a message. A
+// rowError with a group is a reason shared by every row of a section or of
+// the statement, reported once for all of them (groupProblem).
+type rowError struct {
+	code, msg string
+	group     string // location of the section or statement; empty for this row alone
+}
 
 func rowErr(code, format string, args ...any) *rowError {
 	return &rowError{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
-// mapStatement adds every row of r to b.
-func mapStatement(cfg Config, b *delivery.Builder, r *flexQueryResponse) {
-	m := &mapper{cfg: cfg, b: b, seen: make(map[string]bool)}
+// groupErr is a reason that holds for every row at the location group.
+func groupErr(group, code, format string, args ...any) *rowError {
+	return &rowError{code: code, msg: fmt.Sprintf(format, args...), group: group}
+}
+
+// groupKey identifies one groupProblem.
+type groupKey struct{ group, code, msg string }
+
+// groupProblem is one problem for every row left out for the same reason.
+type groupProblem struct {
+	groupKey
+	rows int
+}
+
+// section is one FlexStatement while it is mapped, with what its sections
+// carry.
+type section struct {
+	st       flexStatement
+	at       string // "FlexStatement[i]"
+	trades   fieldSet
+	cash     fieldSet
+	position fieldSet
+	quantity map[string]string // a trade's quantity by its transactionID, for cancellations
+}
+
+// Requirements of each section: a group of fields of which every statement
+// must carry one (fields.go).
+var (
+	tradeRequirements = []requirement{
+		requirement(fTradeDate | fDateTime), requirement(fTransactionID | fTradeID), requirement(fAssetCategory),
+		requirement(fSymbol | fISIN), requirement(fCurrency), requirement(fQuantity), requirement(fProceeds | fTradePrice),
+	}
+	cashRequirements = []requirement{
+		requirement(fDateTime | fReportDate), requirement(fTransactionID), requirement(fType),
+		requirement(fCurrency), requirement(fAmount),
+	}
+	positionRequirements = []requirement{
+		requirement(fSymbol | fISIN), requirement(fCurrency), requirement(fPosition),
+	}
+)
+
+// mapStatement adds every row of r to b and returns how many rows it
+// mapped and left out.
+func mapStatement(cfg Config, b *delivery.Builder, r *flexQueryResponse) tally {
+	m := &mapper{cfg: cfg, b: b, order: dateOrderOf(r.dates()), seen: make(map[string]bool), byKey: make(map[groupKey]*groupProblem)}
 	for i, st := range r.Statements {
-		at := fmt.Sprintf("FlexStatement[%d]", i)
+		s := newSection(i, st)
 		for j, t := range st.Trades {
-			m.row(fmt.Sprintf("%s/Trades/Trade[%d]", at, j), func() (*connectorv1.Transaction, *rowError) { return m.trade(st, t) })
+			m.row(fmt.Sprintf("%s/Trades/Trade[%d]", s.at, j), func() (*connectorv1.Transaction, *rowError) { return m.trade(s, t) })
 		}
 		for j, c := range st.Cash {
-			m.row(fmt.Sprintf("%s/CashTransactions/CashTransaction[%d]", at, j), func() (*connectorv1.Transaction, *rowError) { return m.cash(st, c) })
+			m.row(fmt.Sprintf("%s/CashTransactions/CashTransaction[%d]", s.at, j), func() (*connectorv1.Transaction, *rowError) { return m.cash(s, c) })
 		}
 		for j, p := range st.Positions {
-			loc := fmt.Sprintf("%s/OpenPositions/OpenPosition[%d]", at, j)
-			if a, e := m.position(st, p); e != nil {
-				m.b.Error(e.code, loc, "%s; the position is left out", e.msg)
-			} else if a != nil {
-				m.b.Balance(a)
-			}
+			m.positionRow(fmt.Sprintf("%s/OpenPositions/OpenPosition[%d]", s.at, j), s, p)
 		}
 	}
+	for _, g := range m.groups {
+		noun := "rows are"
+		if g.rows == 1 {
+			noun = "row is"
+		}
+		m.b.Error(g.code, g.group, "%s; %d %s left out", g.msg, g.rows, noun)
+	}
+	return m.tally
+}
+
+// newSection records what the FlexStatement's sections carry.
+func newSection(i int, st flexStatement) *section {
+	s := &section{st: st, at: fmt.Sprintf("FlexStatement[%d]", i), quantity: make(map[string]string)}
+	for _, t := range st.Trades {
+		s.trades |= t.present
+		if t.TransactionID != "" {
+			s.quantity[t.TransactionID] = t.Quantity
+		}
+	}
+	for _, c := range st.Cash {
+		s.cash |= c.present
+	}
+	for _, p := range st.Positions {
+		s.position |= p.present
+	}
+	return s
 }
 
 // row adds the transaction mapRow returns, or reports why the row at loc
@@ -80,27 +160,109 @@ func (m *mapper) row(loc string, mapRow func() (*connectorv1.Transaction, *rowEr
 	t, e := mapRow()
 	switch {
 	case e != nil:
-		m.b.Error(e.code, loc, "%s; the row is left out", e.msg)
+		m.leaveOut(loc, e, "row")
 	case t == nil:
 	case m.seen[t.SourceId]:
+		m.tally.rows++
+		m.tally.leftOut++
 		m.b.Warn(ProblemDuplicateRow, loc, "transaction %s appears again in the statement; the repeat is left out", t.SourceId)
 	default:
+		m.tally.rows++
+		m.tally.mapped++
 		m.seen[t.SourceId] = true
 		m.b.Transaction(t)
 	}
 }
 
-// account returns the config of the row's IBKR account.
-func (m *mapper) account(st flexStatement, rowAccount string) (Account, *rowError) {
+// positionRow adds the balance assertion of an open position, or reports
+// why it is left out.
+func (m *mapper) positionRow(loc string, s *section, p openPosition) {
+	a, e := m.position(s, p)
+	switch {
+	case e != nil:
+		m.leaveOut(loc, e, "position")
+	case a != nil:
+		m.tally.rows++
+		m.tally.mapped++
+		m.b.Balance(a)
+	}
+}
+
+// leaveOut reports a row left out: alone, or counted into its group's one
+// problem.
+func (m *mapper) leaveOut(loc string, e *rowError, what string) {
+	m.tally.rows++
+	m.tally.leftOut++
+	if e.group == "" {
+		m.b.Error(e.code, loc, "%s; the %s is left out", e.msg, what)
+		return
+	}
+	k := groupKey{group: e.group, code: e.code, msg: e.msg}
+	g, ok := m.byKey[k]
+	if !ok {
+		g = &groupProblem{groupKey: k}
+		m.byKey[k] = g
+		m.groups = append(m.groups, g)
+	}
+	g.rows++
+}
+
+// requireFields returns the error for a row of a section that lacks
+// required fields in every row: one problem for the section, naming the
+// fields as the portal labels them and where to tick them.
+func requireFields(s *section, xmlSection, portalSection string, present fieldSet, reqs []requirement) *rowError {
+	miss := missing(present, reqs...)
+	if len(miss) == 0 {
+		return nil
+	}
+	return groupErr(s.at+"/"+xmlSection, ProblemMissingFields,
+		"the Flex Query's %s section includes no %s: in %s, edit the query, tick %s under %s, and run it again",
+		portalSection, strings.Join(miss, ", "), flexQueriesPage, strings.Join(miss, " and "), portalSection)
+}
+
+// account returns the config of the row's IBKR account. A statement whose
+// own account is not configured is one problem for all its rows.
+func (m *mapper) account(s *section, rowAccount string) (Account, *rowError) {
 	id := rowAccount
 	if id == "" {
-		id = st.AccountID
+		id = s.st.AccountID
 	}
 	a, ok := m.cfg.Accounts[id]
-	if !ok {
-		return Account{}, rowErr(ProblemUnknownAccount, "IBKR account %q is not in the config's accounts", truncate(id))
+	if ok {
+		return a, nil
 	}
-	return a, nil
+	e := rowErr(ProblemUnknownAccount, "IBKR account %q is not in the config's accounts", truncate(id))
+	if id == s.st.AccountID {
+		e.group = s.at
+	}
+	return Account{}, e
+}
+
+// date reads a Flex date or date-time; a slash date whose order the
+// statement does not tell is one problem for the statement.
+func (m *mapper) date(s *section, field, v string) (string, *rowError) {
+	d, err := m.order.read(v)
+	switch {
+	case errors.Is(err, errAmbiguousDate):
+		return "", groupErr(s.at, ProblemAmbiguousDate,
+			"the statement writes dates as dd/MM or MM/dd and none of its dates tells which: in %s, set the Flex Query's Date Format to yyyyMMdd or yyyy-MM-dd", flexQueriesPage)
+	case err != nil:
+		return "", rowErr(ProblemUnreadableRow, "%s: %v", field, err)
+	}
+	return d, nil
+}
+
+// valueDate reads a settle date, which is empty when absent or equal to
+// the booking date.
+func (m *mapper) valueDate(s *section, field, v, date string) (string, *rowError) {
+	if v == "" {
+		return "", nil
+	}
+	d, e := m.date(s, field, v)
+	if e != nil || d == date {
+		return "", e
+	}
+	return d, nil
 }
 
 // cashAccount returns the OpenFief account of a's cash in currency.
@@ -136,26 +298,6 @@ func number(field, s string, optional bool) (delivery.Decimal, *rowError) {
 	return d, nil
 }
 
-// dates reads a row's booking date and its value date, which is empty when
-// absent or equal to the booking date.
-func dates(date, valueDate string) (string, string, *rowError) {
-	d, err := flexDate(date)
-	if err != nil {
-		return "", "", rowErr(ProblemUnreadableRow, "%v", err)
-	}
-	if valueDate == "" {
-		return d, "", nil
-	}
-	v, err := flexDate(valueDate)
-	if err != nil {
-		return "", "", rowErr(ProblemUnreadableRow, "%v", err)
-	}
-	if v == d {
-		v = ""
-	}
-	return d, v, nil
-}
-
 // instrument describes the security of a row.
 func instrument(f instrumentFields, currency string) (*connectorv1.Instrument, *rowError) {
 	in := &connectorv1.Instrument{Symbol: clean(f.Symbol), Currency: currency, Name: clean(f.Description)}
@@ -168,209 +310,16 @@ func instrument(f instrumentFields, currency string) (*connectorv1.Instrument, *
 	return in, nil
 }
 
-// trade maps one trade: an FX conversion (asset category CASH) or a
-// security bought or sold.
-func (m *mapper) trade(st flexStatement, t trade) (*connectorv1.Transaction, *rowError) {
-	if t.LevelOfDetail != "" && t.LevelOfDetail != "EXECUTION" {
-		return nil, nil // orders, lots and summaries repeat executions
+// assetOf returns the asset category of a row, or why it is left out.
+func assetOf(name string) (assetCategory, *rowError) {
+	c, ok := assetCategories[name]
+	switch {
+	case !ok:
+		return assetCategory{}, rowErr(ProblemUnmappedAsset, "asset category %q is not one ibkr-flex maps", truncate(name))
+	case c.kind == assetUnmapped:
+		return assetCategory{}, rowErr(ProblemUnmappedAsset, "asset category %s is not mapped: %s", name, c.why)
 	}
-	id := t.TradeID
-	if id == "" {
-		id = t.TransactionID
-	}
-	if id == "" {
-		return nil, rowErr(ProblemUnreadableRow, "the trade has no tradeID or transactionID")
-	}
-	acct, e := m.account(st, t.AccountID)
-	if e != nil {
-		return nil, e
-	}
-	date, value, e := dates(t.TradeDate, t.SettleDate)
-	if e != nil {
-		return nil, e
-	}
-	cash, e := cashAccount(acct, t.Currency)
-	if e != nil {
-		return nil, e
-	}
-	qty, e := number("quantity", t.Quantity, false)
-	if e != nil {
-		return nil, e
-	}
-	proceeds, e := number("proceeds", t.Proceeds, false)
-	if e != nil {
-		return nil, e
-	}
-	commission, e := number("ibCommission", t.Commission, true)
-	if e != nil {
-		return nil, e
-	}
-	taxes, e := number("taxes", t.Taxes, true)
-	if e != nil {
-		return nil, e
-	}
-	commCur := t.CommissionCur
-	if commCur == "" {
-		commCur = t.Currency
-	}
-	tx := &connectorv1.Transaction{
-		SourceId:    "trade:" + clean(id),
-		Date:        date,
-		ValueDate:   value,
-		Description: clean(strings.Join(strings.Fields(t.BuySell+" "+t.Quantity+" "+t.Symbol+" @ "+t.TradePrice+" "+t.Currency), " ")),
-	}
-	// The cash leg: proceeds and taxes, and the commission when it is in
-	// the trade's currency (then it equals netCash).
-	cashAmount := proceeds.Add(taxes)
-	if commCur == t.Currency {
-		cashAmount = cashAmount.Add(commission)
-	}
-	if strings.EqualFold(t.AssetCategory, "CASH") {
-		base, quote, ok := strings.Cut(t.Symbol, ".")
-		if !ok || quote != t.Currency || base == quote {
-			return nil, rowErr(ProblemUnreadableRow, "FX trade symbol %q is not BASE.%s", truncate(t.Symbol), t.Currency)
-		}
-		baseCash, e := cashAccount(acct, base)
-		if e != nil {
-			return nil, e
-		}
-		conv, e := category(m.cfg.Categories.FXConversion, "fxConversion")
-		if e != nil {
-			return nil, e
-		}
-		tx.Postings = append(tx.Postings,
-			posting(baseCash, qty, base, ""),
-			posting(conv, qty.Neg(), base, "currency conversion"),
-			posting(cash, cashAmount, t.Currency, ""),
-			posting(conv, proceeds.Neg(), t.Currency, "currency conversion"),
-		)
-	} else {
-		if acct.Securities == "" {
-			return nil, rowErr(ProblemUnknownAccount, "the config maps no securities account for this IBKR account")
-		}
-		in, e := instrument(t.instrumentFields, t.Currency)
-		if e != nil {
-			return nil, e
-		}
-		sec := posting(acct.Securities, proceeds.Neg(), t.Currency, "")
-		sec.Instrument, sec.Quantity = in, qty.String()
-		tx.Postings = append(tx.Postings, sec, posting(cash, cashAmount, t.Currency, ""))
-	}
-	if !commission.IsZero() {
-		comm, e := category(m.cfg.Categories.Commissions, "commissions")
-		if e != nil {
-			return nil, e
-		}
-		if commCur != t.Currency {
-			commCash, e := cashAccount(acct, commCur)
-			if e != nil {
-				return nil, e
-			}
-			tx.Postings = append(tx.Postings, posting(commCash, commission, commCur, "commission"))
-		}
-		tx.Postings = append(tx.Postings, posting(comm, commission.Neg(), commCur, "commission"))
-	}
-	if !taxes.IsZero() {
-		fees, e := category(m.cfg.Categories.Fees, "fees")
-		if e != nil {
-			return nil, e
-		}
-		tx.Postings = append(tx.Postings, posting(fees, taxes.Neg(), t.Currency, "transaction tax"))
-	}
-	if t.NetCash != "" && commCur == t.Currency {
-		if net, e := number("netCash", t.NetCash, false); e == nil && net.Cmp(cashAmount) != 0 {
-			m.b.TransactionError(tx.SourceId, ProblemNetCashMismatch, "IBKR's netCash %s differs from proceeds, taxes and commission, %s", net, cashAmount)
-		}
-	}
-	return tx, nil
-}
-
-// cash maps one cash transaction: its amount on the cash account, balanced
-// by the category its type maps to.
-func (m *mapper) cash(st flexStatement, c cashTransaction) (*connectorv1.Transaction, *rowError) {
-	if c.LevelOfDetail != "" && c.LevelOfDetail != "DETAIL" {
-		return nil, nil // summaries repeat the detail rows
-	}
-	if c.TransactionID == "" {
-		return nil, rowErr(ProblemUnreadableRow, "the cash transaction has no transactionID")
-	}
-	catFor, ok := cashTypes[c.Type]
-	if !ok {
-		return nil, rowErr(ProblemUnknownType, "cash transaction type %q is not one ibkr-flex maps", truncate(c.Type))
-	}
-	acct, e := m.account(st, c.AccountID)
-	if e != nil {
-		return nil, e
-	}
-	day := c.DateTime
-	if day == "" {
-		day = c.ReportDate
-	}
-	date, value, e := dates(day, c.SettleDate)
-	if e != nil {
-		return nil, e
-	}
-	cashID, e := cashAccount(acct, c.Currency)
-	if e != nil {
-		return nil, e
-	}
-	amount, e := number("amount", c.Amount, false)
-	if e != nil {
-		return nil, e
-	}
-	cat, e := category(catFor(m.cfg.Categories))
-	if e != nil {
-		return nil, e
-	}
-	return &connectorv1.Transaction{
-		SourceId:    "cash:" + clean(c.TransactionID),
-		Date:        date,
-		ValueDate:   value,
-		Description: clean(c.Description),
-		Postings: []*connectorv1.Posting{
-			posting(cashID, amount, c.Currency, ""),
-			posting(cat, amount.Neg(), c.Currency, clean(c.Type)),
-		},
-	}, nil
-}
-
-// position maps one open position to a balance assertion of the
-// securities account.
-func (m *mapper) position(st flexStatement, p openPosition) (*connectorv1.BalanceAssertion, *rowError) {
-	if (p.LevelOfDetail != "" && p.LevelOfDetail != "SUMMARY") || strings.EqualFold(p.AssetCategory, "CASH") {
-		return nil, nil
-	}
-	acct, e := m.account(st, p.AccountID)
-	if e != nil {
-		return nil, e
-	}
-	if acct.Securities == "" {
-		return nil, rowErr(ProblemUnknownAccount, "the config maps no securities account for this IBKR account")
-	}
-	date, err := flexDate(p.ReportDate)
-	if err != nil {
-		return nil, rowErr(ProblemUnreadableRow, "%v", err)
-	}
-	if !delivery.IsCurrency(p.Currency) {
-		return nil, rowErr(ProblemUnreadableRow, "currency %q is not an ISO 4217 code", truncate(p.Currency))
-	}
-	qty, e := number("position", p.Position, false)
-	if e != nil {
-		return nil, e
-	}
-	in, e := instrument(p.instrumentFields, p.Currency)
-	if e != nil {
-		return nil, e
-	}
-	a := &connectorv1.BalanceAssertion{AccountId: acct.Securities, Date: date, Instrument: in, Quantity: qty.String()}
-	if p.PositionValue != "" {
-		v, e := number("positionValue", p.PositionValue, false)
-		if e != nil {
-			return nil, e
-		}
-		a.Amount, a.Currency = v.String(), p.Currency
-	}
-	return a, nil
+	return c, nil
 }
 
 func posting(account string, amount delivery.Decimal, currency, memo string) *connectorv1.Posting {

@@ -6,10 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
-	"time"
-
-	"github.com/arkadiuss/openfief/sdk/go/delivery"
 )
 
 // maxStatementBytes bounds a statement, fetched or uploaded.
@@ -22,8 +18,11 @@ var errUnreadable = errors.New("unreadable Flex XML")
 // flexQueryResponse is a Flex statement as the Flex Web Service and Flex
 // Query downloads write it: <FlexQueryResponse><FlexStatements>
 // <FlexStatement accountId=...> with Trades, CashTransactions and
-// OpenPositions, every value an XML attribute. Numbers stay text until a
-// row is mapped, and are then read as exact decimals.
+// OpenPositions, every value an XML attribute. A query for several accounts
+// writes one FlexStatement each. Numbers stay text until a row is mapped,
+// and are then read as exact decimals. Which attributes a row carries
+// depends on the fields ticked in the Flex Query; each row records the ones
+// ibkr-flex needs to know about (fields.go).
 type flexQueryResponse struct {
 	XMLName    xml.Name        `xml:"FlexQueryResponse"`
 	Statements []flexStatement `xml:"FlexStatements>FlexStatement"`
@@ -31,6 +30,8 @@ type flexQueryResponse struct {
 
 type flexStatement struct {
 	AccountID string            `xml:"accountId,attr"`
+	FromDate  string            `xml:"fromDate,attr"`
+	ToDate    string            `xml:"toDate,attr"`
 	Trades    []trade           `xml:"Trades>Trade"`
 	Cash      []cashTransaction `xml:"CashTransactions>CashTransaction"`
 	Positions []openPosition    `xml:"OpenPositions>OpenPosition"`
@@ -42,25 +43,31 @@ type instrumentFields struct {
 	Symbol        string `xml:"symbol,attr"`
 	Description   string `xml:"description,attr"`
 	ISIN          string `xml:"isin,attr"`
+	Multiplier    string `xml:"multiplier,attr"`
 }
 
 type trade struct {
 	instrumentFields
-	AccountID     string `xml:"accountId,attr"`
-	Currency      string `xml:"currency,attr"`
-	TradeID       string `xml:"tradeID,attr"`
-	TransactionID string `xml:"transactionID,attr"`
-	TradeDate     string `xml:"tradeDate,attr"`
-	SettleDate    string `xml:"settleDateTarget,attr"`
-	Quantity      string `xml:"quantity,attr"`
-	TradePrice    string `xml:"tradePrice,attr"`
-	Proceeds      string `xml:"proceeds,attr"`
-	Taxes         string `xml:"taxes,attr"`
-	Commission    string `xml:"ibCommission,attr"`
-	CommissionCur string `xml:"ibCommissionCurrency,attr"`
-	NetCash       string `xml:"netCash,attr"`
-	BuySell       string `xml:"buySell,attr"`
-	LevelOfDetail string `xml:"levelOfDetail,attr"`
+	AccountID         string `xml:"accountId,attr"`
+	Currency          string `xml:"currency,attr"`
+	TradeID           string `xml:"tradeID,attr"`
+	TransactionID     string `xml:"transactionID,attr"`
+	OrigTransactionID string `xml:"origTransactionID,attr"`
+	TransactionType   string `xml:"transactionType,attr"`
+	Notes             string `xml:"notes,attr"`
+	TradeDate         string `xml:"tradeDate,attr"`
+	DateTime          string `xml:"dateTime,attr"`
+	SettleDate        string `xml:"settleDateTarget,attr"`
+	Quantity          string `xml:"quantity,attr"`
+	TradePrice        string `xml:"tradePrice,attr"`
+	Proceeds          string `xml:"proceeds,attr"`
+	Taxes             string `xml:"taxes,attr"`
+	Commission        string `xml:"ibCommission,attr"`
+	CommissionCur     string `xml:"ibCommissionCurrency,attr"`
+	NetCash           string `xml:"netCash,attr"`
+	BuySell           string `xml:"buySell,attr"`
+	LevelOfDetail     string `xml:"levelOfDetail,attr"`
+	present           fieldSet
 }
 
 type cashTransaction struct {
@@ -74,6 +81,7 @@ type cashTransaction struct {
 	Type          string `xml:"type,attr"`
 	TransactionID string `xml:"transactionID,attr"`
 	LevelOfDetail string `xml:"levelOfDetail,attr"`
+	present       fieldSet
 }
 
 type openPosition struct {
@@ -84,6 +92,59 @@ type openPosition struct {
 	Position      string `xml:"position,attr"`
 	PositionValue string `xml:"positionValue,attr"`
 	LevelOfDetail string `xml:"levelOfDetail,attr"`
+	present       fieldSet
+}
+
+// UnmarshalXML decodes a Trade and records which tracked attributes it
+// carries.
+func (t *trade) UnmarshalXML(d *xml.Decoder, start xml.StartElement) error {
+	type plain trade
+	if err := d.DecodeElement((*plain)(t), &start); err != nil {
+		return err
+	}
+	t.present = presentFields(start.Attr)
+	return nil
+}
+
+// UnmarshalXML decodes a CashTransaction and records which tracked
+// attributes it carries.
+func (c *cashTransaction) UnmarshalXML(d *xml.Decoder, start xml.StartElement) error {
+	type plain cashTransaction
+	if err := d.DecodeElement((*plain)(c), &start); err != nil {
+		return err
+	}
+	c.present = presentFields(start.Attr)
+	return nil
+}
+
+// UnmarshalXML decodes an OpenPosition and records which tracked
+// attributes it carries.
+func (p *openPosition) UnmarshalXML(d *xml.Decoder, start xml.StartElement) error {
+	type plain openPosition
+	if err := d.DecodeElement((*plain)(p), &start); err != nil {
+		return err
+	}
+	p.present = presentFields(start.Attr)
+	return nil
+}
+
+// dates returns every date and date-time the response holds, from which
+// dateOrderOf tells how its slash dates are read.
+func (r *flexQueryResponse) dates() []string {
+	var out []string
+	for _, st := range r.Statements {
+		out = append(out, st.FromDate, st.ToDate)
+		for _, t := range st.Trades {
+			out = append(out, t.TradeDate, t.DateTime, t.SettleDate)
+		}
+		for _, c := range st.Cash {
+			out = append(out, c.DateTime, c.ReportDate, c.SettleDate)
+		}
+		for _, p := range st.Positions {
+			out = append(out, p.ReportDate)
+		}
+	}
+	return out
 }
 
 // statusResponse is the Flex Web Service's answer to SendRequest, and to a
@@ -163,19 +224,4 @@ func parseStatus(b []byte) (*statusResponse, error) {
 		return nil, err
 	}
 	return &r, nil
-}
-
-// flexDate reads a Flex date as the query writes it, yyyyMMdd or
-// yyyy-MM-dd, or the date part of a date-time (yyyyMMdd;HHmmss and the
-// like), and returns it as YYYY-MM-DD.
-func flexDate(s string) (string, error) {
-	if i := strings.IndexAny(s, ";, T"); i >= 0 {
-		s = s[:i]
-	}
-	for _, layout := range []string{"20060102", delivery.DateLayout} {
-		if t, err := time.Parse(layout, s); err == nil && t.Format(layout) == s {
-			return t.Format(delivery.DateLayout), nil
-		}
-	}
-	return "", fmt.Errorf("date %q is not yyyyMMdd or yyyy-MM-dd (set the Flex Query's date format)", truncate(s))
 }

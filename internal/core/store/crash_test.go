@@ -194,7 +194,7 @@ func retryImport(t *testing.T, s *store.Store) {
 // the old watermark.
 func checkCounts(t *testing.T, s *store.Store, instance string, before store.ImportResult) {
 	t.Helper()
-	var st store.InstanceStatus
+	var st store.InstanceRecord
 	var err error
 	for attempt := 0; attempt < 10; attempt++ { // the pool may hand out a dead connection first
 		if st, err = s.Status(context.Background(), instance); err == nil {

@@ -8,7 +8,7 @@ import (
 // dialect holds every difference between the two databases, so the rest of
 // the store writes one SQL for both.
 type dialect struct {
-	// name is "sqlite" or "postgres", for errors and benchmarks.
+	// name is "sqlite" or "postgres", for errors.
 	name string
 	// numbered placeholders: PostgreSQL wants $1, $2...; SQLite takes ?.
 	numbered bool

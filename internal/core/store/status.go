@@ -37,9 +37,10 @@ type RowCounts struct {
 	Batches, Transactions, Postings, Balances, Prices, FxRates, IndexReadings, Problems int
 }
 
-// InstanceStatus is what `openfief plugin status` shows of an instance's
-// syncs and data.
-type InstanceStatus struct {
+// InstanceRecord is what the store holds of one instance: its last and
+// next sync, its watermark and its row counts. The core turns it into the
+// owner API's ownerapi.InstanceStatus, which `openfief plugin status` shows.
+type InstanceRecord struct {
 	// LastSync is when the last sync attempt ended, zero if none did.
 	LastSync time.Time
 	// LastOK is true when that attempt succeeded.
@@ -123,13 +124,13 @@ last_error = excluded.last_error, next_sync_at = excluded.next_sync_at`),
 	return nil
 }
 
-// Status returns instance's last and next sync and its row counts, or
-// ErrUnknownInstance.
-func (s *Store) Status(ctx context.Context, instance string) (InstanceStatus, error) {
+// Status returns instance's record (its last and next sync and its row
+// counts), or ErrUnknownInstance.
+func (s *Store) Status(ctx context.Context, instance string) (InstanceRecord, error) {
 	if !validInstance(instance) {
-		return InstanceStatus{}, refuse("instance", ErrInstanceName)
+		return InstanceRecord{}, refuse("instance", ErrInstanceName)
 	}
-	var st InstanceStatus
+	var st InstanceRecord
 	var last, next string
 	var ok int
 	c := &st.Rows
@@ -138,17 +139,17 @@ batches, transactions, postings, balances, prices, fx_rates, index_readings, pro
 FROM instances WHERE instance = ?`), instance).Scan(&last, &ok, &st.LastError, &next, &st.Watermark,
 		&c.Batches, &c.Transactions, &c.Postings, &c.Balances, &c.Prices, &c.FxRates, &c.IndexReadings, &c.Problems)
 	if errors.Is(err, sql.ErrNoRows) {
-		return InstanceStatus{}, fmt.Errorf("%w: %s", ErrUnknownInstance, instance)
+		return InstanceRecord{}, fmt.Errorf("%w: %s", ErrUnknownInstance, instance)
 	}
 	if err != nil {
-		return InstanceStatus{}, fmt.Errorf("store: status of %s: %w", instance, err)
+		return InstanceRecord{}, fmt.Errorf("store: status of %s: %w", instance, err)
 	}
 	st.LastOK = ok == 1
 	if st.LastSync, err = parseTime(last); err != nil {
-		return InstanceStatus{}, fmt.Errorf("store: status of %s: last_sync_at: %w", instance, err)
+		return InstanceRecord{}, fmt.Errorf("store: status of %s: last_sync_at: %w", instance, err)
 	}
 	if st.NextSync, err = parseTime(next); err != nil {
-		return InstanceStatus{}, fmt.Errorf("store: status of %s: next_sync_at: %w", instance, err)
+		return InstanceRecord{}, fmt.Errorf("store: status of %s: next_sync_at: %w", instance, err)
 	}
 	return st, nil
 }

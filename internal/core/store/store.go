@@ -90,9 +90,6 @@ func createPrivate(path string) error {
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
-// Dialect names the database behind s: "sqlite" or "postgres".
-func (s *Store) Dialect() string { return s.d.name }
-
 // step runs the test hook, if any, between two statements of an import.
 func (s *Store) step(n *int) error {
 	*n++

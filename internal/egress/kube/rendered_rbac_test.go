@@ -29,7 +29,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
-// The egress proxy under its own RBAC (issue 13): deploy/egress-proxy
+// The egress proxy under its own RBAC: deploy/egress-proxy
 // rendered with the kustomize API, as `kubectl apply -k` renders it, its
 // ServiceAccount, Role, ClusterRole and bindings applied, and both adapters
 // run as the ServiceAccount through impersonation. Every request the API

@@ -10,8 +10,8 @@ import (
 )
 
 // TestVerifyTokenRegistry reads a registry that requires a bearer token from
-// a token endpoint on another loopback server, the distribution token flow
-// (issue 17), and redirects blob reads to a third: anonymous and wrong
+// a token endpoint on another loopback server, the distribution token flow,
+// and redirects blob reads to a third: anonymous and wrong
 // credentials are refused as RegistryUnauthorized, the right ones from a
 // docker config file verify. go-containerregistry sends the registry's basic
 // credentials to the token endpoint the registry's challenge names (the

@@ -25,7 +25,7 @@ var ErrRegistryUnavailable = errors.New("registry unavailable")
 // ErrRegistryUnavailable too, on purpose: whether the image is signed is
 // still unknown, so everything that retries or fails static on
 // ErrRegistryUnavailable keeps doing so. Callers that tell "no access" from
-// "down" test ErrRegistryUnauthorized first (issue 17).
+// "down" test ErrRegistryUnauthorized first.
 var ErrRegistryUnauthorized = errors.New("registry refused the read (unauthorized)")
 
 // Reasons a bundle is skipped. Each Skipped.Reason wraps one of them.
@@ -133,7 +133,7 @@ func transient(err error) bool {
 // quiet returns err with a registry's HTTP error described by its status and
 // diagnostic codes only. go-containerregistry's transport.Error quotes the
 // response body, which the registry chose: it must not reach a Plugin's
-// condition message or the CLI's output (review finding 7). Errors without
+// condition message or the CLI's output. Errors without
 // an HTTP answer are returned as they are. The result still unwraps to err.
 func quiet(err error) error {
 	var te *transport.Error

@@ -55,7 +55,7 @@ func WithTrustedMaterial(tm root.TrustedMaterial) Option {
 // WithLabelGate makes Verify read an image's manifest label only when gate
 // accepts its verified signatures, such as TrustPolicy.TrustsAnySignature:
 // an image signed only by identities no policy trusts then costs no label
-// read or parse (review finding 1). Its SignedImage has the signatures and
+// read or parse. Its SignedImage has the signatures and
 // no manifest, which the policy refuses as an untrusted signer anyway.
 func WithLabelGate(gate func([]plugins.SignatureIdentity) bool) Option {
 	return func(o *options) { o.labelGate = gate }

@@ -16,7 +16,7 @@ import (
 const privatePassword = "pa55-s3cret-Zq9" // must never appear in an error
 
 // TestVerifyPrivateRegistry reads a registry that requires basic auth and
-// redirects blob reads to a second loopback server (issue 17): anonymous
+// redirects blob reads to a second loopback server: anonymous
 // and wrong credentials are refused as RegistryUnauthorized, the right ones
 // from a docker config file verify, the redirect target never sees them, and
 // the file is read again when it changes.

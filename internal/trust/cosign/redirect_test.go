@@ -14,12 +14,12 @@ import (
 	"github.com/arkadiuss/openfief/internal/trust/cosign/cosigntest"
 )
 
-// TestRedirectIntoLoopbackRefused is the regression test of review finding
-// 7: a remote registry answered with a redirect to plain HTTP on the
-// operator's own loopback, and the loopback service's body appeared in the
-// verification error. The chain starts at "registry.example" (an HTTPS
-// server this test reaches through its own dialer); every redirect it sends
-// towards loopback is refused before anything is dialled.
+// TestRedirectIntoLoopbackRefused is a regression test: a remote registry
+// answered with a redirect to plain HTTP on the operator's own loopback, and
+// the loopback service's body appeared in the verification error. The chain
+// starts at "registry.example" (an HTTPS server this test reaches through its
+// own dialer); every redirect it sends towards loopback is refused before
+// anything is dialled.
 func TestRedirectIntoLoopbackRefused(t *testing.T) {
 	var secretHits atomic.Int64
 	secret := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -16,7 +16,7 @@ import (
 // back to HTTP for RFC 1918 addresses and *.localhost names), and it caps
 // every response body so no registry answer can exhaust memory.
 //
-// A redirect is judged by where the chain started (review finding 7): a
+// A redirect is judged by where the chain started: a
 // registry that is not itself loopback may only send the reader on over
 // HTTPS to another host, never to a loopback, private, link-local or
 // otherwise non-public address, whether written as an IP or a name that

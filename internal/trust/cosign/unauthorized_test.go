@@ -16,7 +16,7 @@ import (
 // TestVerifyRegistryUnauthorized checks that a registry refusing the read
 // (401 or 403, on the read or on its token endpoint) wraps both
 // ErrRegistryUnauthorized and ErrRegistryUnavailable and keeps the status,
-// while any other failure is only unavailable (issue 17).
+// while any other failure is only unavailable.
 func TestVerifyRegistryUnauthorized(t *testing.T) {
 	k := cosigntest.NewKeyless(t, testIssuer, testSubject)
 	const denied = `{"errors":[{"code":"DENIED","message":"secret body"}]}`

@@ -12,11 +12,11 @@ import (
 )
 
 // ProblemUnbalanced is the code of the problem Build reports for a
-// transaction whose postings do not add up to zero in some currency (D-49).
+// transaction whose postings do not add up to zero in some currency.
 const ProblemUnbalanced = "unbalanced_transaction"
 
 // Builder collects what a connector maps from one report and builds the
-// Delivery (D-49): it reports problems, checks that every transaction's
+// Delivery: it reports problems, checks that every transaction's
 // postings balance per currency, sorts, and validates every field. It is
 // not safe for concurrent use.
 type Builder struct {
@@ -24,47 +24,47 @@ type Builder struct {
 }
 
 // NewBuilder starts the Delivery answering the request with batchID, for
-// institution (D-49).
+// institution.
 func NewBuilder(batchID string, institution *connectorv1.Institution) *Builder {
 	return &Builder{d: &connectorv1.Delivery{BatchId: batchID, Institution: institution}}
 }
 
-// Transaction adds a mapped transaction (D-49).
+// Transaction adds a mapped transaction.
 func (b *Builder) Transaction(t *connectorv1.Transaction) {
 	b.d.Transactions = append(b.d.Transactions, t)
 }
 
-// Balance adds a balance the institution reported (D-49).
+// Balance adds a balance the institution reported.
 func (b *Builder) Balance(a *connectorv1.BalanceAssertion) {
 	b.d.BalanceAssertions = append(b.d.BalanceAssertions, a)
 }
 
-// Price adds a quote of an instrument (D-49).
+// Price adds a quote of an instrument.
 func (b *Builder) Price(p *connectorv1.Price) { b.d.Prices = append(b.d.Prices, p) }
 
-// FxRate adds an exchange rate (D-49).
+// FxRate adds an exchange rate.
 func (b *Builder) FxRate(r *connectorv1.FxRate) { b.d.FxRates = append(b.d.FxRates, r) }
 
-// IndexReading adds a published index value (D-49).
+// IndexReading adds a published index value.
 func (b *Builder) IndexReading(r *connectorv1.IndexReading) {
 	b.d.IndexReadings = append(b.d.IndexReadings, r)
 }
 
 // Warn reports something the owner should look at although nothing is
-// missing from the delivery (D-49). location points into the report, such
+// missing from the delivery. location points into the report, such
 // as "line 17", or is empty. Never put a credential in a problem.
 func (b *Builder) Warn(code, location, format string, args ...any) {
 	b.problem(connectorv1.Severity_SEVERITY_WARNING, code, "", location, fmt.Sprintf(format, args...))
 }
 
 // Error reports something the institution reported that is missing from
-// the delivery, such as a row the connector could not read (D-49).
+// the delivery, such as a row the connector could not read.
 func (b *Builder) Error(code, location, format string, args ...any) {
 	b.problem(connectorv1.Severity_SEVERITY_ERROR, code, "", location, fmt.Sprintf(format, args...))
 }
 
 // TransactionError reports a problem with the transaction sourceID, which
-// the delivery still carries (D-49).
+// the delivery still carries.
 func (b *Builder) TransactionError(sourceID, code, format string, args ...any) {
 	b.problem(connectorv1.Severity_SEVERITY_ERROR, code, sourceID, "", fmt.Sprintf(format, args...))
 }
@@ -76,7 +76,7 @@ func (b *Builder) problem(sev connectorv1.Severity, code, sourceID, location, ms
 }
 
 // Build finishes the Delivery with the watermark the core stores once it is
-// imported (D-49). It reports an ERROR problem for every transaction whose
+// imported. It reports an ERROR problem for every transaction whose
 // postings do not add up to zero per currency, sorts the lists (Sort), and
 // returns Validate's error when any field breaks the contract. The Builder
 // must not be used afterwards.
@@ -97,7 +97,7 @@ func (b *Builder) Build(watermark string) (*connectorv1.Delivery, error) {
 
 // Imbalance returns, for each currency in which t's posting amounts do not
 // add up to zero, the remainder written "<amount> <currency>", sorted by
-// currency (D-49). Amounts that are not decimals are skipped; Validate
+// currency. Amounts that are not decimals are skipped; Validate
 // reports them.
 func Imbalance(t *connectorv1.Transaction) []string {
 	sums := make(map[string]Decimal)

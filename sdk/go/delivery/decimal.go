@@ -19,7 +19,7 @@ const maxDecimalDigits = 120
 const maxExponent = 100
 
 // Decimal is an exact decimal number: amounts, prices, rates and quantities
-// are never floating point in OpenFief (D-49). Its value is unscaled ×
+// are never floating point in OpenFief. Its value is unscaled ×
 // 10^-scale; the zero value is 0. Operations never round, and String keeps
 // the scale, so a rate written "4.2840" by its publisher stays "4.2840".
 type Decimal struct {
@@ -28,10 +28,10 @@ type Decimal struct {
 }
 
 // ErrNotDecimal is wrapped by the parsers' errors for input that is not a
-// decimal they accept (D-49).
+// decimal they accept.
 var ErrNotDecimal = errors.New("not a decimal")
 
-// ParseDecimal reads a decimal in the contract's form (D-49): an optional
+// ParseDecimal reads a decimal in the contract's form: an optional
 // '-', one or more digits, and optionally '.' followed by one or more
 // digits. A '+', an exponent, a thousands separator or white space is an
 // error.
@@ -42,8 +42,7 @@ func ParseDecimal(s string) (Decimal, error) {
 	return parseDigits(s)
 }
 
-// IsDecimal reports whether s is a decimal string in the contract's form
-// (D-49).
+// IsDecimal reports whether s is a decimal string in the contract's form.
 func IsDecimal(s string) bool { return isContractDecimal(s) }
 
 func isContractDecimal(s string) bool {
@@ -82,7 +81,7 @@ func parseDigits(s string) (Decimal, error) {
 	return Decimal{unscaled: u, scale: int32(len(frac))}, nil
 }
 
-// ParseNumber reads a number as institutions write it, exactly (D-49): the
+// ParseNumber reads a number as institutions write it, exactly: the
 // contract's form, plus a leading '+' and an exponent ("1.5E-3"), as in a
 // JSON number or an XML decimal. Use it on json.Number or XML attribute
 // text instead of ever going through float64.
@@ -124,7 +123,7 @@ func (d Decimal) shift(e int32) Decimal {
 }
 
 // MustDecimal is ParseDecimal for constants in code; it panics on a string
-// that is not a decimal (D-49).
+// that is not a decimal.
 func MustDecimal(s string) Decimal {
 	d, err := ParseDecimal(s)
 	if err != nil {
@@ -156,42 +155,42 @@ func aligned(a, b Decimal) (x, y *big.Int, scale int32) {
 	return x, y, scale
 }
 
-// Add returns d + e exactly, at the larger of the two scales (D-49).
+// Add returns d + e exactly, at the larger of the two scales.
 func (d Decimal) Add(e Decimal) Decimal {
 	x, y, scale := aligned(d, e)
 	return Decimal{unscaled: new(big.Int).Add(x, y), scale: scale}
 }
 
-// Sub returns d - e exactly, at the larger of the two scales (D-49).
+// Sub returns d - e exactly, at the larger of the two scales.
 func (d Decimal) Sub(e Decimal) Decimal {
 	x, y, scale := aligned(d, e)
 	return Decimal{unscaled: new(big.Int).Sub(x, y), scale: scale}
 }
 
-// Mul returns d × e exactly; its scale is the sum of theirs (D-49).
+// Mul returns d × e exactly; its scale is the sum of theirs.
 func (d Decimal) Mul(e Decimal) Decimal {
 	return Decimal{unscaled: new(big.Int).Mul(d.int(), e.int()), scale: d.scale + e.scale}
 }
 
-// Neg returns -d (D-49).
+// Neg returns -d.
 func (d Decimal) Neg() Decimal {
 	return Decimal{unscaled: new(big.Int).Neg(d.int()), scale: d.scale}
 }
 
-// Cmp compares d and e by value, so 1.50 equals 1.5: -1, 0 or +1 (D-49).
+// Cmp compares d and e by value, so 1.50 equals 1.5: -1, 0 or +1.
 func (d Decimal) Cmp(e Decimal) int {
 	x, y, _ := aligned(d, e)
 	return x.Cmp(y)
 }
 
-// Sign returns -1, 0 or +1 as d is negative, zero or positive (D-49).
+// Sign returns -1, 0 or +1 as d is negative, zero or positive.
 func (d Decimal) Sign() int { return d.int().Sign() }
 
-// IsZero reports whether d is zero at any scale (D-49).
+// IsZero reports whether d is zero at any scale.
 func (d Decimal) IsZero() bool { return d.Sign() == 0 }
 
 // String writes d in the contract's form, with exactly its scale's digits
-// after the point and no exponent (D-49). Zero is never written "-0".
+// after the point and no exponent. Zero is never written "-0".
 func (d Decimal) String() string {
 	u := d.int()
 	digits := new(big.Int).Abs(u).String()

@@ -11,7 +11,7 @@ import (
 )
 
 // Sort puts d's lists in a fixed order, so the same report always gives the
-// same Delivery whatever order a connector found things in (D-49):
+// same Delivery whatever order a connector found things in:
 // transactions by date and source ID; balance assertions by date, account,
 // currency and instrument; prices by date, instrument and currency; FX rates
 // by date and currency pair; index readings by index and date. Postings keep

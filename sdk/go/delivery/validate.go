@@ -11,8 +11,7 @@ import (
 )
 
 // FieldError is one field of a Delivery that breaks the contract's
-// conventions, named by its path such as "transactions[2].postings[0].amount"
-// (D-49).
+// conventions, named by its path such as "transactions[2].postings[0].amount".
 type FieldError struct {
 	// Field is the path of the field in the Delivery.
 	Field string
@@ -20,13 +19,13 @@ type FieldError struct {
 	Err error
 }
 
-// Error names the field and the rule it breaks (D-49).
+// Error names the field and the rule it breaks.
 func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
 
-// Unwrap returns the rule's error, for errors.Is (D-49).
+// Unwrap returns the rule's error, for errors.Is.
 func (e *FieldError) Unwrap() error { return e.Err }
 
-// The rules Validate checks; each FieldError wraps one of them (D-49).
+// The rules Validate checks; each FieldError wraps one of them.
 var (
 	// ErrRequired means a field that must be set is empty.
 	ErrRequired = errors.New("required")
@@ -142,7 +141,7 @@ func isISINShape(s string) bool {
 }
 
 // Validate checks every field of d against the contract's conventions
-// (D-49) and returns every problem at once, joined, each a *FieldError
+// and returns every problem at once, joined, each a *FieldError
 // naming its field: decimals, YYYY-MM-DD dates, ISO 4217 codes, required
 // IDs, unique transaction source IDs, and instruments set together with
 // quantities. It does not check that postings balance; Builder reports that

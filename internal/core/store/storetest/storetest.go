@@ -422,7 +422,7 @@ func testSyncStatus(t *testing.T, b Backend) {
 	if err != nil {
 		t.Fatalf("Status: %v", err)
 	}
-	wantStatus := store.InstanceStatus{LastSync: at, NextSync: next, LastError: "sync: unavailable (bearer [redacted])"}
+	wantStatus := store.InstanceRecord{LastSync: at, NextSync: next, LastError: "sync: unavailable (bearer [redacted])"}
 	if diff := cmp.Diff(wantStatus, st, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
 		t.Errorf("Status after a failed sync (-want +got):\n%s", diff)
 	}
@@ -434,7 +434,7 @@ func testSyncStatus(t *testing.T, b Backend) {
 	if err != nil {
 		t.Fatalf("Status: %v", err)
 	}
-	wantStatus = store.InstanceStatus{LastSync: next, LastOK: true, Watermark: "w1", Rows: rows(res)}
+	wantStatus = store.InstanceRecord{LastSync: next, LastOK: true, Watermark: "w1", Rows: rows(res)}
 	if diff := cmp.Diff(wantStatus, st, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
 		t.Errorf("Status after an import (-want +got):\n%s", diff)
 	}

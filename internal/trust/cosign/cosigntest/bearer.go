@@ -14,7 +14,7 @@ import (
 )
 
 // TokenRegistry is a Registry that, once locked, requires a bearer token
-// from its token endpoint, the distribution token flow (issue 17): the
+// from its token endpoint, the distribution token flow: the
 // registry answers 401 with a WWW-Authenticate Bearer challenge naming the
 // endpoint, a second loopback server that hands out a token for the right
 // basic credentials only, and accepts only "Authorization: Bearer <token>".

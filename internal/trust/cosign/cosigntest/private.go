@@ -14,7 +14,7 @@ import (
 
 // PrivateRegistry is a Registry that, once locked, requires basic auth on
 // every request and redirects blob reads to a second loopback server, its
-// blob store, as registries behind a CDN do (issue 17). The blob store
+// blob store, as registries behind a CDN do. The blob store
 // serves the blobs without credentials and counts the requests that carried
 // an Authorization header, which no client may send it: the credentials are
 // for the registry, not for where it redirects.

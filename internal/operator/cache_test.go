@@ -9,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestKeepOwnManagedFields: the cache keeps, of the managed fields, only
+// TestCompactForCacheKeepsOwnPullSecrets: the cache keeps, of the managed fields, only
 // what pullSecretsHeld reads, and reads the same owned pull Secrets from it.
-func TestKeepOwnManagedFields(t *testing.T) {
+func TestCompactForCacheKeepsOwnPullSecrets(t *testing.T) {
 	own := `{"f:metadata":{"f:labels":{"f:openfief.io/plugin":{}}},"f:spec":{"f:replicas":{},"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"plugin\"}":{".":{},"f:image":{}}},"f:imagePullSecrets":{"k:{\"name\":\"pull-a\"}":{}}}}}}`
 	entries := func() []metav1.ManagedFieldsEntry {
 		return []metav1.ManagedFieldsEntry{
@@ -23,7 +23,7 @@ func TestKeepOwnManagedFields(t *testing.T) {
 	path := []string{"spec", "template", "spec", "imagePullSecrets"}
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{ManagedFields: entries()}}
 	wantNames, wantKeyed, wantOwns := ownedPullSecrets(d.ManagedFields, path)
-	if _, err := keepOwnManagedFields(d); err != nil {
+	if _, err := compactForCache(d); err != nil {
 		t.Fatal(err)
 	}
 	if len(d.ManagedFields) != 1 {
@@ -43,7 +43,7 @@ func TestKeepOwnManagedFields(t *testing.T) {
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ManagedFields: entries()}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{ManagedFields: entries()}},
 	} {
-		if _, err := keepOwnManagedFields(obj); err != nil {
+		if _, err := compactForCache(obj); err != nil {
 			t.Fatal(err)
 		}
 		if got := obj.GetManagedFields(); got != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/arkadiuss/openfief/internal/core/ownerapi"
 	"github.com/arkadiuss/openfief/internal/core/store"
 	"github.com/arkadiuss/openfief/internal/display"
 	connectorv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1"
@@ -14,7 +15,7 @@ type Store interface {
 	Import(ctx context.Context, instance string, kind store.Kind, d *connectorv1.Delivery) (store.ImportResult, error)
 	Watermark(ctx context.Context, instance string) (string, error)
 	RecordSync(ctx context.Context, instance string, r store.SyncRecord) error
-	Status(ctx context.Context, instance string) (store.InstanceStatus, error)
+	Status(ctx context.Context, instance string) (store.InstanceRecord, error)
 	Instances(ctx context.Context) ([]string, error)
 }
 
@@ -25,22 +26,24 @@ func isInvalidDelivery(err error) bool {
 	return errors.As(err, &ve)
 }
 
-// fromStore is the owner API's view of what the store recorded; an
-// instance the store does not know yet has an empty status.
-func fromStore(name string, st store.InstanceStatus) InstanceStatus {
+// ownerStatus turns what the store holds of instance name into the owner
+// API's status, escaping the plugin-written text; an instance the store
+// does not know yet has an empty record, so an empty status. The caller
+// adds the schedule.
+func ownerStatus(name string, rec store.InstanceRecord) ownerapi.InstanceStatus {
 	// The last error and the watermark are plugin-written text; a record
 	// stored before OF-17 may hold them raw, so they are escaped here too.
-	out := InstanceStatus{Plugin: name, LastOK: st.LastOK, LastError: display.Message(st.LastError), Watermark: display.Text(st.Watermark)}
-	if !st.LastSync.IsZero() {
-		t := st.LastSync.UTC()
+	out := ownerapi.InstanceStatus{Plugin: name, LastOK: rec.LastOK, LastError: display.Message(rec.LastError), Watermark: display.Text(rec.Watermark)}
+	if !rec.LastSync.IsZero() {
+		t := rec.LastSync.UTC()
 		out.LastSync = &t
 	}
-	if !st.NextSync.IsZero() {
-		t := st.NextSync.UTC()
+	if !rec.NextSync.IsZero() {
+		t := rec.NextSync.UTC()
 		out.NextSync = &t
 	}
-	r := st.Rows
-	out.Rows = RowCounts{
+	r := rec.Rows
+	out.Rows = ownerapi.RowCounts{
 		Batches: r.Batches, Transactions: r.Transactions, Postings: r.Postings, Balances: r.Balances,
 		Prices: r.Prices, FxRates: r.FxRates, IndexReadings: r.IndexReadings, Problems: r.Problems,
 	}

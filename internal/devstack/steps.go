@@ -1,0 +1,177 @@
+package devstack
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/arkadiuss/openfief/deploy"
+	"github.com/arkadiuss/openfief/internal/devcluster"
+	"github.com/arkadiuss/openfief/internal/ocisign"
+)
+
+// startStep is one step of Start: what it prints and what it does. A step
+// may fill in opts for the steps after it (the egress proxy's stand-in
+// resolver, the core's resolver).
+type startStep struct {
+	what string
+	run  func(ctx context.Context, opts *Options) error
+}
+
+// startPlan lists Start's steps of s for opts, in order, leaving out those
+// opts does not ask for: the real node's proxy address (Node), the
+// components' identities (RunAsServiceAccounts) and the local plugin
+// processes (LocalPlugins).
+func (s *Stack) startPlan(opts Options) []startStep {
+	plan := []startStep{
+		{controlPlaneWhat(opts.Node), s.startControlPlane},
+		{"creating the openfief namespace (restricted), the core's and proxy's Services and the owner's ServiceAccount", s.installBasics},
+	}
+	if opts.Node == devcluster.NodeReal {
+		plan = append(plan, startStep{"pointing the egress proxy's Service at the node's bridge address, and letting plugin pods reach it there",
+			func(ctx context.Context, _ *Options) error { return s.installProxyOnNode(ctx, s.admin) }})
+	}
+	if opts.RunAsServiceAccounts {
+		plan = append(plan, startStep{"applying the ServiceAccounts and RBAC of deploy/operator, deploy/egress-proxy and deploy/core, to run each as those",
+			func(ctx context.Context, _ *Options) error { return s.installIdentities(ctx) }})
+	}
+	plan = append(plan,
+		startStep{"building the nbp-fx plugin image (or reusing .cache/images) and serving it, signed, from a loopback registry; its key in openfief-trusted-signers", s.startSignedRegistry},
+		startStep{"starting the operator", func(_ context.Context, opts *Options) error { return s.startOperator(*opts) }},
+		startStep{"starting the egress proxy", s.startEgressProxy},
+	)
+	if opts.LocalPlugins {
+		plan = append(plan, startStep{"building nbp-fx to run demo plugins as local processes (kwok runs no container)", s.startLocalPluginProcesses})
+	}
+	return append(plan,
+		startStep{"starting openfief-core (SQLite in " + filepath.Join(opts.Dir, "core.db") + ")", s.startCoreStep},
+		startStep{"writing " + filepath.Join(opts.Dir, "env"), func(_ context.Context, opts *Options) error { return s.writeEnv(opts.Dir) }},
+	)
+}
+
+// controlPlaneWhat names the first step, which differs with the node kind.
+func controlPlaneWhat(node devcluster.NodeKind) string {
+	if node == devcluster.NodeReal {
+		return "starting the control plane (etcd, kube-apiserver, controller-manager, scheduler) and a real node (containerd, kubelet, kube-proxy, kube-router)"
+	}
+	return "starting the control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok)"
+}
+
+// startControlPlane writes the CRDs of this tree, starts the full local
+// control plane with them (and the real node when opts.Node asks), and
+// copies its admin kubeconfig into opts.Dir.
+func (s *Stack) startControlPlane(ctx context.Context, opts *Options) error {
+	crdDir := filepath.Join(opts.Dir, "crds")
+	if err := os.MkdirAll(crdDir, 0o700); err != nil {
+		return err
+	}
+	if err := deploy.WriteCRDs(crdDir); err != nil {
+		return err
+	}
+	c, err := devcluster.Start(ctx, devcluster.Options{
+		Mode: devcluster.Full, Nodes: opts.Nodes, BinDir: opts.BinDir, Node: opts.Node,
+		CRDDirectoryPaths: []string{crdDir}, Output: opts.Logs,
+		StartTimeout: startTimeout(opts.Node),
+	})
+	if err != nil {
+		return err
+	}
+	s.Cluster = c
+	s.stops = append(s.stops, func() { _ = c.Stop() })
+	if s.admin, err = kubernetes.NewForConfig(c.Config); err != nil {
+		return err
+	}
+	s.KubeconfigPath = filepath.Join(opts.Dir, "kubeconfig")
+	raw, err := os.ReadFile(c.KubeconfigPath)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(s.KubeconfigPath, raw, 0o600)
+}
+
+// installBasics creates the namespace, the core's and the proxy's Services
+// and the core's ServiceAccount (installNamespace), and the owner's
+// ServiceAccount and Role (installOwner).
+func (s *Stack) installBasics(ctx context.Context, _ *Options) error {
+	if err := s.installNamespace(ctx, s.admin); err != nil {
+		return err
+	}
+	return s.installOwner(ctx)
+}
+
+// startSignedRegistry makes the local owner key, serves the demo images
+// signed with it from a loopback registry (which a real node is told to
+// trust over plain HTTP), and publishes the key in the cluster's
+// openfief-trusted-signers.
+func (s *Stack) startSignedRegistry(ctx context.Context, opts *Options) error {
+	signer, err := ocisign.NewKeySigner()
+	if err != nil {
+		return err
+	}
+	s.signer = signer
+	if err := s.startRegistry(ctx, opts.Dir, signer, opts.Progress); err != nil {
+		return err
+	}
+	if opts.Node == devcluster.NodeReal {
+		// The node pulls the plugin images from it over plain HTTP.
+		if err := s.Cluster.TrustRegistry(s.RegistryHost); err != nil {
+			return err
+		}
+	}
+	return s.publishSigners(ctx, s.admin)
+}
+
+// startEgressProxy starts the egress proxy as its own identity. With
+// LocalPlugins and no resolver of the caller's, it first starts FakeNBP and
+// points the proxy's resolver and dialer at it, since the demo has no
+// internet.
+func (s *Stack) startEgressProxy(_ context.Context, opts *Options) error {
+	client, err := kubernetes.NewForConfig(s.clientConfig(*opts, ProxyUser))
+	if err != nil {
+		return err
+	}
+	if opts.LocalPlugins && opts.ProxyResolver == nil {
+		nbp, err := StartFakeNBP("")
+		if err != nil {
+			return err
+		}
+		s.stops = append(s.stops, nbp.Close)
+		s.FakeNBP = nbp
+		opts.ProxyResolver, opts.ProxyDialer, opts.UnsafeAllowPrefixes = nbp.Resolver(), nbp.Dialer(), LoopbackPrefixes()
+	}
+	return s.startProxy(client, *opts)
+}
+
+// startLocalPluginProcesses builds nbp-fx and runs every Plugin of a demo
+// image as a local process, which the core then calls unless the caller
+// chose where it calls plugins.
+func (s *Stack) startLocalPluginProcesses(_ context.Context, opts *Options) error {
+	ca := ""
+	if s.FakeNBP != nil {
+		ca = s.FakeNBP.CAFile()
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	lp, err := s.startLocalPlugins(lctx, *opts, ca)
+	if err != nil {
+		cancel()
+		return err
+	}
+	s.stops = append(s.stops, cancel)
+	if opts.CoreResolve == nil {
+		opts.CoreResolve = lp.resolve
+	}
+	return nil
+}
+
+// startCoreStep starts openfief-core. With a real node and no resolver of
+// the caller's, the core calls a plugin's Service by its ClusterIP, read
+// from the API, since the node's host network has no cluster DNS.
+func (s *Stack) startCoreStep(ctx context.Context, opts *Options) error {
+	if opts.Node == devcluster.NodeReal && opts.CoreResolve == nil {
+		opts.CoreResolve = clusterIPResolver(s.admin, slog.New(slog.NewTextHandler(orDiscard(opts.Logs), nil)))
+	}
+	return s.startCore(ctx, *opts)
+}
