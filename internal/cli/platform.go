@@ -24,7 +24,7 @@ import (
 const defaultPlatformTimeout = 5 * time.Minute
 
 // newPlatformCommand builds `openfief platform`: install, upgrade,
-// uninstall and status of the platform itself (OF-22), for the cluster
+// uninstall and status of the platform itself (OF-23), for the cluster
 // admin.
 func newPlatformCommand(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
