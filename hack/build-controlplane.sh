@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # build-controlplane.sh builds the control-plane binaries the tests and the
 # local cluster run (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kwok) plus controller-gen, all from the modules pinned under
-# hack/tools, and links them into .bin/.
+# kube-scheduler, kwok) plus controller-gen and kubectl, all from the modules
+# pinned under hack/tools, and links them into .bin/.
 #
 # Binaries live in a per-user cache keyed by a hash of the pins (every go.mod,
 # go.sum and Go file of the modules hack/tools, hack/tools/etcd and
@@ -77,6 +77,7 @@ targets=(
 hash="$(pins_hash)"
 cache="${cache_root}/${hash}"
 mkdir -p "${cache}" "${bin_dir}"
+main_cache="${cache}"
 
 # Only the named targets, when names are given (the hash above covers them all).
 if (($# > 0)); then
@@ -109,8 +110,16 @@ if [[ ! -s ${stages} ]]; then
 fi
 ln -sfn "${stages}" "${bin_dir}/kwok-stages.yaml"
 
+# kubectl from the same Kubernetes release, pinned in a module of its own
+# (hack/tools/kubectl) and cached under a key of its own beside the control
+# plane's, so that it changes nothing of the control plane's cache.
+targets=("kubectl|kubectl|k8s.io/kubernetes/cmd/kubectl|${kube_ldflags}")
+cache="${cache_root}/kubectl-$(module_hash "${targets[*]}" hack/tools/kubectl)"
+mkdir -p "${cache}"
+build_targets
+
 if ((built == 0)); then
-	echo "control plane up to date in ${cache} (linked into ${bin_dir})"
+	echo "control plane up to date in ${main_cache} (linked into ${bin_dir})"
 else
-	echo "control plane built into ${cache} (linked into ${bin_dir})"
+	echo "control plane built into ${main_cache} (linked into ${bin_dir})"
 fi

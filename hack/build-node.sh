@@ -2,8 +2,9 @@
 # build-node.sh builds the components of the local real node (docs/node.md):
 # kubelet and kube-proxy from the k8s.io/kubernetes pinned in hack/tools/node
 # (the same release as the control plane), containerd and its runc shim from
-# hack/tools/containerd, and kube-router (NetworkPolicy enforcement,
-# firewall-only) from hack/tools/kube-router; it links them into .bin/ and
+# hack/tools/containerd, kube-router (NetworkPolicy enforcement,
+# firewall-only) from hack/tools/kube-router, and CoreDNS (the cluster DNS,
+# with only the plugins it uses) from hack/tools/coredns; it links them into .bin/ and
 # installs what comes from Debian (runc, the CNI plugins, iptables, ipset,
 # conntrack, nftables, iproute2) through hack/apt-install.sh. It also builds
 # hack/pause, the project's own sandbox process, statically.
@@ -80,6 +81,7 @@ fi
 hash="$(pins_hash)"
 cache="${cache_root}/${hash}"
 mkdir -p "${cache}" "${bin_dir}"
+main_cache="${cache}"
 
 build_targets
 
@@ -104,8 +106,19 @@ if [[ ! -x ${pause} ]]; then
 fi
 ln -sfn "${pause}" "${bin_dir}/pause"
 
+# CoreDNS, the cluster DNS (devcluster's Options.ClusterDNS), from
+# hack/tools/coredns with only the plugins it links: static (it runs in an
+# image with nothing else) and without paths of this machine, under a cache
+# key of its own, so that it rebuilds none of the binaries above.
+CGO_ENABLED=0
+export CGO_ENABLED
+targets=("coredns|coredns|.|-s -w")
+cache="${cache_root}/coredns-$(module_hash "${targets[*]} -trimpath" hack/tools/coredns)"
+mkdir -p "${cache}"
+GOFLAGS="${GOFLAGS} -trimpath" build_targets
+
 if ((built == 0)); then
-	echo "node up to date in ${cache} (linked into ${bin_dir})"
+	echo "node up to date in ${main_cache} (linked into ${bin_dir})"
 else
-	echo "node built into ${cache} (linked into ${bin_dir})"
+	echo "node built into ${main_cache} (linked into ${bin_dir})"
 fi

@@ -1,3 +1,5 @@
+//go:build cluster
+
 package admission
 
 import (
@@ -22,16 +24,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
-	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/operator"
+	"github.com/arkadiuss/openfief/internal/operator/operatortest"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/testutil"
 	"github.com/arkadiuss/openfief/internal/trust"
@@ -74,35 +74,16 @@ func (r *rejectionCounter) count() int {
 // ends.
 func startOperatorAs(t *testing.T, env *admissionEnv) *rejectionCounter {
 	t.Helper()
-	s, err := apiconv.NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := rest.CopyConfig(env.cluster.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: asOperator}
 	rejections := &rejectionCounter{}
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { rejections.next = rt; return rejections })
 	o := operator.DefaultOptions()
 	o.Images = signedImages{}
 	o.MetricsBindAddress, o.HealthProbeBindAddress, o.LeaderElection = "0", "", false
-	opts := o.ManagerOptions(s)
-	opts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
-	mgr, err := ctrl.NewManager(cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := operator.AddToManager(mgr, o); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("operator: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	operatortest.Start(t, env.cluster.Config, operatortest.Options{
+		Manager:   o.ManagerOptions,
+		Setup:     func(mgr ctrl.Manager) error { _, err := operator.AddToManager(mgr, o); return err },
+		As:        asOperator,
+		Transport: func(rt http.RoundTripper) http.RoundTripper { rejections.next = rt; return rejections },
+	})
 	return rejections
 }
 

@@ -1,3 +1,5 @@
+//go:build cluster
+
 // Package admission tests the ValidatingAdmissionPolicy in this directory
 // (kubectl apply -k deploy/admission) on a real API server. It holds only
 // tests; deploy's own fast render tests stay free of a control plane.

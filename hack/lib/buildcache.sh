@@ -24,6 +24,25 @@ kube_version_ldflags() {
 	printf '%s' "${flags}"
 }
 
+# module_hash prints a 16-hex-digit key of the Go toolchain, the platform,
+# every go.mod, go.sum and Go file under the folders $2... (relative to
+# ${root}) and the build recipe $1: the cache key of a binary built from
+# modules of its own.
+module_hash() {
+	local recipe=$1
+	shift
+	{
+		go version
+		go env GOOS GOARCH CGO_ENABLED
+		(cd "${root}" && find "$@" -type f \( -name go.mod -o -name go.sum -o -name '*.go' \) | LC_ALL=C sort |
+			while read -r f; do
+				printf '%s\n' "${f}"
+				sha256sum <"${f}"
+			done)
+		printf '%s\n' "${recipe}"
+	} | sha256sum | cut -c1-16
+}
+
 # Temporary outputs of this run, removed if it is interrupted.
 tmp_files=()
 remove_tmp_files() {

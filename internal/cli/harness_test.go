@@ -17,20 +17,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
-	"github.com/arkadiuss/openfief/internal/apiconv"
-	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/plugins"
-	"github.com/arkadiuss/openfief/internal/testutil"
 	"github.com/arkadiuss/openfief/internal/trust/cosign"
 	"github.com/arkadiuss/openfief/internal/trust/cosign/cosigntest"
 )
 
-// The command tests run openfief in-process against the package's shared
-// minimal control plane (a real kube-apiserver and etcd with the CRDs from
-// deploy/crds) and an in-process registry of images signed with an owner
-// key that a signers.json in the test's directory trusts. The operator does
-// not run: tests check the objects the CLI writes, and write a Plugin's
-// status by hand where a command reads it.
+// The command tests run openfief in-process with an in-process registry of
+// images signed with an owner key that a signers.json in the test's
+// directory trusts. Those built with `-tags cluster` also run against the
+// package's shared minimal control plane (a real kube-apiserver and etcd
+// with the CRDs from deploy/crds, newKube in kube_test.go). The operator
+// does not run: tests check the objects the CLI writes, and write a
+// Plugin's status by hand where a command reads it.
 
 // images is a registry with an owner key and a signers.json trusting it.
 type images struct {
@@ -76,24 +74,6 @@ func (im *images) unsigned(t *testing.T, repo string, m plugins.Manifest) plugin
 type kube struct {
 	kubeconfig string
 	c          client.Client
-}
-
-func newKube(t *testing.T) *kube {
-	t.Helper()
-	cl := devcluster.Shared(t, devcluster.Options{CRDDirectoryPaths: []string{testutil.CRDDir()}})
-	s, err := apiconv.NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cl.Config, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plugins.Namespace}}
-	if err := c.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	return &kube{kubeconfig: cl.KubeconfigPath, c: c}
 }
 
 // result is what one run of openfief left.

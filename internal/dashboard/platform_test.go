@@ -1,3 +1,5 @@
+//go:build cluster
+
 package dashboard_test
 
 import (
@@ -10,10 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/yaml"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
@@ -21,6 +21,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/operator"
+	"github.com/arkadiuss/openfief/internal/operator/operatortest"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/testutil"
 	"github.com/arkadiuss/openfief/internal/trust"
@@ -147,28 +148,10 @@ func (p *platform) startOperator(t *testing.T) {
 	o := operator.DefaultOptions()
 	o.Images = trust.NewPolicyVerifier(images, policy)
 	o.MetricsBindAddress, o.HealthProbeBindAddress, o.LeaderElection = "0", "", false
-	s, err := apiconv.NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mopts := o.ManagerOptions(s)
-	mopts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
-	mgr, err := ctrl.NewManager(p.cluster.Config, mopts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := operator.AddToManager(mgr, o); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("operator: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	operatortest.Start(t, p.cluster.Config, operatortest.Options{
+		Manager: o.ManagerOptions,
+		Setup:   func(mgr ctrl.Manager) error { _, err := operator.AddToManager(mgr, o); return err },
+	})
 }
 
 // install creates the Plugin as a vendor's install writes it: the image and

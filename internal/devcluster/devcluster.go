@@ -62,6 +62,16 @@ type Options struct {
 	// zero value) or one real node (NodeReal: root, `make node`,
 	// docs/node.md), which needs Nodes to be 0 or 1.
 	Node NodeKind
+	// ClusterDNS, with a real node, runs the cluster DNS: CoreDNS (`make
+	// node` builds it) as a kube-system Deployment behind the kube-dns
+	// Service at the kubelet's clusterDNS address; Start returns once it
+	// answers. It serves the cluster's names only (docs/node.md).
+	ClusterDNS bool
+	// Volumes, with a real node, is the number of PersistentVolumes of no
+	// class (VolumeCapacity each, ReadWriteOnce, hostPath folders in the
+	// node's state folder) Start makes, so claims of no class bind; there
+	// is no provisioner. What they hold goes when the cluster stops.
+	Volumes int
 }
 
 // Cluster is a running control plane. Its methods are safe to call from
@@ -78,6 +88,7 @@ type Cluster struct {
 	// Mode is the mode the cluster runs in.
 	Mode Mode
 
+	binDir string // where the binaries are
 	env    *envtest.Environment
 	procs  []*process
 	reaper *reaper
@@ -111,6 +122,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, fmt.Errorf("devcluster: unknown node kind %v", opts.Node)
 	case opts.Node == NodeReal && (opts.Mode != Full || opts.Nodes != 1):
 		return nil, fmt.Errorf("devcluster: a real node needs Mode Full and one node, got %v and %d", opts.Mode, opts.Nodes)
+	case opts.ClusterDNS && opts.Node != NodeReal:
+		return nil, errors.New("devcluster: ClusterDNS needs a real node")
+	case opts.Volumes < 0 || opts.Volumes > 0 && opts.Node != NodeReal:
+		return nil, fmt.Errorf("devcluster: Volumes needs a real node and must not be negative, got %d", opts.Volumes)
 	}
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 60 * time.Second
@@ -136,7 +151,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("devcluster: %w", err)
 	}
-	c = &Cluster{Dir: dir, Mode: opts.Mode}
+	c = &Cluster{Dir: dir, Mode: opts.Mode, binDir: binDir}
 	defer func() {
 		if err != nil {
 			_ = c.Stop()
@@ -220,7 +235,9 @@ func (c *Cluster) startAPIServer(ctx context.Context, binDir string, opts Option
 	// plugins) needs more.
 	c.env.ControlPlane.APIServer.Configure().Set("service-cluster-ip-range", ServiceCIDR)
 	if c.node != nil {
-		c.node.configureAPIServer(c.env.ControlPlane.APIServer)
+		if err := c.node.configureAPIServer(c.env.ControlPlane.APIServer); err != nil {
+			return err
+		}
 	}
 	// envtest cannot be interrupted and gives no process ids: while it
 	// starts, hand each process it starts to the watchdog as soon as it

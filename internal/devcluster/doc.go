@@ -28,7 +28,7 @@
 // without calling Stop (a test timeout, a kill), so no etcd is left behind.
 //
 // Starting takes about 3 s in either mode on a two-core machine (median of 5:
-// minimal 2.9 s, full 3.1 s; `go test -run '^$' -bench Start -benchtime 5x`).
+// minimal 2.9 s, full 3.1 s; `go test -tags cluster -run '^$' -bench Start -benchtime 5x`).
 // Test packages still share one control plane per mode through [Main] and
 // [Shared]:
 //

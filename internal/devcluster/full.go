@@ -56,7 +56,6 @@ func (c *Cluster) startFull(ctx context.Context, binDir string, opts Options) er
 			// ServiceAccount tokens with.
 			"--service-account-private-key-file=" + filepath.Join(certDir, "sa-signer.key"),
 			"--root-ca-file=" + caFile,
-			"--use-service-account-credentials=false",
 		}},
 		{schedulerBin, []string{
 			"--kubeconfig=" + kubeconfig,
@@ -77,6 +76,8 @@ func (c *Cluster) startFull(ctx context.Context, binDir string, opts Options) er
 		// The real node's kubelet plays the node: no kwok.
 		components[0].args = append(components[0].args, c.node.controllerManagerArgs()...)
 		components = components[:2]
+	} else {
+		components[0].args = append(components[0].args, "--use-service-account-credentials=false")
 	}
 	for _, comp := range components {
 		p, err := startProcess(comp.name, filepath.Join(binDir, comp.name), comp.args, logs, opts.Output)

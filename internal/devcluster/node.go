@@ -100,6 +100,11 @@ func prepareNode(opts Options, binDir string) (n *realNode, err error) {
 	if err := requireNodeFiles(binDir); err != nil {
 		return nil, err
 	}
+	if opts.ClusterDNS {
+		if err := requireFiles(binDir, corednsBin); err != nil {
+			return nil, fmt.Errorf("%w (CoreDNS is built by `make node`)", err)
+		}
+	}
 	lock, err := lockNodes(nodeLockWait)
 	if err != nil {
 		return nil, err
@@ -233,24 +238,30 @@ func (n *realNode) writeConfig() error {
 	return nil
 }
 
-// configureAPIServer adds what a real kubelet needs of the API server: the
-// Node authorizer and NodeRestriction, the client certificate it presents
-// to the kubelet, and no endpoint reconciler (it refuses a loopback
-// address).
-func (n *realNode) configureAPIServer(api *envtest.APIServer) {
+// configureAPIServer adds what a real kubelet and the pods need of the API
+// server: the Node authorizer and NodeRestriction, the client certificate
+// it presents to the kubelet, and serving the pods as on a real cluster
+// (servePods: the bridge address, the kubernetes Service, ServiceAccount
+// admission).
+func (n *realNode) configureAPIServer(api *envtest.APIServer) error {
+	if err := n.servePods(api); err != nil {
+		return err
+	}
 	args := api.Configure()
 	args.Set("authorization-mode", "Node,RBAC")
-	args.Set("enable-admission-plugins", "NodeRestriction")
-	args.Set("endpoint-reconciler-type", "none")
 	args.Set("kubelet-client-certificate", n.certs.apiServerClientCert)
 	args.Set("kubelet-client-key", n.certs.apiServerClientKey)
 	args.Set("kubelet-preferred-address-types", "InternalIP")
+	return nil
 }
 
 // controllerManagerArgs are the controller manager's extra flags: it gives
-// the node its pod range.
+// the node its pod range, and its controllers act under their own
+// ServiceAccounts (system:serviceaccount:kube-system:replicaset-controller,
+// ...), as kubeadm's and kind's do, which deploy/admission's policy expects.
 func (n *realNode) controllerManagerArgs() []string {
 	return []string{
+		"--use-service-account-credentials=true",
 		"--allocate-node-cidrs=true",
 		"--cluster-cidr=" + n.net.podCIDR.String(),
 		"--node-cidr-mask-size=24",
@@ -357,13 +368,22 @@ func (n *realNode) start(ctx context.Context, c *Cluster, opts Options) error {
 	}
 	// kube-router's firewall is in place once its FORWARD chain is hooked in;
 	// kube-proxy once its table exists.
-	return c.waitFor(ctx, "kube-proxy's and kube-router's rules", func(context.Context) (bool, error) {
+	if err := c.waitFor(ctx, "kube-proxy's and kube-router's rules", func(context.Context) (bool, error) {
 		out, err := run("iptables", "-w", "-t", "filter", "-S", "FORWARD")
 		if err != nil || !strings.Contains(out, "KUBE-ROUTER-FORWARD") {
 			return false, nil
 		}
 		return tableExists("ip", "kube-proxy"), nil
-	})
+	}); err != nil {
+		return err
+	}
+	if err := n.makeVolumes(ctx, cs, opts.Volumes); err != nil {
+		return err
+	}
+	if opts.ClusterDNS {
+		return n.startDNS(ctx, c, cs)
+	}
+	return nil
 }
 
 // stop ends the node and cleans up everything it did to the machine, then
@@ -419,7 +439,8 @@ func (c *Cluster) NodeStateDir() string {
 }
 
 // ClusterDNS returns the address the real node's kubelet gives pods as
-// their cluster DNS server (no DNS server runs), or nil without a real node.
+// their cluster DNS server (CoreDNS answers there with Options.ClusterDNS,
+// nothing otherwise), or nil without a real node.
 func (c *Cluster) ClusterDNS() net.IP {
 	if c.node == nil {
 		return nil

@@ -19,7 +19,7 @@ type nodeLayout struct {
 	shimSocketDir, runcRoot, certsD, containerdConfig                  string
 	cniBin, cniConf, cniCache                                          string
 	kubeletRoot, kubeletCerts, kubeletConfig, kubeletKubeconfig        string
-	podLogs, volumePlugins, resolvConf                                 string
+	podLogs, volumePlugins, resolvConf, volumes                        string
 	proxyConfig, proxyKubeconfig, routerKubeconfig                     string
 	logs                                                               string
 }
@@ -47,12 +47,16 @@ func newNodeLayout(dir string) nodeLayout {
 		podLogs:           j("pods"),
 		volumePlugins:     j("volume-plugins"),
 		resolvConf:        j("resolv.conf"),
+		volumes:           j("pv"),
 		proxyConfig:       j("kube-proxy-config.yaml"),
 		proxyKubeconfig:   j("kube-proxy.kubeconfig"),
 		routerKubeconfig:  j("kube-router.kubeconfig"),
 		logs:              j("logs"),
 	}
 }
+
+// clusterDomain is the DNS domain of the cluster's Services.
+const clusterDomain = "cluster.local"
 
 // nodeNet is the node's addressing: one bridge of ours, the pods' /24 on
 // it (its first address is the gateway and the node's own address), and the
@@ -183,7 +187,7 @@ func kubeletConfigYAML(l nodeLayout, n nodeNet, port int, clientCA, cgroupRoot s
 		`authorization:`,
 		`  mode: Webhook`,
 		`clusterDNS: [` + q(n.dns.String()) + `]`,
-		`clusterDomain: cluster.local`,
+		`clusterDomain: ` + clusterDomain,
 		`resolvConf: ` + q(l.resolvConf),
 		`podLogsDir: ` + q(l.podLogs),
 		`volumePluginDir: ` + q(l.volumePlugins),

@@ -1,8 +1,9 @@
+//go:build cluster
+
 package operator
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"slices"
 	"sync"
@@ -16,14 +17,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/devcluster"
+	"github.com/arkadiuss/openfief/internal/operator/operatortest"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/testutil"
 	"github.com/arkadiuss/openfief/internal/trust"
@@ -161,43 +161,12 @@ func startOperatorQPS(t testing.TB, c *devcluster.Cluster, images trust.ImageChe
 // controller-runtime's default).
 func startManager(t testing.TB, c *devcluster.Cluster, qps float32, setup func(ctrl.Manager) error) *operatorRun {
 	t.Helper()
-	s, err := apiconv.NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
 	counter := &writeCounter{}
-	cfg := rest.CopyConfig(c.Config)
-	if qps > 0 {
-		cfg.QPS, cfg.Burst = qps, int(2*qps)
-	}
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
-	opts := Options{}.ManagerOptions(s)
-	opts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
-	mgr, err := ctrl.NewManager(cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := setup(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	var once sync.Once
-	run := &operatorRun{writes: counter, stop: func() { once.Do(func() { cancel(); <-done }) }}
-	t.Cleanup(run.stop)
-	return run
-}
-
-// describeJSON renders v for a failure message.
-func describeJSON(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
+	run := operatortest.Start(t, c.Config, operatortest.Options{
+		Manager: Options{}.ManagerOptions, Setup: setup, QPS: qps, Burst: int(2 * qps),
+		Transport: func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter },
+	})
+	return &operatorRun{writes: counter, stop: run.Stop}
 }
 
 // assertHardenedPod checks the pod meets the restricted Pod Security Standard

@@ -1,3 +1,5 @@
+//go:build cluster
+
 package operator
 
 import (
@@ -7,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,16 +22,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/deploy"
-	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/devcluster"
+	"github.com/arkadiuss/openfief/internal/operator/operatortest"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/testutil"
 	"github.com/arkadiuss/openfief/internal/trust"
@@ -204,38 +203,21 @@ func runOperatorAs(t testing.TB, c *devcluster.Cluster, user, lease string, imag
 // o.Images, AddToManager builds the binary's image checker from o.
 func runOperatorWithOptions(t testing.TB, c *devcluster.Cluster, user, lease string, o Options) (*refusals, func()) {
 	t.Helper()
-	s, err := apiconv.NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := rest.CopyConfig(c.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	refused := &refusals{}
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { refused.Next = rt; return refused })
 	o.MetricsBindAddress, o.HealthProbeBindAddress, o.LeaderElection = "0", "", true
-	opts := o.ManagerOptions(s)
-	opts.LeaderElectionID = lease
-	opts.LeaderElectionReleaseOnCancel = true
-	opts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
-	mgr, err := ctrl.NewManager(cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := AddToManager(mgr, o); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Logf("the operator as %s stopped: %v", user, err)
-		}
-	}()
-	var once sync.Once
-	stop := func() { once.Do(func() { cancel(); <-done }) }
-	t.Cleanup(stop)
-	return refused, stop
+	run := operatortest.Start(t, c.Config, operatortest.Options{
+		Manager: func(s *runtime.Scheme) ctrl.Options {
+			opts := o.ManagerOptions(s)
+			opts.LeaderElectionID = lease
+			opts.LeaderElectionReleaseOnCancel = true
+			return opts
+		},
+		Setup:     func(mgr ctrl.Manager) error { _, err := AddToManager(mgr, o); return err },
+		As:        user,
+		Transport: func(rt http.RoundTripper) http.RoundTripper { refused.Next = rt; return refused },
+		MayFail:   true,
+	})
+	return refused, run.Stop
 }
 
 // TestOperatorRunsUnderItsRole installs deploy/operator's RBAC and runs the

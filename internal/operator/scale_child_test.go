@@ -1,3 +1,5 @@
+//go:build cluster
+
 package operator
 
 import (
@@ -9,12 +11,13 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
-	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/memlimit"
+	"github.com/arkadiuss/openfief/internal/operator/operatortest"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/testutil"
 	"github.com/arkadiuss/openfief/internal/trust"
@@ -82,11 +85,6 @@ func operatorChild() error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", childBurstEnv, err)
 	}
-	cfg.QPS, cfg.Burst = float32(qps), burst
-	s, err := apiconv.NewScheme()
-	if err != nil {
-		return err
-	}
 	o := DefaultOptions()
 	o.Images = allSigned{}
 	o.LeaderElection = false
@@ -97,13 +95,16 @@ func operatorChild() error {
 			return fmt.Errorf("%s: %w", benchWorkersEnv, err)
 		}
 	}
-	opts := o.ManagerOptions(s)
-	opts.PprofBindAddress = os.Getenv(childPprofEnv)
-	mgr, err := ctrl.NewManager(cfg, opts)
+	mgr, err := operatortest.New(cfg, operatortest.Options{
+		Manager: func(s *runtime.Scheme) ctrl.Options {
+			opts := o.ManagerOptions(s)
+			opts.PprofBindAddress = os.Getenv(childPprofEnv)
+			return opts
+		},
+		Setup: func(mgr ctrl.Manager) error { _, err := AddToManager(mgr, o); return err },
+		QPS:   float32(qps), Burst: burst,
+	})
 	if err != nil {
-		return err
-	}
-	if _, err := AddToManager(mgr, o); err != nil {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())

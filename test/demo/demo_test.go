@@ -1,3 +1,5 @@
+//go:build cluster
+
 // Package demo runs `make demo`'s script, the README's first command, as a
 // test: the main job must not break unnoticed.
 package demo

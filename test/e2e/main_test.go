@@ -1,3 +1,5 @@
+//go:build cluster
+
 // Package e2e runs the plugin lifecycle end to end on the full local
 // platform (internal/devstack): a control plane built from source with the
 // Deployment controller, garbage collector, scheduler and kwok, the

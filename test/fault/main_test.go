@@ -1,3 +1,5 @@
+//go:build cluster
+
 // Package fault is the fault suite: the plugin platform on the
 // local control plane (internal/devcluster in Full mode: etcd,
 // kube-apiserver, controller-manager, scheduler, kwok) while its parts die.

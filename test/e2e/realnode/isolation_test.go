@@ -1,3 +1,5 @@
+//go:build cluster
+
 // Package realnode runs the platform with a real node (devstack with
 // devcluster.NodeReal, docs/node.md): plugins run as containers under the
 // NetworkPolicies the operator writes, and the isolation they promise is

@@ -7,7 +7,11 @@
 // datagram answered ("open" once an answer comes back); `probe proxy
 // HOST:PORT` asks the egress proxy in $HTTPS_PROXY for a tunnel there with
 // the token in $OPENFIEF_EGRESS_TOKEN_FILE and prints "status N" (200: the
-// tunnel is open), or what the connection to the proxy met.
+// tunnel is open), or what the connection to the proxy met. `probe
+// apiserver` prints the user the API server sees behind the pod's
+// ServiceAccount token ("user NAME"); `probe resolve udp|tcp NAME` the
+// addresses the cluster DNS gives NAME over that transport; `probe write
+// DIR` writes a file there and reads it back.
 package main
 
 import (
@@ -28,6 +32,18 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "whoami" {
 		fmt.Printf("exec: uid=%d gid=%d\n", os.Getuid(), os.Getgid())
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "apiserver" {
+		fmt.Println(apiserver())
+		return
+	}
+	if len(os.Args) > 2 && os.Args[1] == "write" {
+		fmt.Println(write(os.Args[2]))
+		return
+	}
+	if len(os.Args) > 3 && os.Args[1] == "resolve" {
+		fmt.Println(resolve(os.Args[2], os.Args[3]))
 		return
 	}
 	if len(os.Args) > 2 {

@@ -1,0 +1,34 @@
+// Command coredns is CoreDNS at the version go.mod pins with only the
+// plugins the local real node's cluster DNS uses: kubernetes (Services and
+// their endpoints, from the API), cache, errors, health, ready and loop.
+// There is no forward plugin: the cluster DNS answers for the cluster's
+// zones only and resolves nothing outside (plugins reach the internet by
+// host name through the egress proxy, which resolves for them).
+// hack/build-node.sh builds it; the upstream main (coredns.go) links
+// every plugin. `coredns -plugins` also lists metadata, prometheus and
+// transfer, which the kubernetes plugin links: with no directive of theirs
+// below, a Corefile cannot turn them on.
+package main
+
+import (
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/coremain"
+
+	// The plugins; each registers its directive.
+	_ "github.com/coredns/coredns/plugin/cache"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/health"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/loop"
+	_ "github.com/coredns/coredns/plugin/ready"
+)
+
+func init() {
+	// The order a request passes the plugins in: upstream's order
+	// (core/dnsserver/zdirectives.go), restricted to those linked here.
+	dnsserver.Directives = []string{"ready", "health", "errors", "cache", "kubernetes", "loop"}
+}
+
+func main() {
+	coremain.Run()
+}
