@@ -144,5 +144,5 @@ sign: ## Sign the images the last `make images REGISTRY=...` pushed with KEY, a 
 	$(GO) run ./hack/images sign --key "$(KEY)"
 
 .PHONY: release-overlay
-release-overlay: ## Write a kustomize overlay (OUT, default .cache/release) that installs deploy/operator, deploy/egress-proxy and deploy/core pinned to the pushed digests.
-	$(GO) run ./hack/release $(if $(OUT),--out "$(OUT)")
+release-overlay: ## Write a kustomize overlay of the whole platform (OUT, default .cache/release) pinned to the pushed digests and labelled with the build's version; REGISTRY_CONFIG=1 adds the registry-config component, API_SERVER_CIDR=a,b names the API server (docs/operator.md).
+	$(GO) run ./hack/release $(if $(OUT),--out "$(OUT)") $(if $(REGISTRY_CONFIG),--registry-config) $(if $(API_SERVER_CIDR),--api-server-cidr "$(API_SERVER_CIDR)")

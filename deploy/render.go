@@ -10,6 +10,8 @@ import (
 
 // Render builds the kustomization in dir with the kustomize API, as
 // `kubectl apply -k dir` would, and returns its objects in kustomize's order.
+// The objects hold JSON values as the API machinery expects them (int64
+// numbers), so they can be deep-copied and edited with unstructured's helpers.
 func Render(dir string) ([]*unstructured.Unstructured, error) {
 	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
@@ -17,11 +19,15 @@ func Render(dir string) ([]*unstructured.Unstructured, error) {
 	}
 	out := make([]*unstructured.Unstructured, 0, len(res.Resources()))
 	for _, r := range res.Resources() {
-		m, err := r.Map()
+		raw, err := r.MarshalJSON()
 		if err != nil {
 			return nil, fmt.Errorf("kustomize build %s: %s %s: %w", dir, r.GetKind(), r.GetName(), err)
 		}
-		out = append(out, &unstructured.Unstructured{Object: m})
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(raw); err != nil {
+			return nil, fmt.Errorf("kustomize build %s: %s %s: %w", dir, r.GetKind(), r.GetName(), err)
+		}
+		out = append(out, u)
 	}
 	return out, nil
 }

@@ -1,12 +1,17 @@
-// Command release writes a kustomize overlay that installs deploy/operator,
-// deploy/egress-proxy and deploy/core with their images pinned to the digests the last
-// `make images REGISTRY=...` pushed (internal/images; docs/images.md):
+// Command release writes a kustomize overlay of the whole platform:
+// deploy/crds, deploy/admission, deploy/core, deploy/egress-proxy and
+// deploy/operator, with the images pinned to the digests the last
+// `make images REGISTRY=...` pushed (internal/images; docs/images.md) and
+// every object labelled with the build's version:
 //
-//	go run ./hack/release [--out DIR] [--dir BUILD]
+//	go run ./hack/release [--out DIR] [--dir BUILD] [--registry-config] [--api-server-cidr CIDR]...
 //
 // The committed manifests name deliberately unresolvable images
 // (unpinned.invalid/...); the overlay sets each by digest, as
-// `kustomize edit set image` would, and is checked by rendering it.
+// `kustomize edit set image` would, and is checked by rendering it. Install
+// it with `openfief platform install --overlay DIR` (docs/operator.md), or
+// with `kubectl apply --server-side -k DIR` once the API server's addresses
+// are in it (--api-server-cidr).
 package main
 
 import (
@@ -14,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/arkadiuss/openfief/internal/images"
 	"github.com/arkadiuss/openfief/internal/plugins"
@@ -26,10 +32,25 @@ func main() {
 	}
 }
 
+// cidrList is a repeatable flag.
+type cidrList []string
+
+func (l *cidrList) String() string { return strings.Join(*l, ",") }
+
+func (l *cidrList) Set(v string) error {
+	for s := range strings.SplitSeq(v, ",") {
+		*l = append(*l, strings.TrimSpace(s))
+	}
+	return nil
+}
+
 func run(args []string) error {
 	fs := flag.NewFlagSet("release", flag.ContinueOnError)
 	out := fs.String("out", "", "directory of the overlay (default <repository>/.cache/release)")
 	dir := fs.String("dir", "", "build directory (default: the latest build in <repository>/.cache/images)")
+	registryConfig := fs.Bool("registry-config", false, "add deploy/operator/components/registry-config: the operator reads pull credentials from the Secret openfief-registry-config")
+	var cidrs cidrList
+	fs.Var(&cidrs, "api-server-cidr", "the API server's address (IP or CIDR) for the core's NetworkPolicy, repeatable; without it the installer fills it from the cluster")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -49,18 +70,24 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	version, err := images.BuildVersion(*dir)
+	if err != nil {
+		return err
+	}
 	refs := map[string]plugins.ImageRef{}
 	for _, name := range []string{"operator", "egress-proxy", "openfief-core"} {
 		if refs[name], err = rec.Ref(name); err != nil {
 			return err
 		}
 	}
-	header := fmt.Sprintf("Written by hack/release (make release-overlay) from the build in %s.\n"+
-		"Install after deploy/crds: kubectl apply -k <this directory>", *dir)
-	if err := images.WriteReleaseOverlay(*out, filepath.Join(root, "deploy"), refs, header); err != nil {
+	header := fmt.Sprintf("Written by hack/release (make release-overlay) from the build in %s, version %s.\n"+
+		"Install: openfief platform install --overlay <this directory> (docs/operator.md)", *dir, version)
+	if err := images.WritePlatformOverlay(*out, filepath.Join(root, "deploy"), images.Release{
+		Refs: refs, Version: version, APIServerCIDRs: cidrs, RegistryConfig: *registryConfig, Header: header,
+	}); err != nil {
 		return err
 	}
-	fmt.Printf("wrote %s\n  operator:      %s\n  egress-proxy:  %s\n  openfief-core: %s\ninstall with: kubectl apply -k deploy/crds && kubectl apply -k %s\n",
-		filepath.Join(*out, "kustomization.yaml"), refs["operator"], refs["egress-proxy"], refs["openfief-core"], *out)
+	fmt.Printf("wrote %s (version %s)\n  operator:      %s\n  egress-proxy:  %s\n  openfief-core: %s\ninstall with: openfief platform install --overlay %s\n",
+		filepath.Join(*out, "kustomization.yaml"), version, refs["operator"], refs["egress-proxy"], refs["openfief-core"], *out)
 	return nil
 }

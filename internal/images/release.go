@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/resid"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/arkadiuss/openfief/deploy"
@@ -41,6 +43,54 @@ var releaseBases = map[string]string{
 // every container runs exactly one of refs, so a mismatch of names fails
 // here and not in a cluster. header is written as comment lines on top.
 func WriteReleaseOverlay(outDir, deployDir string, refs map[string]plugins.ImageRef, header string) error {
+	return writeOverlay(outDir, deployDir, Release{Refs: refs, Header: header}, false)
+}
+
+// Release is what a whole-platform overlay pins and sets
+// (WritePlatformOverlay, `openfief platform install --overlay`).
+type Release struct {
+	// Refs are the operator, egress-proxy and openfief-core images by name.
+	Refs map[string]plugins.ImageRef
+	// Version is the label app.kubernetes.io/version on every object (not
+	// on pod templates): what `openfief platform upgrade` compares to refuse
+	// a downgrade. Required.
+	Version string
+	// APIServerCIDRs, when set, replace the API server placeholder of the
+	// core's NetworkPolicy (deploy.APIServerPlaceholder); empty leaves it
+	// for the installer to fill from the cluster.
+	APIServerCIDRs []string
+	// RegistryConfig adds deploy/operator/components/registry-config: the
+	// operator reads pull credentials from the Secret
+	// openfief-registry-config, which must exist before its pod can start.
+	RegistryConfig bool
+	// Header is written as comment lines on top.
+	Header string
+}
+
+// WritePlatformOverlay writes outDir/kustomization.yaml for the whole
+// platform: deploy/crds, deploy/admission, deploy/core, deploy/egress-proxy
+// and deploy/operator (under deployDir), images pinned as
+// WriteReleaseOverlay pins them, every object labelled with r.Version, the
+// registry-config component and the API server's addresses when r asks for
+// them. It checks the result by rendering it, like WriteReleaseOverlay.
+func WritePlatformOverlay(outDir, deployDir string, r Release) error {
+	if r.Version == "" {
+		return fmt.Errorf("a platform overlay needs a version")
+	}
+	if errs := validation.IsValidLabelValue(r.Version); len(errs) > 0 {
+		return fmt.Errorf("version %q cannot be a label value: %s", r.Version, strings.Join(errs, "; "))
+	}
+	return writeOverlay(outDir, deployDir, r, true)
+}
+
+// platformBases are the kustomizations a platform overlay adds to the
+// release bases, in the order it lists them.
+var platformBases = []string{"crds", "admission"}
+
+// writeOverlay writes and checks the overlay of r; platform adds
+// deploy/crds, deploy/admission, the version label, the component and the
+// API server patch.
+func writeOverlay(outDir, deployDir string, r Release, platform bool) error {
 	absOut, err := filepath.Abs(outDir)
 	if err != nil {
 		return err
@@ -49,28 +99,61 @@ func WriteReleaseOverlay(outDir, deployDir string, refs map[string]plugins.Image
 	if err != nil {
 		return err
 	}
+	rel := func(dir string) (string, error) {
+		p, err := filepath.Rel(absOut, filepath.Join(absDeploy, dir))
+		return filepath.ToSlash(p), err
+	}
 	k := types.Kustomization{TypeMeta: types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind}}
+	if platform {
+		for _, dir := range platformBases {
+			p, err := rel(dir)
+			if err != nil {
+				return err
+			}
+			k.Resources = append(k.Resources, p)
+		}
+	}
 	names := slices.Sorted(maps.Keys(releaseBases))
 	want := map[string]bool{}
 	for _, image := range names {
-		ref, ok := refs[image]
+		ref, ok := r.Refs[image]
 		if !ok {
 			return fmt.Errorf("no digest for the %s image", image)
 		}
-		rel, err := filepath.Rel(absOut, filepath.Join(absDeploy, releaseBases[image]))
+		p, err := rel(releaseBases[image])
 		if err != nil {
 			return err
 		}
-		k.Resources = append(k.Resources, filepath.ToSlash(rel))
+		k.Resources = append(k.Resources, p)
 		k.Images = append(k.Images, types.Image{Name: Unpinned[image], NewName: ref.Name(), Digest: ref.Digest()})
 		want[ref.String()] = true
+	}
+	if platform {
+		k.Labels = []types.Label{{Pairs: map[string]string{versionLabel: r.Version}}}
+		if r.RegistryConfig {
+			p, err := rel("operator/components/registry-config")
+			if err != nil {
+				return err
+			}
+			k.Components = append(k.Components, p)
+		}
+		if len(r.APIServerCIDRs) > 0 {
+			patch, err := deploy.APIServerPatch(r.APIServerCIDRs)
+			if err != nil {
+				return err
+			}
+			k.Patches = append(k.Patches, types.Patch{
+				Target: &types.Selector{ResId: resid.ResId{Gvk: resid.Gvk{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"}, Name: deploy.CoreNetworkPolicy}},
+				Patch:  patch,
+			})
+		}
 	}
 	raw, err := kyaml.Marshal(k)
 	if err != nil {
 		return err
 	}
 	var b strings.Builder
-	for line := range strings.Lines(strings.TrimSpace(header)) {
+	for line := range strings.Lines(strings.TrimSpace(r.Header)) {
 		b.WriteString("# " + strings.TrimRight(line, "\n") + "\n")
 	}
 	b.Write(raw)
@@ -95,6 +178,9 @@ func WriteReleaseOverlay(outDir, deployDir string, refs map[string]plugins.Image
 	}
 	return nil
 }
+
+// versionLabel carries a platform overlay's version on every object.
+const versionLabel = "app.kubernetes.io/version"
 
 // RenderedImages builds the kustomization in dir with the kustomize API,
 // as `kubectl apply -k` would, and returns the image of every container and
@@ -138,4 +224,18 @@ func containerImages(v any) []string {
 		}
 	}
 	return out
+}
+
+// BuildVersion is the version of the build in dir (Source.Version) as a
+// label value: '+', which labels do not allow, becomes '-' as in Tag, so an
+// edited tree's "+dirty" still sorts after its commit.
+func BuildVersion(dir string) (string, error) {
+	r, err := readRecord(dir)
+	if err != nil {
+		return "", err
+	}
+	if r.Version == "" {
+		return "", fmt.Errorf("the build in %s records no version", dir)
+	}
+	return strings.ReplaceAll(r.Version, "+", "-"), nil
 }
