@@ -87,7 +87,7 @@ bench-operator: controlplane ## Operator with 500 Plugins on the local API serve
 	$(GO) test -tags $(CLUSTER_TAG) -run '^$$' -bench BenchmarkOperatorScale -benchtime 1x -timeout 30m ./internal/operator/
 
 .PHONY: bench-scale
-bench-scale: controlplane ## The same with 10,000 Plugins (about 12 minutes; the floor on 2,000 of them, scaled); profiles in $(SCALE_PROFILES); OPENFIEF_BENCH_MEMORY_LIMIT=512Mi runs the operator in a memory cgroup (root).
+bench-scale: controlplane ## The same with 10,000 Plugins (about 12 minutes; the floor on 2,000 of them, scaled); profiles in SCALE_PROFILES (default .bench/scale); OPENFIEF_BENCH_MEMORY_LIMIT=512Mi runs the operator in a memory cgroup (root).
 	mkdir -p $(SCALE_PROFILES)
 	OPENFIEF_BENCH_PLUGINS=10000 OPENFIEF_BENCH_FLOOR_PLUGINS=2000 OPENFIEF_BENCH_PROFILES=$(abspath $(SCALE_PROFILES)) \
 		$(GO) test -tags $(CLUSTER_TAG) -run '^$$' -bench BenchmarkOperatorScale -benchtime 1x -timeout 120m ./internal/operator/
