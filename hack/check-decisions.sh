@@ -10,8 +10,10 @@
 # follow ("issue N", "finding N", "review finding N"): a comment states the
 # reason itself. Decision ids stay out of what readers without
 # docs/decisions.md see: Go string literals outside tests (flag help, CLI
-# help, errors; hack/userstrings) and the Apache-2.0 SDK (sdk/, and proto/,
-# whose comments become its generated godoc).
+# help, errors; hack/userstrings), the Apache-2.0 SDK (sdk/, and proto/,
+# whose comments become its generated godoc) and the CRDs (deploy/crds, whose
+# descriptions `kubectl explain` shows: in api/, a type's ids go after a
+# "---" line, which controller-gen leaves out of the description).
 #
 # Usage: hack/check-decisions.sh [--untracked]
 #   --untracked  also search files git does not track yet (ignored files stay out)
@@ -65,10 +67,10 @@ if [[ -n $dangling ]]; then
 fi
 
 # Decision ids where readers cannot look them up.
-sdk=$(printf '%s\n' "$cited" | grep -E '^(sdk|proto)/' || true)
+sdk=$(printf '%s\n' "$cited" | grep -E '^(sdk/|proto/|deploy/crds/openfief\.io_)' || true)
 if [[ -n $sdk ]]; then
 	printf '%s\n' "$sdk" | while IFS= read -r line; do
-		echo "${line%%:*}:$(cut -d: -f2 <<<"$line"): the SDK and its contract are read without docs/decisions.md; say the reason instead of $(awk -F: '{print $NF}' <<<"$line")"
+		echo "${line%%:*}:$(cut -d: -f2 <<<"$line"): the SDK, its contract and the CRDs' descriptions are read without docs/decisions.md; say the reason instead of $(awk -F: '{print $NF}' <<<"$line") (in api/, ids go after a \"---\" line, which the CRD leaves out)"
 	done
 	fail=1
 fi

@@ -5,7 +5,9 @@ const (
 	// ConditionReady says whether a version of the plugin runs, and if not why.
 	ConditionReady = "Ready"
 	// ConditionSignatureVerified says whether the current spec's image was
-	// signed by a trusted signer and its signed manifest matches (D-56, D-57).
+	// signed by a trusted signer and its signed manifest matches.
+	// ---
+	// Decisions: D-56, D-57.
 	ConditionSignatureVerified = "SignatureVerified"
 	// ConditionApprovalRequired says whether the spec requests more than the grant.
 	ConditionApprovalRequired = "ApprovalRequired"
@@ -29,7 +31,9 @@ const (
 	ReasonSignatureNotVerified   = "SignatureNotVerified"
 )
 
-// SignatureVerified reasons (D-56).
+// SignatureVerified reasons.
+// ---
+// Decisions: D-56.
 const (
 	// ReasonVerified: a catalog entry pins the digest and its publisher signed it.
 	ReasonVerified = "Verified"
@@ -42,7 +46,9 @@ const (
 	// ReasonRegistryUnavailable (SignatureVerified=Unknown): the registry
 	// could not be read (unreachable, timed out, failing), so whether the
 	// image is signed is unknown; retried. A version the operator verified
-	// keeps running (fail static, OF-2); nothing new deploys.
+	// keeps running (fail static); nothing new deploys.
+	// ---
+	// Decisions: OF-2.
 	ReasonRegistryUnavailable = "RegistryUnavailable"
 	// ReasonRegistryUnauthorized (SignatureVerified=Unknown): the registry
 	// refused the read with 401 Unauthorized or 403 Forbidden (also from its

@@ -11,19 +11,25 @@ type Capability string
 
 // EgressHost is a host name with an optional port (443 when none is written).
 // The CRD checks only its shape; the domain refuses IP literals, wildcards and
-// single labels (D-32), and no control or bidi character (OF-17).
+// single labels, and no control or bidi character.
+// ---
+// Decisions: D-32, OF-17.
 // +kubebuilder:validation:MinLength=1
 // +kubebuilder:validation:MaxLength=300
 // +kubebuilder:validation:Pattern=`^[^\s/@*\[\]\x00-\x1F\x7F-\x9F\x{061C}\x{200E}\x{200F}\x{2028}-\x{202E}\x{2066}-\x{2069}]+$`
 type EgressHost string
 
-// DataTier names a kind of data a plugin wants; a name only for now (P-33).
+// DataTier names a kind of data a plugin wants; a name only for now.
+// ---
+// Decisions: P-33.
 // +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-]{1,32}$`
 type DataTier string
 
 // SecretMount is one Secret slot of a manifest: the owner's Secret of that
 // name (or the one the grant binds to the slot) is mounted read-only at
-// MountPath (D-29).
+// MountPath.
+// ---
+// Decisions: D-29.
 type SecretMount struct {
 	// Name of the Secret slot, and the Secret mounted when the grant binds none.
 	// +kubebuilder:validation:MinLength=1
@@ -31,7 +37,9 @@ type SecretMount struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
 	// MountPath is an absolute, clean path outside /var/run/secrets,
-	// without control or bidi characters (OF-17).
+	// without control or bidi characters.
+	// ---
+	// Decisions: OF-17.
 	// +kubebuilder:validation:MinLength=2
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1F\x7F-\x9F\x{061C}\x{200E}\x{200F}\x{2028}-\x{202E}\x{2066}-\x{2069}]*$`
@@ -39,7 +47,9 @@ type SecretMount struct {
 }
 
 // Manifest is what the plugin declares it needs; it must equal the image's
-// signed io.openfief.plugin.manifest label (D-42).
+// signed io.openfief.plugin.manifest label.
+// ---
+// Decisions: D-42.
 type Manifest struct {
 	// Capabilities the plugin acts as.
 	// +kubebuilder:validation:MinItems=1
@@ -69,15 +79,21 @@ type Manifest struct {
 	ConfigSchema *apiextensionsv1.JSON `json:"configSchema,omitempty"`
 }
 
-// PluginSpec is the vendor's request for one plugin instance (D-16).
+// PluginSpec is the vendor's request for one plugin instance.
+// ---
+// Decisions: D-16.
 type PluginSpec struct {
-	// Image is the plugin image pinned by digest, repository@sha256:<hex>
-	// (D-17). A tag, even beside the digest, is refused, and so is a
-	// control or bidi character (OF-17).
+	// Image is the plugin image pinned by digest, repository@sha256:<hex>.
+	// A tag, even beside the digest, is refused, and so is a control or bidi
+	// character.
+	// ---
+	// Decisions: D-17, OF-17.
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:Pattern=`^[^@\x00-\x1F\x7F-\x9F\x{061C}\x{200E}\x{200F}\x{2028}-\x{202E}\x{2066}-\x{2069}]+@sha256:[0-9a-f]{64}$`
 	Image string `json:"image"`
-	// Manifest is a copy of the image's signed manifest label (D-42).
+	// Manifest is a copy of the image's signed manifest label.
+	// ---
+	// Decisions: D-42.
 	Manifest Manifest `json:"manifest"`
 	// Config is the instance's configuration, checked against the manifest's
 	// config schema. Missing means {}.
@@ -93,14 +109,18 @@ type PluginSpec struct {
 type GrantedSecret struct {
 	// Name of the manifest's Secret slot.
 	Name string `json:"name"`
-	// SecretName is the Secret mounted for the slot (OF-1).
+	// SecretName is the Secret mounted for the slot.
+	// ---
+	// Decisions: OF-1.
 	SecretName string `json:"secretName"`
 	// MountPath where it is mounted.
 	MountPath string `json:"mountPath"`
 }
 
 // EffectivePermissions is what the running version holds: what both its
-// manifest and the current grant allow (D-16).
+// manifest and the current grant allow.
+// ---
+// Decisions: D-16.
 type EffectivePermissions struct {
 	// +optional
 	Capabilities []Capability `json:"capabilities,omitempty"`
@@ -130,9 +150,11 @@ type PendingApproval struct {
 
 // DeployedVersion records the version that runs and how its image was
 // verified. The operator keeps the record it trusts to run a verified version
-// through a registry outage and an operator restart (OF-2) on the plugin's
+// through a registry outage and an operator restart on the plugin's
 // pod template (annotation openfief.io/verified-version), which only it may
 // write; status.deployed reports that record and is never read back.
+// ---
+// Decisions: OF-2.
 type DeployedVersion struct {
 	// Image is the digest-pinned reference that runs.
 	Image string `json:"image"`
@@ -147,7 +169,9 @@ type DeployedVersion struct {
 	// Signer names the trusted signer whose signature verified.
 	// +optional
 	Signer string `json:"signer,omitempty"`
-	// Trust is Verified or SignedByTrustedSigner (D-56).
+	// Trust is Verified or SignedByTrustedSigner.
+	// ---
+	// Decisions: D-56.
 	// +optional
 	Trust string `json:"trust,omitempty"`
 	// VerifiedAt is when the signature last verified.
@@ -178,9 +202,11 @@ type PluginStatus struct {
 	Effective *EffectivePermissions `json:"effective,omitempty"`
 }
 
-// Plugin is one installed instance of a plugin image: the vendor's request
-// (D-13, D-16). The operator runs it only with what its PluginGrant of the
-// same name also allows, and only when a trusted signer signed its image.
+// Plugin is one installed instance of a plugin image: the vendor's request.
+// The operator runs it only with what its PluginGrant of the same name also
+// allows, and only when a trusted signer signed its image.
+// ---
+// Decisions: D-13, D-16.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=plg,categories=openfief

@@ -4,7 +4,9 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 // SecretGrant approves one Secret slot of the manifest and may bind it to a
 // Secret of the owner's choosing, so two instances of one image read two
-// accounts (OF-1). Unbound, the slot's own name is used.
+// accounts. Unbound, the slot's own name is used.
+// ---
+// Decisions: OF-1.
 type SecretGrant struct {
 	// Name of the manifest's Secret slot.
 	// +kubebuilder:validation:MinLength=1
@@ -18,7 +20,9 @@ type SecretGrant struct {
 	SecretName string `json:"secretName,omitempty"`
 }
 
-// PluginGrantSpec is what the owner approved for the Plugin of the same name (D-16).
+// PluginGrantSpec is what the owner approved for the Plugin of the same name.
+// ---
+// Decisions: D-16.
 type PluginGrantSpec struct {
 	// +kubebuilder:validation:MaxItems=2
 	// +listType=set
@@ -40,7 +44,9 @@ type PluginGrantSpec struct {
 	// ImagePullSecrets names Secrets in the plugin's namespace the kubelet
 	// pulls the plugin's image with, set on its pod and ServiceAccount. The
 	// owner chooses them (the manifest cannot ask for one); the operator only
-	// names them and never reads them (D-29).
+	// names them and never reads them.
+	// ---
+	// Decisions: D-29.
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=253
 	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
@@ -60,8 +66,10 @@ type PluginGrantStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// PluginGrant is the owner's approval for the Plugin of the same name (D-16).
+// PluginGrant is the owner's approval for the Plugin of the same name.
 // Deleting it revokes everything at once.
+// ---
+// Decisions: D-16.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=pg,categories=openfief
