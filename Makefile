@@ -59,7 +59,7 @@ test: controlplane node ## Run every test of every module, those tagged cluster 
 	@for m in $(MODULES); do echo "== go test -tags $(CLUSTER_TAG) $$m"; (cd $$m && $(GO) test -count=1 -tags $(CLUSTER_TAG) ./...); done
 
 .PHONY: test-unit
-test-unit: ## The fast tests: every test not tagged cluster, in every package (no control plane, no real node, no root; about 4 minutes warm on two busy cores, most of it internal/images and the store's PostgreSQL tests).
+test-unit: ## The fast tests: every test not tagged cluster, in every package (no control plane, no real node, no root; under 2 minutes warm on two cores, most of it internal/images and the store's PostgreSQL tests).
 	@for m in $(MODULES); do echo "== go test $$m"; (cd $$m && $(GO) test -count=1 ./...); done
 
 .PHONY: soak
