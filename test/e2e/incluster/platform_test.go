@@ -26,8 +26,10 @@ import (
 	"github.com/arkadiuss/openfief/internal/cli"
 	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/images"
+	"github.com/arkadiuss/openfief/internal/ocisign"
 	"github.com/arkadiuss/openfief/internal/platform"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // platformDeployments are the platform's Deployments by the image each runs.
@@ -101,10 +103,40 @@ func TestPlatformInCluster(t *testing.T) {
 		must(t, err)
 		refs[b.Spec.Name] = ref
 	}
-	overlay := filepath.Join(t.TempDir(), "release")
-	must(t, images.WritePlatformOverlay(overlay, filepath.Join(root, "deploy"), images.Release{
+	work := t.TempDir()
+	release := filepath.Join(work, "release")
+	must(t, images.WritePlatformOverlay(release, filepath.Join(root, "deploy"), images.Release{
 		Refs: refs, Version: src.Tag(), Header: "TestPlatformInCluster: this tree's images on the node's registry.",
 	}))
+	// Plugins come from a registry on the node's bridge, which the
+	// operator's pod reads over plain HTTP: the admin's own overlay on top
+	// of the release adds --insecure-registry, as docs/operator.md's
+	// private registry section does.
+	preg := startPluginRegistry(t, c)
+	overlay := filepath.Join(work, "site")
+	must(t, os.MkdirAll(overlay, 0o755))
+	must(t, os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(fmt.Sprintf(`resources:
+  - ../release
+patches:
+  - target: {kind: Deployment, name: openfief-operator}
+    patch: |-
+      - {op: add, path: /spec/template/spec/containers/0/args/-, value: "--insecure-registry=%s"}
+`, preg.bridge)), 0o644))
+	// The owner's signing key, trusted by the operator through the
+	// openfief-trusted-signers ConfigMap it reads when it starts.
+	signer, err := ocisign.NewKeySigner()
+	must(t, err)
+	signersJSON, err := signer.SignersJSON("local-owner")
+	must(t, err)
+	signersFile := filepath.Join(work, "signers.json")
+	must(t, os.WriteFile(signersFile, signersJSON, 0o600))
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plugins.Namespace}}, metav1.CreateOptions{})
+	must(t, err)
+	_, err = cs.CoreV1().ConfigMaps(plugins.Namespace).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: plugins.OwnerSignersConfigMap, Namespace: plugins.Namespace},
+		Data:       map[string]string{plugins.OwnerSignersKey: string(signersJSON)},
+	}, metav1.CreateOptions{})
+	must(t, err)
 
 	kubeconfig := c.KubeconfigPath
 	var out, errOut bytes.Buffer
@@ -198,6 +230,32 @@ func TestPlatformInCluster(t *testing.T) {
 		t.Errorf("openfief platform status exited %d", code)
 	}
 	t.Logf("the platform runs in-cluster, %s after the test began", time.Since(begin).Round(100*time.Millisecond))
+
+	// nbp-fx, signed by the owner, installed and approved: the operator's
+	// pod verifies it, the kubelet pulls it, and the core's pod calls it
+	// through plugin-nbp-fx.openfief.svc, which the cluster DNS answers.
+	ref := preg.publishNBPFx(t, root, signer)
+	const instance = "nbp-fx"
+	openfief(t, kubeconfig, "plugin", "install", instance, "--image", ref.String(), "--signers", signersFile, "--insecure-registry", preg.bridge)
+	openfief(t, kubeconfig, "plugin", "approve", instance, "--yes")
+	pod := runningPluginPod(t, cs, instance)
+	t.Logf("plugin pod %s (%s) Running as a container", pod.Name, pod.Status.PodIP)
+	var status string
+	testutil.Eventually(t, 90*time.Second, "the core's pod to call nbp-fx", func() (bool, string) {
+		var out bytes.Buffer
+		cli.Main(ctx, []string{"--kubeconfig", kubeconfig, "plugin", "status", instance}, cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+		status = out.String()
+		return strings.Contains(status, "Last sync:") && !strings.Contains(status, "Last sync:  never"), status
+	})
+	t.Logf("openfief plugin status %s:\n%s", instance, status)
+	for _, bad := range []string{"lookup plugin-", "no such host", "dial tcp", "i/o timeout"} {
+		if strings.Contains(status, bad) {
+			t.Errorf("the core's pod did not reach the plugin through its Service name: %q in the status", bad)
+		}
+	}
+	if !strings.Contains(status, "succeeded") {
+		t.Errorf("nbp-fx's sync did not succeed (see the status above)")
+	}
 }
 
 func must(t *testing.T, err error) {
