@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/arkadiuss/openfief/internal/devcluster"
 )
 
@@ -19,7 +22,10 @@ import (
 // that nothing of it was left on the machine.
 var started bool
 
+// TestMain drops controller-runtime's log (the CLI's clients): the tests
+// report what they saw. It then checks that no real node was left behind.
 func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard())
 	code := m.Run()
 	if started {
 		left, err := devcluster.NodeLeftoversWhenIdle(5 * time.Minute)
