@@ -48,6 +48,13 @@ var platformDeployments = map[string]string{
 // running as containers on the node under the restricted Pod Security
 // level, the core's claim is bound to the node's pre-made volume, and the
 // core's NetworkPolicy names the API server the cluster publishes.
+//
+// Then nbp-fx, signed with the owner's key (trusted through
+// openfief-trusted-signers) and served by a registry on the node's bridge,
+// is installed and approved: the operator's pod verifies it, the kubelet
+// pulls it, and the core's pod calls it through
+// plugin-nbp-fx.openfief.svc. Its sync stops at the egress proxy's lookup
+// of api.nbp.pl (OF-24), which the test checks reaches the proxy's pods.
 func TestPlatformInCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real node and builds the platform's images: not in -short")
