@@ -410,9 +410,10 @@ func (n *realNode) stop() error {
 	return errors.Join(errs...)
 }
 
-// TrustRegistry lets the real node pull from the loopback registry host
-// (host:port) over plain HTTP. It is an error on a cluster without a real
-// node, or for a host that is not on loopback.
+// TrustRegistry lets the real node pull from the registry host (host:port)
+// over plain HTTP. It is an error on a cluster without a real node, or for
+// a host that is neither on loopback nor the node's bridge address
+// (NodeGateway), where a registry the pods also reach can listen.
 func (c *Cluster) TrustRegistry(host string) error {
 	if c.node == nil {
 		return errors.New("devcluster: TrustRegistry needs a real node")

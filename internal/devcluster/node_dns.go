@@ -36,9 +36,12 @@ const (
 	dnsName = "coredns"
 	// dnsRole is CoreDNS's ClusterRole and ClusterRoleBinding.
 	dnsRole = "openfief:coredns"
-	// dnsPort is where CoreDNS listens in its pod: not 53, so it needs no
-	// capability; the Service maps 53 to it.
-	dnsPort = 1053
+	// dnsPort is where CoreDNS listens in its pod: 53, as on every
+	// cluster, because NetworkPolicies judge a connection after the
+	// Service's translation and deploy/ allows DNS to the kube-dns pods on
+	// port 53. The pod binds it as a non-root user with no capability:
+	// its unprivileged port range starts at 53 (dnsPodSpec's sysctl).
+	dnsPort = 53
 	// dnsHealthPort and dnsReadyPort serve the health and ready plugins.
 	dnsHealthPort = 8080
 	dnsReadyPort  = 8181
@@ -192,6 +195,9 @@ func dnsPodSpec(image string) corev1.PodSpec {
 			RunAsUser:      ptr.To(dnsUser),
 			RunAsGroup:     ptr.To(dnsUser),
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			// A safe, namespaced sysctl the kubelet allows: the pod's
+			// own network namespace lets any user bind 53 and up.
+			Sysctls: []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: strconv.Itoa(dnsPort)}},
 		},
 		Containers: []corev1.Container{{
 			Name:  dnsName,

@@ -49,15 +49,19 @@ func (n *realNode) startRegistry() error {
 	return n.trustRegistry(n.regHost)
 }
 
-// trustRegistry lets containerd pull from the loopback registry host over
-// plain HTTP. Only loopback hosts are accepted.
+// trustRegistry lets containerd pull from the registry host over plain
+// HTTP. Only loopback hosts and the node's own address on its bridge (where
+// the pods, the operator's among them, can reach a registry too) are
+// accepted.
 func (n *realNode) trustRegistry(host string) error {
 	h, _, err := net.SplitHostPort(host)
 	if err != nil {
 		return fmt.Errorf("devcluster: registry %q: %w", host, err)
 	}
-	if ip := net.ParseIP(h); (ip == nil || !ip.IsLoopback()) && h != "localhost" {
-		return fmt.Errorf("devcluster: registry %q is not on loopback: only loopback registries are pulled over plain HTTP", host)
+	ip := net.ParseIP(h)
+	local := h == "localhost" || ip != nil && (ip.IsLoopback() || n.net.gateway != nil && ip.Equal(n.net.gateway))
+	if !local {
+		return fmt.Errorf("devcluster: registry %q is neither on loopback nor on the node's bridge address: only those are pulled over plain HTTP", host)
 	}
 	return writeFiles(map[string][]byte{
 		filepath.Join(n.layout.certsD, host, "hosts.toml"): []byte(hostsTOML(host)),

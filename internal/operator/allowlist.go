@@ -67,15 +67,25 @@ func (w *AllowListWriter) NeedLeaderElection() bool { return true }
 // last write took if that is longer, so writing the ConfigMap (which grows
 // with every plugin) never takes more than a fifth of the time; and at once
 // when a caller waits. When ctx is done it fails the callers still waiting.
+//
+// It first makes the ConfigMap, empty, if there is none: the egress proxy
+// is Ready only once it has allow-lists to enforce, and a platform with no
+// plugin yet must still become Available (an empty ConfigMap gives no
+// plugin a list, so every tunnel is still refused). A failed attempt is
+// retried with every batch.
 func (w *AllowListWriter) Start(ctx context.Context) error {
 	w.init()
 	batch := w.Batch
 	if batch <= 0 {
 		batch = DefaultAllowListBatch
 	}
+	exists := w.ensureExists(ctx) == nil
 	next := time.NewTimer(batch)
 	defer next.Stop()
 	for {
+		if !exists {
+			exists = w.ensureExists(ctx) == nil
+		}
 		select {
 		case <-ctx.Done():
 			w.mu.Lock()
@@ -159,6 +169,17 @@ func (w *AllowListWriter) waitLocked(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// ensureExists creates the allow-list ConfigMap with no key unless it
+// exists already.
+func (w *AllowListWriter) ensureExists(ctx context.Context) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: allowListKey.Namespace, Name: allowListKey.Name}}
+	err := w.Client.Create(ctx, cm, client.FieldOwner(FieldManager))
+	if err == nil || apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return fmt.Errorf("create the empty allow-list: %w", err)
 }
 
 // cached reads the plugin's key from the cache without copying the

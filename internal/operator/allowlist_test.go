@@ -15,7 +15,8 @@ import (
 )
 
 // TestAllowListWriterClosesAtOnce checks the writer's promises (OF-15)
-// against the API server itself, not the cache: a key that was only queued
+// against the API server itself, not the cache: the ConfigMap exists, with
+// no key, once the writer starts; a key that was only queued
 // and then removed is never written; a change that drops a host, and a
 // removal, are on the server when the call returns; opening changes land
 // with the next batch.
@@ -45,6 +46,16 @@ func TestAllowListWriterClosesAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+
+	// Before any plugin, the writer has made the ConfigMap, with no key:
+	// the egress proxy is Ready only with one to read.
+	testutil.Eventually(t, waitTimeout, "the allow-list ConfigMap made when the writer starts", func() (bool, string) {
+		var cm corev1.ConfigMap
+		if err := cl.Get(ctx, allowListKey, &cm); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
 
 	// Queued, then removed before the batch went out: never written.
 	must(w.Set(ctx, "alw-dropped", []string{"api.nbp.pl"}))

@@ -1,0 +1,42 @@
+//go:build cluster
+
+// Package incluster runs the whole platform the way a user runs it: the
+// operator, egress-proxy and openfief-core images built from this tree,
+// installed by `openfief platform install` on a real node with cluster DNS
+// and a pre-made volume, their pods real containers.
+package incluster
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/arkadiuss/openfief/internal/devcluster"
+)
+
+// started is set once a test has started a real node, so TestMain checks
+// that nothing of it was left on the machine.
+var started bool
+
+// TestMain drops controller-runtime's log (the CLI's clients): the tests
+// report what they saw. It then checks that no real node was left behind.
+func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard())
+	code := m.Run()
+	if started {
+		left, err := devcluster.NodeLeftoversWhenIdle(5 * time.Minute)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+		for _, l := range left {
+			fmt.Fprintln(os.Stderr, "FAIL: left behind:", l)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,420 @@
+//go:build cluster
+
+package incluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/arkadiuss/openfief/internal/apiconv"
+	"github.com/arkadiuss/openfief/internal/cli"
+	"github.com/arkadiuss/openfief/internal/devcluster"
+	"github.com/arkadiuss/openfief/internal/images"
+	"github.com/arkadiuss/openfief/internal/ocisign"
+	"github.com/arkadiuss/openfief/internal/platform"
+	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
+)
+
+// platformDeployments are the platform's Deployments by the image each runs.
+var platformDeployments = map[string]string{
+	"openfief-operator":     "operator",
+	"openfief-egress-proxy": "egress-proxy",
+	"openfief-core":         "openfief-core",
+}
+
+// TestPlatformInCluster installs the platform on a real node as a user
+// does: the three images are built from this tree (or reused from
+// .cache/e2e-images), pushed to the node's registry, pinned by a platform
+// overlay (images.WritePlatformOverlay, as `make release-overlay` writes
+// it) and installed with `openfief platform install --overlay`, run in
+// this process. Every platform Deployment becomes Available with its pods
+// running as containers on the node under the restricted Pod Security
+// level, the core's claim is bound to the node's pre-made volume, and the
+// core's NetworkPolicy names the API server the cluster publishes.
+//
+// Then nbp-fx, signed with the owner's key (trusted through
+// openfief-trusted-signers) and served by a registry on the node's bridge,
+// is installed and approved: the operator's pod verifies it, the kubelet
+// pulls it, and the core's pod calls it through
+// plugin-nbp-fx.openfief.svc. Its sync stops at the egress proxy's lookup
+// of api.nbp.pl (OF-24), which the test checks reaches the proxy's pods.
+func TestPlatformInCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real node and builds the platform's images: not in -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("a real node needs root: containers, cgroups, a bridge and netfilter rules")
+	}
+	ctx := context.Background()
+	begin := time.Now()
+
+	// The images first: a build takes minutes and needs no cluster.
+	root, err := images.FindRoot(".")
+	must(t, err)
+	src, err := images.ReadSource(ctx, root)
+	must(t, err)
+	specs, err := images.SelectSpecs("operator", "egress-proxy", "openfief-core")
+	must(t, err)
+	built, reused, err := images.Cached(ctx, filepath.Join(root, ".cache", "e2e-images"), images.Options{
+		Source: src, Specs: specs, Platforms: []v1.Platform{hostPlatform()},
+	})
+	must(t, err)
+	how := "built"
+	if reused {
+		how = "reused"
+	}
+	t.Logf("%s the platform's images of %s in %s", how, src.Version, time.Since(begin).Round(100*time.Millisecond))
+
+	start := time.Now()
+	c, err := devcluster.Start(ctx, devcluster.Options{
+		Mode: devcluster.Full, Node: devcluster.NodeReal, ClusterDNS: true, Volumes: 1,
+		// The machine's node lock may be held by another real node.
+		StartTimeout: 5 * time.Minute,
+	})
+	started = true
+	must(t, err)
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stopping the cluster: %v", err)
+		}
+	})
+	t.Logf("real node with cluster DNS and a volume up in %s", time.Since(start).Round(100*time.Millisecond))
+	cs, err := c.Clientset()
+	must(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpNamespace(t, cs, plugins.Namespace)
+		}
+	})
+
+	refs := map[string]plugins.ImageRef{}
+	for _, b := range built.Images {
+		ref, err := images.PushIndex(ctx, images.Repository(c.NodeRegistry(), b.Spec.Name), b.Index, images.PushOptions{})
+		must(t, err)
+		refs[b.Spec.Name] = ref
+	}
+	work := t.TempDir()
+	release := filepath.Join(work, "release")
+	must(t, images.WritePlatformOverlay(release, filepath.Join(root, "deploy"), images.Release{
+		Refs: refs, Version: src.Tag(), Header: "TestPlatformInCluster: this tree's images on the node's registry.",
+	}))
+	// Plugins come from a registry on the node's bridge, which the
+	// operator's pod reads over plain HTTP: the admin's own overlay on top
+	// of the release adds --insecure-registry, as docs/operator.md's
+	// private registry section does.
+	preg := startPluginRegistry(t, c)
+	overlay := filepath.Join(work, "site")
+	must(t, os.MkdirAll(overlay, 0o755))
+	must(t, os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(fmt.Sprintf(`resources:
+  - ../release
+patches:
+  - target: {kind: Deployment, name: openfief-operator}
+    patch: |-
+      - {op: add, path: /spec/template/spec/containers/0/args/-, value: "--insecure-registry=%s"}
+`, preg.bridge)), 0o644))
+	// The owner's signing key, trusted by the operator through the
+	// openfief-trusted-signers ConfigMap it reads when it starts.
+	signer, err := ocisign.NewKeySigner()
+	must(t, err)
+	signersJSON, err := signer.SignersJSON("local-owner")
+	must(t, err)
+	signersFile := filepath.Join(work, "signers.json")
+	must(t, os.WriteFile(signersFile, signersJSON, 0o600))
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plugins.Namespace}}, metav1.CreateOptions{})
+	must(t, err)
+	_, err = cs.CoreV1().ConfigMaps(plugins.Namespace).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: plugins.OwnerSignersConfigMap, Namespace: plugins.Namespace},
+		Data:       map[string]string{plugins.OwnerSignersKey: string(signersJSON)},
+	}, metav1.CreateOptions{})
+	must(t, err)
+
+	kubeconfig := c.KubeconfigPath
+	var out, errOut bytes.Buffer
+	start = time.Now()
+	code := cli.Main(ctx, []string{"--kubeconfig", kubeconfig, "platform", "install", "--overlay", overlay, "--timeout", "4m"},
+		cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	t.Logf("openfief platform install: exit %d in %s\n%s%s", code, time.Since(start).Round(100*time.Millisecond), out.String(), errOut.String())
+	if code != cli.ExitOK {
+		t.Fatalf("openfief platform install exited %d", code)
+	}
+
+	// The namespace enforces the restricted level.
+	ns, err := cs.CoreV1().Namespaces().Get(ctx, plugins.Namespace, metav1.GetOptions{})
+	must(t, err)
+	if got := ns.Labels["pod-security.kubernetes.io/enforce"]; got != "restricted" {
+		t.Errorf("namespace %s enforces Pod Security level %q, want restricted", ns.Name, got)
+	}
+
+	// Every Deployment is Available, its pods running the pinned image as
+	// containers of the node (a container ID from containerd), none
+	// restarted.
+	for name, image := range platformDeployments {
+		d, err := cs.AppsV1().Deployments(plugins.Namespace).Get(ctx, name, metav1.GetOptions{})
+		must(t, err)
+		if !deploymentAvailable(d) {
+			t.Errorf("%s is not Available after install: %d/%d", name, d.Status.AvailableReplicas, *d.Spec.Replicas)
+			continue
+		}
+		want := refs[image].String()
+		pods, err := cs.CoreV1().Pods(plugins.Namespace).List(ctx, metav1.ListOptions{
+			LabelSelector: metav1.FormatLabelSelector(d.Spec.Selector),
+		})
+		must(t, err)
+		running := 0
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+				continue
+			}
+			for _, st := range p.Status.ContainerStatuses {
+				if st.State.Running == nil || !strings.HasPrefix(st.ContainerID, "containerd://") {
+					t.Errorf("%s: pod %s container %s is not a running container: %+v", name, p.Name, st.Name, st.State)
+					continue
+				}
+				if st.RestartCount > 0 {
+					t.Errorf("%s: pod %s container %s restarted %d times", name, p.Name, st.Name, st.RestartCount)
+				}
+				if p.Spec.Containers[0].Image != want {
+					t.Errorf("%s: pod %s runs %s, want %s", name, p.Name, p.Spec.Containers[0].Image, want)
+				}
+			}
+			running++
+		}
+		if running != int(*d.Spec.Replicas) {
+			t.Errorf("%s: %d pods Running, want %d", name, running, *d.Spec.Replicas)
+		}
+		t.Logf("%s: Available, %d pods running %s as containers", name, running, want)
+	}
+
+	// The core's claim is bound to the node's pre-made volume.
+	pvc, err := cs.CoreV1().PersistentVolumeClaims(plugins.Namespace).Get(ctx, "openfief-core-data", metav1.GetOptions{})
+	must(t, err)
+	if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "" {
+		t.Errorf("the core's claim is %s (volume %q), want Bound", pvc.Status.Phase, pvc.Spec.VolumeName)
+	}
+
+	// The core's NetworkPolicy names the API server the cluster publishes.
+	apiCIDRs, err := platform.DiscoverAPIServer(ctx, mustClient(t, c))
+	must(t, err)
+	np, err := cs.NetworkingV1().NetworkPolicies(plugins.Namespace).Get(ctx, "openfief-core", metav1.GetOptions{})
+	must(t, err)
+	if got := policyCIDRs(np); !sameSet(got, apiCIDRs) {
+		t.Errorf("the core's NetworkPolicy names %v, want the API server's %v", got, apiCIDRs)
+	}
+
+	// The API server holds pods in openfief to the restricted level.
+	loose := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-security-probe", Namespace: plugins.Namespace},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: refs["operator"].String()}}},
+	}
+	if _, err := cs.CoreV1().Pods(plugins.Namespace).Create(ctx, loose, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "PodSecurity") {
+		t.Errorf("a pod that is not hardened: %v, want refused by PodSecurity", err)
+	}
+
+	// `openfief platform status` reports every component available.
+	out.Reset()
+	errOut.Reset()
+	code = cli.Main(ctx, []string{"--kubeconfig", kubeconfig, "platform", "status"},
+		cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	t.Logf("openfief platform status: exit %d\n%s%s", code, out.String(), errOut.String())
+	if code != cli.ExitOK {
+		t.Errorf("openfief platform status exited %d", code)
+	}
+	t.Logf("the platform runs in-cluster, %s after the test began", time.Since(begin).Round(100*time.Millisecond))
+
+	// nbp-fx, signed by the owner, installed and approved: the operator's
+	// pod verifies it, the kubelet pulls it, and the core's pod calls it
+	// through plugin-nbp-fx.openfief.svc, which the cluster DNS answers.
+	ref := preg.publishNBPFx(t, root, signer)
+	const instance = "nbp-fx"
+	openfief(t, kubeconfig, "plugin", "install", instance, "--image", ref.String(), "--signers", signersFile, "--insecure-registry", preg.bridge)
+	openfief(t, kubeconfig, "plugin", "approve", instance, "--yes")
+	pod := runningPluginPod(t, cs, instance)
+	t.Logf("plugin pod %s (%s) Running as a container", pod.Name, pod.Status.PodIP)
+	// The core's pod calls the plugin's pod by its Service name, and the
+	// plugin asks the egress proxy's pods for api.nbp.pl: the core's last
+	// error is the plugin's own answer about NBP (no lookup or dial error
+	// of the core), and a proxy pod logged its decision on the tunnel.
+	//
+	// Not yet: the sync succeeding and rates stored. The proxy pod resolves
+	// api.nbp.pl through the cluster DNS, which refuses outside names
+	// (OF-22), and no NBP stand-in is reachable from a pod at an address
+	// the proxy dials (OF-24).
+	var status string
+	testutil.Eventually(t, 2*time.Minute, "the core's pod to reach nbp-fx and nbp-fx the egress proxy", func() (bool, string) {
+		var out bytes.Buffer
+		cli.Main(ctx, []string{"--kubeconfig", kubeconfig, "plugin", "status", instance}, cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+		status = out.String()
+		return strings.Contains(status, "Last error:") && strings.Contains(status, "reach NBP"), lastLines(status, "Last sync:", "Last error:")
+	})
+	t.Logf("openfief plugin status %s: %s", instance, lastLines(status, "Called:", "Last sync:", "Last error:", "Rows:"))
+	for _, bad := range []string{"lookup plugin-", "no such host", "dial tcp", "i/o timeout"} {
+		if strings.Contains(lastLines(status, "Last error:"), bad) {
+			t.Errorf("the core's pod did not reach the plugin through its Service name: %q in its last error", bad)
+		}
+	}
+	decision := ""
+	testutil.Eventually(t, 30*time.Second, "an egress proxy pod's decision on nbp-fx's tunnel to api.nbp.pl:443", func() (bool, string) {
+		pods, err := cs.CoreV1().Pods(plugins.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=openfief-egress-proxy"})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, p := range pods.Items {
+			b, err := cs.CoreV1().Pods(plugins.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.Contains(line, `"plugin":"nbp-fx"`) && strings.Contains(line, `"target":"api.nbp.pl:443"`) {
+					decision = line
+					return true, ""
+				}
+			}
+		}
+		return false, fmt.Sprintf("%d proxy pods, no decision logged", len(pods.Items))
+	})
+	t.Logf("egress proxy pod: %s", decision)
+}
+
+// lastLines are the lines of text that start (after spaces) with one of
+// prefixes, joined.
+func lastLines(text string, prefixes ...string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		for _, p := range prefixes {
+			if strings.HasPrefix(strings.TrimSpace(l), p) {
+				out = append(out, strings.TrimSpace(l))
+			}
+		}
+	}
+	return strings.Join(out, " | ")
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hostPlatform is this machine's platform as a Linux image platform.
+func hostPlatform() v1.Platform {
+	if runtime.GOARCH == "arm64" {
+		return v1.Platform{OS: "linux", Architecture: "arm64"}
+	}
+	return v1.Platform{OS: "linux", Architecture: "amd64"}
+}
+
+// deploymentAvailable reports whether the Deployment controller has seen
+// the latest spec, updated every replica and reports it Available.
+func deploymentAvailable(d *appsv1.Deployment) bool {
+	if d.Status.ObservedGeneration < d.Generation || d.Spec.Replicas == nil ||
+		d.Status.UpdatedReplicas != *d.Spec.Replicas || d.Status.AvailableReplicas != *d.Spec.Replicas {
+		return false
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentAvailable {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// policyCIDRs are the ipBlock CIDRs a NetworkPolicy names, deduplicated.
+func policyCIDRs(np *networkingv1.NetworkPolicy) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(peers []networkingv1.NetworkPolicyPeer) {
+		for _, p := range peers {
+			if p.IPBlock != nil && !seen[p.IPBlock.CIDR] {
+				seen[p.IPBlock.CIDR] = true
+				out = append(out, p.IPBlock.CIDR)
+			}
+		}
+	}
+	for _, r := range np.Spec.Ingress {
+		add(r.From)
+	}
+	for _, r := range np.Spec.Egress {
+		add(r.To)
+	}
+	return out
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	m := map[string]bool{}
+	for _, s := range a {
+		m[s] = true
+	}
+	for _, s := range b {
+		if !m[s] {
+			return false
+		}
+	}
+	return true
+}
+
+// dumpNamespace logs where the pods of ns stand, their events and the last
+// lines of each container's log, for a failed test.
+func dumpNamespace(t *testing.T, cs kubernetes.Interface, ns string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Logf("listing pods in %s: %v", ns, err)
+		return
+	}
+	tail := int64(30)
+	for _, p := range pods.Items {
+		var states []string
+		for _, st := range p.Status.ContainerStatuses {
+			states = append(states, fmt.Sprintf("%s ready=%v restarts=%d state=%+v last=%+v", st.Name, st.Ready, st.RestartCount, st.State, st.LastTerminationState))
+		}
+		t.Logf("pod %s: %s %s", p.Name, p.Status.Phase, strings.Join(states, "; "))
+		for _, ctr := range p.Spec.Containers {
+			for _, previous := range []bool{false, true} {
+				b, err := cs.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: ctr.Name, TailLines: &tail, Previous: previous}).DoRaw(ctx)
+				if err == nil && len(b) > 0 {
+					t.Logf("log of %s/%s (previous=%v):\n%s", p.Name, ctr.Name, previous, b)
+				}
+			}
+		}
+	}
+	events, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err == nil {
+		for _, e := range events.Items {
+			if e.Type != corev1.EventTypeNormal {
+				t.Logf("event %s %s/%s: %s: %s", e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+			}
+		}
+	}
+}
+
+// mustClient is a controller-runtime client of c as the cluster admin.
+func mustClient(t *testing.T, c *devcluster.Cluster) client.Client {
+	t.Helper()
+	s, err := apiconv.NewScheme()
+	must(t, err)
+	cl, err := client.New(c.Config, client.Options{Scheme: s})
+	must(t, err)
+	return cl
+}
