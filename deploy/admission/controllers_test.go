@@ -6,12 +6,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -229,12 +226,7 @@ func startControllerManager(t *testing.T, c *devcluster.Cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logPath := filepath.Join(t.TempDir(), "kube-controller-manager.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(filepath.Join(bin, "kube-controller-manager"),
+	testutil.StartProcess(t, filepath.Join(bin, "kube-controller-manager"),
 		"--kubeconfig="+c.KubeconfigPath,
 		"--authentication-kubeconfig="+c.KubeconfigPath,
 		"--authorization-kubeconfig="+c.KubeconfigPath,
@@ -244,31 +236,6 @@ func startControllerManager(t *testing.T, c *devcluster.Cluster) {
 		"--service-account-private-key-file="+filepath.Join(c.Dir, "apiserver", "sa-signer.key"),
 		"--controllers=deployment-controller,replicaset-controller,garbage-collector-controller,validatingadmissionpolicy-status-controller,serviceaccount-token-controller",
 	)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Its own process group, killed with the test process if that dies first.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-		if err := logFile.Close(); err != nil {
-			t.Errorf("close the controller manager's log: %v", err)
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-			t.Logf("kube-controller-manager log (last 40 lines):\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
-		}
-	})
 }
 
 // TestControllersPassAdmissionPolicy runs the real Deployment, ReplicaSet and

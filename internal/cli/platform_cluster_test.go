@@ -4,11 +4,7 @@ package cli
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -55,16 +51,16 @@ func newPlatformCluster(t *testing.T) *platformCluster {
 	caFile := filepath.Join(t.TempDir(), "ca.crt")
 	writeFile(t, caFile, string(c.Config.CAData))
 	kc := c.KubeconfigPath
-	startProcess(t, filepath.Join(bin, "kube-controller-manager"),
+	testutil.StartProcess(t, filepath.Join(bin, "kube-controller-manager"),
 		"--kubeconfig="+kc, "--authentication-kubeconfig="+kc, "--authorization-kubeconfig="+kc,
 		"--leader-elect=false", "--secure-port=0", "--controllers=*",
 		"--use-service-account-credentials=true",
 		"--service-account-private-key-file="+filepath.Join(c.Dir, "apiserver", "sa-signer.key"),
 		"--root-ca-file="+caFile)
-	startProcess(t, filepath.Join(bin, "kube-scheduler"),
+	testutil.StartProcess(t, filepath.Join(bin, "kube-scheduler"),
 		"--kubeconfig="+kc, "--authentication-kubeconfig="+kc, "--authorization-kubeconfig="+kc,
 		"--leader-elect=false", "--secure-port=0")
-	startProcess(t, filepath.Join(bin, "kwok"),
+	testutil.StartProcess(t, filepath.Join(bin, "kwok"),
 		"--kubeconfig="+kc, "--config="+filepath.Join(bin, "kwok-stages.yaml"),
 		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector="+devcluster.FakeNodeAnnotation+"=fake",
 		"--server-address=127.0.0.1:0")
@@ -108,39 +104,4 @@ func newPlatformCluster(t *testing.T) *platformCluster {
 		return true, ""
 	})
 	return &platformCluster{cluster: c, kube: &kube{kubeconfig: c.KubeconfigPath, c: cl}}
-}
-
-// startProcess runs a control-plane binary until the test ends, in its own
-// process group (killed with the test process if that dies first); its
-// output goes to a log shown when the test fails.
-func startProcess(t *testing.T, path string, args ...string) {
-	t.Helper()
-	logPath := filepath.Join(t.TempDir(), filepath.Base(path)+".log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-		_ = logFile.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-			t.Logf("%s log (last 20 lines):\n%s", filepath.Base(path), strings.Join(lines[max(0, len(lines)-20):], "\n"))
-		}
-	})
 }
