@@ -172,10 +172,19 @@ func (w *AllowListWriter) waitLocked(ctx context.Context) error {
 }
 
 // ensureExists creates the allow-list ConfigMap with no key unless it
-// exists already.
+// exists already. It looks in the cache first, so a new leader of a running
+// platform sends no write for it.
 func (w *AllowListWriter) ensureExists(ctx context.Context) error {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: allowListKey.Namespace, Name: allowListKey.Name}}
-	err := w.Client.Create(ctx, cm, client.FieldOwner(FieldManager))
+	cm := &corev1.ConfigMap{}
+	err := w.Client.Get(ctx, allowListKey, cm)
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("read the allow-list: %w", err)
+	}
+	cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: allowListKey.Namespace, Name: allowListKey.Name}}
+	err = w.Client.Create(ctx, cm, client.FieldOwner(FieldManager))
 	if err == nil || apierrors.IsAlreadyExists(err) {
 		return nil
 	}
