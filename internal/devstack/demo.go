@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -59,7 +58,7 @@ func demoIndexes(ctx context.Context, progress io.Writer) (map[string]v1.ImageIn
 	if err != nil {
 		return nil, err
 	}
-	res, reused, err := images.Cached(ctx, images.CacheDir(root), images.Options{Source: src, Specs: specs, Platforms: []v1.Platform{hostPlatform()}})
+	res, reused, err := images.Cached(ctx, images.CacheDir(root), images.Options{Source: src, Specs: specs, Platforms: []v1.Platform{images.HostPlatform()}})
 	if err != nil {
 		return nil, fmt.Errorf("build the %s image: %w", DemoPlugin, err)
 	}
@@ -120,12 +119,4 @@ func sourceRoot() (string, error) {
 		}
 	}
 	return "", errors.Join(errors.New("openfief dev builds its demo plugin image from the OpenFief source: run it inside a clone"), err)
-}
-
-// hostPlatform is the platform of this machine, as a Linux image platform.
-func hostPlatform() v1.Platform {
-	if runtime.GOARCH == "arm64" {
-		return v1.Platform{OS: "linux", Architecture: "arm64"}
-	}
-	return v1.Platform{OS: "linux", Architecture: "amd64"}
 }

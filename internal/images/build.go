@@ -191,3 +191,12 @@ func describe(p v1.Platform, img v1.Image) (PlatformImage, error) {
 
 // MiB formats a size in mebibytes.
 func MiB(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// HostPlatform is this machine's platform as a Linux image platform: what
+// the local modes and the tests build when one platform is enough.
+func HostPlatform() v1.Platform {
+	if runtime.GOARCH == "arm64" {
+		return v1.Platform{OS: "linux", Architecture: "arm64"}
+	}
+	return v1.Platform{OS: "linux", Architecture: "amd64"}
+}

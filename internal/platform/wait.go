@@ -47,7 +47,7 @@ func WaitAvailable(ctx context.Context, c client.Client, s *Set, out io.Writer) 
 				state = "not found"
 			case err != nil && ctx.Err() == nil:
 				return fmt.Errorf("read %s: %w", describe(u), err)
-			case err == nil && available(&d):
+			case err == nil && DeploymentAvailable(&d):
 				pending[name] = false
 				fmt.Fprintf(out, "%s: Available (%d/%d)\n", describe(u), d.Status.AvailableReplicas, ptr.Deref(d.Spec.Replicas, 1))
 				continue
@@ -93,10 +93,10 @@ func notAvailable(c client.Client, deps []*unstructured.Unstructured, pending ma
 	return fmt.Errorf("%w (%w)", errors.Join(errs...), cause)
 }
 
-// available reports whether the Deployment controller has seen the latest
-// spec, every replica runs it and is available, no old replica is left,
-// and the Deployment says Available=True.
-func available(d *appsv1.Deployment) bool {
+// DeploymentAvailable reports whether the Deployment controller has seen
+// the latest spec, every replica runs it and is available, no old replica is
+// left, and the Deployment says Available=True: its rollout is complete.
+func DeploymentAvailable(d *appsv1.Deployment) bool {
 	want := ptr.Deref(d.Spec.Replicas, 1)
 	if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas != want ||
 		d.Status.AvailableReplicas != want || d.Status.Replicas != want {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -27,6 +26,7 @@ import (
 	"github.com/arkadiuss/openfief/deploy"
 	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/images"
+	"github.com/arkadiuss/openfief/internal/platform"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/testutil"
 )
@@ -61,7 +61,7 @@ func TestInstallManifests(t *testing.T) {
 	specs, err := images.SelectSpecs("operator", "egress-proxy", "openfief-core")
 	must(t, err)
 	built, reused, err := images.Cached(ctx, filepath.Join(root, ".cache", "e2e-images"), images.Options{
-		Source: src, Specs: specs, Platforms: []v1.Platform{hostPlatform()},
+		Source: src, Specs: specs, Platforms: []v1.Platform{images.HostPlatform()},
 	})
 	must(t, err)
 	refs := map[string]plugins.ImageRef{}
@@ -135,7 +135,7 @@ func TestInstallManifests(t *testing.T) {
 			if err := admin.Get(ctx, clientKey(name), &d); err != nil {
 				return false, err.Error()
 			}
-			return deploymentAvailable(&d), describeDeployment(ctx, admin, &d)
+			return platform.DeploymentAvailable(&d), describeDeployment(ctx, admin, &d)
 		})
 		if got := d.Spec.Template.Spec.Containers[0].Image; got != image {
 			t.Errorf("%s runs %s, want the pinned %s", name, got, image)
@@ -162,30 +162,6 @@ func renderKustomization(t *testing.T, dir string) []*unstructured.Unstructured 
 	objs, err := deploy.Render(dir)
 	must(t, err)
 	return objs
-}
-
-// hostPlatform is this machine's platform as a Linux image platform, as
-// openfief dev builds its demo image for.
-func hostPlatform() v1.Platform {
-	if runtime.GOARCH == "arm64" {
-		return v1.Platform{OS: "linux", Architecture: "arm64"}
-	}
-	return v1.Platform{OS: "linux", Architecture: "amd64"}
-}
-
-// deploymentAvailable reports whether the Deployment controller has seen the
-// latest spec, updated every replica and reports the Deployment Available.
-func deploymentAvailable(d *appsv1.Deployment) bool {
-	if d.Status.ObservedGeneration < d.Generation || d.Spec.Replicas == nil ||
-		d.Status.UpdatedReplicas != *d.Spec.Replicas || d.Status.AvailableReplicas != *d.Spec.Replicas {
-		return false
-	}
-	for _, c := range d.Status.Conditions {
-		if c.Type == appsv1.DeploymentAvailable {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // describeDeployment says where a Deployment stands, with the failures of

@@ -8,13 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -73,7 +71,7 @@ func TestPlatformInCluster(t *testing.T) {
 	specs, err := images.SelectSpecs("operator", "egress-proxy", "openfief-core")
 	must(t, err)
 	built, reused, err := images.Cached(ctx, filepath.Join(root, ".cache", "e2e-images"), images.Options{
-		Source: src, Specs: specs, Platforms: []v1.Platform{hostPlatform()},
+		Source: src, Specs: specs, Platforms: []v1.Platform{images.HostPlatform()},
 	})
 	must(t, err)
 	how := "built"
@@ -168,7 +166,7 @@ patches:
 	for name, image := range platformDeployments {
 		d, err := cs.AppsV1().Deployments(plugins.Namespace).Get(ctx, name, metav1.GetOptions{})
 		must(t, err)
-		if !deploymentAvailable(d) {
+		if !platform.DeploymentAvailable(d) {
 			t.Errorf("%s is not Available after install: %d/%d", name, d.Status.AvailableReplicas, *d.Spec.Replicas)
 			continue
 		}
@@ -311,29 +309,6 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// hostPlatform is this machine's platform as a Linux image platform.
-func hostPlatform() v1.Platform {
-	if runtime.GOARCH == "arm64" {
-		return v1.Platform{OS: "linux", Architecture: "arm64"}
-	}
-	return v1.Platform{OS: "linux", Architecture: "amd64"}
-}
-
-// deploymentAvailable reports whether the Deployment controller has seen
-// the latest spec, updated every replica and reports it Available.
-func deploymentAvailable(d *appsv1.Deployment) bool {
-	if d.Status.ObservedGeneration < d.Generation || d.Spec.Replicas == nil ||
-		d.Status.UpdatedReplicas != *d.Spec.Replicas || d.Status.AvailableReplicas != *d.Spec.Replicas {
-		return false
-	}
-	for _, c := range d.Status.Conditions {
-		if c.Type == appsv1.DeploymentAvailable {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // policyCIDRs are the ipBlock CIDRs a NetworkPolicy names, deduplicated.
