@@ -37,22 +37,42 @@ var platformDeployments = map[string]string{
 	"openfief-core":         "openfief-core",
 }
 
+// platformEnv is the real node with the platform installed on it, which
+// the phases of TestPlatformInCluster share in order.
+type platformEnv struct {
+	root        string
+	src         images.Source
+	refs        map[string]plugins.ImageRef // the platform's images by spec name
+	c           *devcluster.Cluster
+	cs          kubernetes.Interface
+	kubeconfig  string
+	work        string
+	preg        *pluginRegistry // plugin images, on the node's bridge
+	signer      *ocisign.KeySigner
+	signersFile string // the owner's signers, for `plugin install --signers`
+	overlay     string // the admin's overlay the platform was installed from
+	begin       time.Time
+}
+
+// phase is one part of TestPlatformInCluster. A phase leaves the platform
+// installed and every plugin it installed uninstalled, so the next starts
+// from the same place; only the last one uninstalls the platform.
+type phase struct {
+	name string
+	run  func(t *testing.T, e *platformEnv)
+}
+
+// phases run in this order on one installed platform: a real node and the
+// install take about a minute, so the package pays for them once.
+var phases = []phase{
+	{"installed", testInstalled},
+	{"nbp-fx", testNBPFxThroughCore},
+}
+
 // TestPlatformInCluster installs the platform on a real node as a user
-// does: the three images are built from this tree (or reused from
-// .cache/e2e-images), pushed to the node's registry, pinned by a platform
-// overlay (images.WritePlatformOverlay, as `make release-overlay` writes
-// it) and installed with `openfief platform install --overlay`, run in
-// this process. Every platform Deployment becomes Available with its pods
-// running as containers on the node under the restricted Pod Security
-// level, the core's claim is bound to the node's pre-made volume, and the
-// core's NetworkPolicy names the API server the cluster publishes.
-//
-// Then nbp-fx, signed with the owner's key (trusted through
-// openfief-trusted-signers) and served by a registry on the node's bridge,
-// is installed and approved: the operator's pod verifies it, the kubelet
-// pulls it, and the core's pod calls it through
-// plugin-nbp-fx.openfief.svc. Its sync stops at the egress proxy's lookup
-// of api.nbp.pl (OF-24), which the test checks reaches the proxy's pods.
+// does (installPlatform), then runs each of phases against it as a
+// subtest. A failed phase does not stop the next: each checks its own
+// starting point.
 func TestPlatformInCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real node and builds the platform's images: not in -short")
@@ -60,14 +80,33 @@ func TestPlatformInCluster(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a real node needs root: containers, cgroups, a bridge and netfilter rules")
 	}
+	e := installPlatform(t)
+	for _, p := range phases {
+		start := time.Now()
+		t.Run(p.name, func(t *testing.T) { p.run(t, e) })
+		t.Logf("phase %s: %s", p.name, time.Since(start).Round(100*time.Millisecond))
+	}
+}
+
+// installPlatform builds the three images from this tree (or reuses them
+// from .cache/e2e-images), starts a real node with cluster DNS and a
+// pre-made volume, pushes the images to the node's registry, pins them by a
+// platform overlay (images.WritePlatformOverlay, as `make release-overlay`
+// writes it) and installs it with `openfief platform install --overlay`,
+// run in this process. The owner's signing key is trusted through
+// openfief-trusted-signers, and plugins come from a registry on the node's
+// bridge.
+func installPlatform(t *testing.T) *platformEnv {
 	ctx := context.Background()
-	begin := time.Now()
+	e := &platformEnv{begin: time.Now()}
 
 	// The images first: a build takes minutes and needs no cluster.
 	root, err := images.FindRoot(".")
 	must(t, err)
+	e.root = root
 	src, err := images.ReadSource(ctx, root)
 	must(t, err)
+	e.src = src
 	specs, err := images.SelectSpecs("operator", "egress-proxy", "openfief-core")
 	must(t, err)
 	built, reused, err := images.Cached(ctx, filepath.Join(root, ".cache", "e2e-images"), images.Options{
@@ -78,7 +117,7 @@ func TestPlatformInCluster(t *testing.T) {
 	if reused {
 		how = "reused"
 	}
-	t.Logf("%s the platform's images of %s in %s", how, src.Version, time.Since(begin).Round(100*time.Millisecond))
+	t.Logf("%s the platform's images of %s in %s", how, src.Version, time.Since(e.begin).Round(100*time.Millisecond))
 
 	start := time.Now()
 	c, err := devcluster.Start(ctx, devcluster.Options{
@@ -93,48 +132,43 @@ func TestPlatformInCluster(t *testing.T) {
 			t.Errorf("stopping the cluster: %v", err)
 		}
 	})
+	e.c = c
 	t.Logf("real node with cluster DNS and a volume up in %s", time.Since(start).Round(100*time.Millisecond))
 	cs, err := c.Clientset()
 	must(t, err)
+	e.cs = cs
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpNamespace(t, cs, plugins.Namespace)
 		}
 	})
 
-	refs := map[string]plugins.ImageRef{}
+	e.refs = map[string]plugins.ImageRef{}
 	for _, b := range built.Images {
 		ref, err := images.PushIndex(ctx, images.Repository(c.NodeRegistry(), b.Spec.Name), b.Index, images.PushOptions{})
 		must(t, err)
-		refs[b.Spec.Name] = ref
+		e.refs[b.Spec.Name] = ref
 	}
-	work := t.TempDir()
-	release := filepath.Join(work, "release")
+	e.work = t.TempDir()
+	release := filepath.Join(e.work, "release")
 	must(t, images.WritePlatformOverlay(release, filepath.Join(root, "deploy"), images.Release{
-		Refs: refs, Version: src.Tag(), Header: "TestPlatformInCluster: this tree's images on the node's registry.",
+		Refs: e.refs, Version: src.Tag(), Header: "TestPlatformInCluster: this tree's images on the node's registry.",
 	}))
 	// Plugins come from a registry on the node's bridge, which the
 	// operator's pod reads over plain HTTP: the admin's own overlay on top
 	// of the release adds --insecure-registry, as docs/operator.md's
 	// private registry section does.
-	preg := startPluginRegistry(t, c)
-	overlay := filepath.Join(work, "site")
-	must(t, os.MkdirAll(overlay, 0o755))
-	must(t, os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(fmt.Sprintf(`resources:
-  - ../release
-patches:
-  - target: {kind: Deployment, name: openfief-operator}
-    patch: |-
-      - {op: add, path: /spec/template/spec/containers/0/args/-, value: "--insecure-registry=%s"}
-`, preg.bridge)), 0o644))
+	e.preg = startPluginRegistry(t, c)
+	e.overlay = filepath.Join(e.work, "site")
+	must(t, writeSiteOverlay(e.overlay, "../release", e.preg.bridge))
 	// The owner's signing key, trusted by the operator through the
 	// openfief-trusted-signers ConfigMap it reads when it starts.
-	signer, err := ocisign.NewKeySigner()
+	e.signer, err = ocisign.NewKeySigner()
 	must(t, err)
-	signersJSON, err := signer.SignersJSON("local-owner")
+	signersJSON, err := e.signer.SignersJSON("local-owner")
 	must(t, err)
-	signersFile := filepath.Join(work, "signers.json")
-	must(t, os.WriteFile(signersFile, signersJSON, 0o600))
+	e.signersFile = filepath.Join(e.work, "signers.json")
+	must(t, os.WriteFile(e.signersFile, signersJSON, 0o600))
 	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plugins.Namespace}}, metav1.CreateOptions{})
 	must(t, err)
 	_, err = cs.CoreV1().ConfigMaps(plugins.Namespace).Create(ctx, &corev1.ConfigMap{
@@ -143,26 +177,56 @@ patches:
 	}, metav1.CreateOptions{})
 	must(t, err)
 
-	kubeconfig := c.KubeconfigPath
-	var out, errOut bytes.Buffer
+	e.kubeconfig = c.KubeconfigPath
 	start = time.Now()
-	code := cli.Main(ctx, []string{"--kubeconfig", kubeconfig, "platform", "install", "--overlay", overlay, "--timeout", "4m"},
-		cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	t.Logf("openfief platform install: exit %d in %s\n%s%s", code, time.Since(start).Round(100*time.Millisecond), out.String(), errOut.String())
+	code, out := e.cli(ctx, "platform", "install", "--overlay", e.overlay, "--timeout", "4m")
+	t.Logf("openfief platform install: exit %d in %s\n%s", code, time.Since(start).Round(100*time.Millisecond), out)
 	if code != cli.ExitOK {
 		t.Fatalf("openfief platform install exited %d", code)
 	}
+	t.Logf("the platform runs in-cluster, %s after the test began", time.Since(e.begin).Round(100*time.Millisecond))
+	return e
+}
 
-	// The namespace enforces the restricted level.
+// writeSiteOverlay writes the admin's overlay in dir: the release at
+// release (relative to dir), with the operator told that the plugin
+// registry at insecure speaks plain HTTP.
+func writeSiteOverlay(dir, release, insecure string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(fmt.Sprintf(`resources:
+  - %s
+patches:
+  - target: {kind: Deployment, name: openfief-operator}
+    patch: |-
+      - {op: add, path: /spec/template/spec/containers/0/args/-, value: "--insecure-registry=%s"}
+`, release, insecure)), 0o644)
+}
+
+// cli runs one openfief command against the cluster in this process and
+// returns its exit code and everything it wrote.
+func (e *platformEnv) cli(ctx context.Context, args ...string) (int, string) {
+	var out bytes.Buffer
+	code := cli.Main(ctx, append([]string{"--kubeconfig", e.kubeconfig}, args...),
+		cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+	return code, out.String()
+}
+
+// testInstalled checks what the install promises: the namespace holds pods
+// to the restricted level, every Deployment is Available with its pods
+// running the pinned image as containers of the node, the core's claim is
+// bound to the node's pre-made volume, the core's NetworkPolicy names the
+// API server the cluster publishes, and `platform status` agrees.
+func testInstalled(t *testing.T, e *platformEnv) {
+	ctx := context.Background()
+	cs := e.cs
 	ns, err := cs.CoreV1().Namespaces().Get(ctx, plugins.Namespace, metav1.GetOptions{})
 	must(t, err)
 	if got := ns.Labels["pod-security.kubernetes.io/enforce"]; got != "restricted" {
 		t.Errorf("namespace %s enforces Pod Security level %q, want restricted", ns.Name, got)
 	}
 
-	// Every Deployment is Available, its pods running the pinned image as
-	// containers of the node (a container ID from containerd), none
-	// restarted.
 	for name, image := range platformDeployments {
 		d, err := cs.AppsV1().Deployments(plugins.Namespace).Get(ctx, name, metav1.GetOptions{})
 		must(t, err)
@@ -170,7 +234,7 @@ patches:
 			t.Errorf("%s is not Available after install: %d/%d", name, d.Status.AvailableReplicas, *d.Spec.Replicas)
 			continue
 		}
-		want := refs[image].String()
+		want := e.refs[image].String()
 		pods, err := cs.CoreV1().Pods(plugins.Namespace).List(ctx, metav1.ListOptions{
 			LabelSelector: metav1.FormatLabelSelector(d.Spec.Selector),
 		})
@@ -200,15 +264,13 @@ patches:
 		t.Logf("%s: Available, %d pods running %s as containers", name, running, want)
 	}
 
-	// The core's claim is bound to the node's pre-made volume.
 	pvc, err := cs.CoreV1().PersistentVolumeClaims(plugins.Namespace).Get(ctx, "openfief-core-data", metav1.GetOptions{})
 	must(t, err)
 	if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "" {
 		t.Errorf("the core's claim is %s (volume %q), want Bound", pvc.Status.Phase, pvc.Spec.VolumeName)
 	}
 
-	// The core's NetworkPolicy names the API server the cluster publishes.
-	apiCIDRs, err := platform.DiscoverAPIServer(ctx, mustClient(t, c))
+	apiCIDRs, err := platform.DiscoverAPIServer(ctx, mustClient(t, e.c))
 	must(t, err)
 	np, err := cs.NetworkingV1().NetworkPolicies(plugins.Namespace).Get(ctx, "openfief-core", metav1.GetOptions{})
 	must(t, err)
@@ -216,32 +278,32 @@ patches:
 		t.Errorf("the core's NetworkPolicy names %v, want the API server's %v", got, apiCIDRs)
 	}
 
-	// The API server holds pods in openfief to the restricted level.
 	loose := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "pod-security-probe", Namespace: plugins.Namespace},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: refs["operator"].String()}}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: e.refs["operator"].String()}}},
 	}
 	if _, err := cs.CoreV1().Pods(plugins.Namespace).Create(ctx, loose, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "PodSecurity") {
 		t.Errorf("a pod that is not hardened: %v, want refused by PodSecurity", err)
 	}
 
-	// `openfief platform status` reports every component available.
-	out.Reset()
-	errOut.Reset()
-	code = cli.Main(ctx, []string{"--kubeconfig", kubeconfig, "platform", "status"},
-		cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	t.Logf("openfief platform status: exit %d\n%s%s", code, out.String(), errOut.String())
+	code, out := e.cli(ctx, "platform", "status")
+	t.Logf("openfief platform status: exit %d\n%s", code, out)
 	if code != cli.ExitOK {
 		t.Errorf("openfief platform status exited %d", code)
 	}
-	t.Logf("the platform runs in-cluster, %s after the test began", time.Since(begin).Round(100*time.Millisecond))
+}
 
-	// nbp-fx, signed by the owner, installed and approved: the operator's
-	// pod verifies it, the kubelet pulls it, and the core's pod calls it
-	// through plugin-nbp-fx.openfief.svc, which the cluster DNS answers.
-	ref := preg.publishNBPFx(t, root, signer)
+// testNBPFxThroughCore installs and approves nbp-fx, signed by the owner:
+// the operator's pod verifies it, the kubelet pulls it, and the core's pod
+// calls it through plugin-nbp-fx.openfief.svc, which the cluster DNS
+// answers.
+func testNBPFxThroughCore(t *testing.T, e *platformEnv) {
+	ctx := context.Background()
+	cs := e.cs
+	kubeconfig := e.kubeconfig
+	ref := e.preg.publishNBPFx(t, e.root, e.signer)
 	const instance = "nbp-fx"
-	openfief(t, kubeconfig, "plugin", "install", instance, "--image", ref.String(), "--signers", signersFile, "--insecure-registry", preg.bridge)
+	openfief(t, kubeconfig, "plugin", "install", instance, "--image", ref.String(), "--signers", e.signersFile, "--insecure-registry", e.preg.bridge)
 	openfief(t, kubeconfig, "plugin", "approve", instance, "--yes")
 	pod := runningPluginPod(t, cs, instance)
 	t.Logf("plugin pod %s (%s) Running as a container", pod.Name, pod.Status.PodIP)
@@ -288,6 +350,7 @@ patches:
 		return false, fmt.Sprintf("%d proxy pods, no decision logged", len(pods.Items))
 	})
 	t.Logf("egress proxy pod: %s", decision)
+	openfief(t, kubeconfig, "plugin", "uninstall", instance, "--yes", "--purge", "--wait", "60s")
 }
 
 // lastLines are the lines of text that start (after spaces) with one of
