@@ -54,6 +54,10 @@ cluster: controlplane ## Run the full dev control plane in the foreground until 
 demo: controlplane ## The main job: the plugin lifecycle on a local platform, step by step, with the owner's CLI.
 	hack/demo.sh
 
+.PHONY: demo-in-cluster
+demo-in-cluster: controlplane node ## The same lifecycle with the whole platform as pods of a real node (root).
+	hack/demo.sh --in-cluster
+
 .PHONY: test
 test: controlplane node ## Run every test of every module, those tagged cluster too (the real-node tests need root: docs/node.md).
 	@for m in $(MODULES); do echo "== go test -tags $(CLUSTER_TAG) $$m"; (cd $$m && $(GO) test -count=1 -tags $(CLUSTER_TAG) ./...); done

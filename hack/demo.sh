@@ -9,7 +9,23 @@
 # first syncs, an upgrade that asks for one more host, approval, revocation
 # and uninstall, printing each command and the plugin table. Everything
 # stops at the end (or on Ctrl-C).
+#
+# hack/demo.sh --in-cluster (make demo-in-cluster; root, make node) runs the
+# same lifecycle with the whole platform as pods of a real node, installed by
+# `openfief platform install` (`openfief dev --in-cluster`): the core's pod
+# syncs the plugin's pod, which reaches the NBP stand-in through the egress
+# proxy's pods.
 set -euo pipefail
+
+mode=(--local-plugins)
+case "${1:-}" in
+"") ;;
+--in-cluster) mode=(--in-cluster) ;;
+*)
+	echo "usage: hack/demo.sh [--in-cluster]" >&2
+	exit 2
+	;;
+esac
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${root}"
@@ -20,7 +36,7 @@ echo "== building the openfief CLI"
 go build -o "${bin}" ./cmd/openfief
 
 state="$(mktemp -d "${TMPDIR:-/tmp}/openfief-demo.XXXXXX")"
-"${bin}" dev --local-plugins --state-dir "${state}" >"${state}/dev.log" 2>&1 &
+"${bin}" dev "${mode[@]}" --state-dir "${state}" >"${state}/dev.log" 2>&1 &
 dev=$!
 cleanup() {
 	kill -INT "${dev}" 2>/dev/null || true
@@ -64,7 +80,7 @@ run plugin list
 
 step "Approve what it asks for (Running)"
 run plugin approve fx --yes
-run plugin wait fx --for Running --timeout 60s
+run plugin wait fx --for Running --timeout 120s
 run plugin list
 
 step "openfief-core calls nbp-fx's Sync on its schedule and stores the rates it delivers"
@@ -91,7 +107,7 @@ run plugin status fx | sed -n '/^Pending/,/^Conditions/p' | sed '$d'
 
 step "Approve the new host (the new version runs)"
 run plugin approve fx --yes
-run plugin wait fx --for Running --timeout 60s
+run plugin wait fx --for Running --timeout 120s
 run plugin list
 
 step "Revoke the grant (nothing runs; a deny-all NetworkPolicy is all that is left)"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -35,8 +36,26 @@ func (f *trustFlags) register(fs *pflag.FlagSet, clusterDefault bool) {
 		help += " (default: that ConfigMap's signers.json in the cluster, as the operator trusts)"
 	}
 	fs.StringVar(&f.signersFile, "signers", "", help)
-	fs.StringArrayVar(&f.insecure, "insecure-registry", nil, "a registry host[:port] read over plain HTTP (repeatable; loopback registries always are)")
+	fs.StringArrayVar(&f.insecure, "insecure-registry", insecureFromEnv(), "a registry host[:port] read over plain HTTP (repeatable; loopback registries always are; default: $"+EnvInsecureRegistries+", comma-separated)")
 	fs.StringVar(&f.registryConfig, "registry-config", "", "a docker config.json with registry credentials (default: the owner's docker config, ~/.docker/config.json or $DOCKER_CONFIG, with its credential helpers, as crane and cosign read it)")
+}
+
+// EnvInsecureRegistries names registries read over plain HTTP when no
+// --insecure-registry is given: comma-separated host[:port]. `openfief dev
+// --in-cluster` writes it, since its plugin registry listens on the node's
+// bridge address, where the operator's pod reaches it.
+const EnvInsecureRegistries = "OPENFIEF_INSECURE_REGISTRIES"
+
+// insecureFromEnv is --insecure-registry's default, from
+// EnvInsecureRegistries.
+func insecureFromEnv() []string {
+	var out []string
+	for _, h := range strings.Split(os.Getenv(EnvInsecureRegistries), ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // keychain is where the registry credentials come from: the file of

@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -86,6 +88,11 @@ type realNode struct {
 	regSrv     *http.Server
 	regHost    string // 127.0.0.1:port of the node's registry
 	sandbox    string // the pinned sandbox image
+	// resolver is the node's resolver, with Options.ClusterDNS.
+	resolver *nodeResolver
+	// standIns counts the stand-in addresses on the bridge.
+	standInMu sync.Mutex
+	standIns  int
 }
 
 // prepareNode does what must precede the control plane: it checks root and
@@ -164,6 +171,12 @@ func prepareNode(opts Options, binDir string) (n *realNode, err error) {
 	if err := n.makeBridge(); err != nil {
 		return n, err
 	}
+	if opts.ClusterDNS {
+		addr := net.JoinHostPort(n.net.gateway.String(), strconv.Itoa(resolverPort))
+		if n.resolver, err = startResolver(addr, hostResolvConf); err != nil {
+			return n, err
+		}
+	}
 	if err := makeCgroupRoot(n.rec.CgroupRoot); err != nil {
 		return n, err
 	}
@@ -183,6 +196,16 @@ func prepareNode(opts Options, binDir string) (n *realNode, err error) {
 		return n, err
 	}
 	return n, n.writeConfig()
+}
+
+// podResolvConf is the resolv.conf the kubelet gives pods with dnsPolicy
+// Default: the node's resolver with Options.ClusterDNS, no resolver at all
+// otherwise.
+func (n *realNode) podResolvConf() []byte {
+	if n.resolver == nil {
+		return nil
+	}
+	return []byte("nameserver " + n.net.gateway.String() + "\n")
 }
 
 // requireNodeFiles checks the node's binaries, host tools and CNI plugins.
@@ -220,7 +243,7 @@ func (n *realNode) writeConfig() error {
 		filepath.Join(l.cniConf, "10-openfief.conflist"): conflist,
 		l.kubeletConfig: []byte(kubeletConfigYAML(l, n.net, n.port, n.certs.caFile, n.rec.CgroupRoot)),
 		l.proxyConfig:   []byte(kubeProxyConfigYAML(l, n.net, RealNodeName, n.net.podCIDR.String(), n.proxyPorts[0], n.proxyPorts[1])),
-		l.resolvConf:    nil,
+		l.resolvConf:    n.podResolvConf(),
 	})
 	if err != nil {
 		return err
@@ -405,6 +428,9 @@ func (n *realNode) stop() error {
 	}
 	if n.regSrv != nil {
 		errs = append(errs, n.regSrv.Close())
+	}
+	if n.resolver != nil {
+		errs = append(errs, n.resolver.close())
 	}
 	unlockNodes(n.lock)
 	return errors.Join(errs...)

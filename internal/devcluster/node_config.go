@@ -132,9 +132,10 @@ func hostsTOML(host string) string {
 
 // cniConfList renders the CNI network: the bridge plugin on the node's own
 // bridge with host-local addresses from the pod range, and portmap. Pods get
-// no default route: only the bridge's /24 and the Service range (through
-// the node, where kube-proxy translates it), so no pod packet is forwarded
-// off the machine whatever the policies say.
+// no default route: only the bridge's /24, the Service range (through the
+// node, where kube-proxy translates it) and StandInPrefix (the stand-ins for
+// outside servers, addresses of the node itself), so no pod packet is
+// forwarded off the machine whatever the policies say.
 func cniConfList(n nodeNet, cacheDir string) ([]byte, error) {
 	conf := map[string]any{
 		"cniVersion": "1.0.0",
@@ -150,7 +151,7 @@ func cniConfList(n nodeNet, cacheDir string) ([]byte, error) {
 				"ipam": map[string]any{
 					"type":    "host-local",
 					"ranges":  [][]map[string]string{{{"subnet": n.podCIDR.String(), "gateway": n.gateway.String()}}},
-					"routes":  []map[string]string{{"dst": ServiceCIDR}},
+					"routes":  []map[string]string{{"dst": ServiceCIDR}, {"dst": StandInPrefix.String()}},
 					"dataDir": cacheDir,
 				},
 			},

@@ -23,8 +23,8 @@ import (
 )
 
 // The cluster DNS (Options.ClusterDNS): CoreDNS, built by `make node` from
-// hack/tools/coredns with only the kubernetes, cache, errors, health, ready
-// and loop plugins, runs as a pod of the real node behind the kube-dns
+// hack/tools/coredns with only the kubernetes, forward, cache, errors,
+// health, ready and loop plugins, runs as a pod of the real node behind the kube-dns
 // Service at the kubelet's clusterDNS address, as kubeadm names them.
 const (
 	// ClusterDNSService is the cluster DNS's Service in kube-system.
@@ -54,23 +54,25 @@ const (
 // dnsLabels select CoreDNS's pods.
 var dnsLabels = map[string]string{"k8s-app": ClusterDNSService}
 
-// corefile is CoreDNS's configuration. It serves only the cluster's zones
-// (Services and their endpoints by name, and reverse lookups of their
-// addresses) from the kubernetes plugin; a name outside them matches no
-// server block and is answered REFUSED: there is no forward plugin, so the
-// cluster DNS resolves nothing outside the cluster (the egress proxy
-// resolves the plugins' outside names).
+// corefile is CoreDNS's configuration, in the shape kubeadm gives a
+// cluster: the kubernetes plugin answers the cluster's zone (Services and
+// their endpoints by name) and reverse lookups of their addresses, and
+// every other name is forwarded to the resolver in the pod's resolv.conf,
+// which is the node's resolver (dnsPolicy Default, podResolvConf). The
+// egress proxy's pods resolve the hosts a grant names this way (OF-24);
+// plugins never ask it, their NetworkPolicies refuse DNS.
 func corefile() string {
-	port := strconv.Itoa(dnsPort)
 	return strings.Join([]string{
-		clusterDomain + ":" + port + " in-addr.arpa:" + port + " {",
+		".:" + strconv.Itoa(dnsPort) + " {",
 		"    errors",
 		"    health :" + strconv.Itoa(dnsHealthPort),
 		"    ready :" + strconv.Itoa(dnsReadyPort),
 		"    kubernetes " + clusterDomain + " in-addr.arpa {",
 		"        pods disabled",
+		"        fallthrough in-addr.arpa",
 		"        ttl 30",
 		"    }",
+		"    forward . /etc/resolv.conf",
 		"    cache 30",
 		"    loop",
 		"}",

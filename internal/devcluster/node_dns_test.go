@@ -19,8 +19,9 @@ import (
 // built from hack/tools/coredns, from the node's registry) and, from a pod,
 // resolves the kubernetes Service and a Service of the test to their
 // ClusterIPs over UDP and TCP, by full name and through the search path the
-// kubelet writes; a name outside the cluster does not resolve (no forward
-// plugin: REFUSED). CoreDNS's pod is one the restricted Pod Security
+// kubelet writes; a name outside the cluster is forwarded to the node's
+// resolver, which answers a stand-in (StandIn) from its table, and a
+// missing name in the cluster's zone does not resolve. CoreDNS's pod is one the restricted Pod Security
 // Standard admits.
 func TestRealNodeClusterDNS(t *testing.T) {
 	skipUnlessRealNode(t)
@@ -52,6 +53,13 @@ func TestRealNodeClusterDNS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bank, err := c.StandIn("bank.example.net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !devcluster.StandInPrefix.Contains(bank) {
+		t.Errorf("stand-in address %s is outside %s", bank, devcluster.StandInPrefix)
+	}
 	createPodWhenAdmitted(ctx, t, cs, restrictedPod("dns", image))
 	runningPod(ctx, t, cs, "probe", "dns")
 
@@ -60,6 +68,7 @@ func TestRealNodeClusterDNS(t *testing.T) {
 		{"kubernetes.default", kube.Spec.ClusterIP}, // through the search path
 		{"web.probe.svc.cluster.local", web.Spec.ClusterIP},
 		{"web", web.Spec.ClusterIP},
+		{"bank.example.net", bank.String()}, // forwarded to the node's resolver
 	}
 	for _, network := range []string{"udp", "tcp"} {
 		for _, tc := range cases {
@@ -75,12 +84,11 @@ func TestRealNodeClusterDNS(t *testing.T) {
 				t.Errorf("resolving %s over %s: %q; want %q", tc.name, network, got, tc.want)
 			}
 		}
-		for _, name := range []string{"example.com", "nosuch.probe.svc.cluster.local"} {
-			got := strings.TrimSpace(execIn(ctx, t, c, cs, "probe", "dns", "/probe", "resolve", network, name))
-			t.Logf("%s %-40s %s", network, name, got)
-			if !strings.HasPrefix(got, "error: ") {
-				t.Errorf("resolving %s over %s: %q; want an error (the cluster DNS answers for the cluster only)", name, network, got)
-			}
+		name := "nosuch.probe.svc.cluster.local"
+		got := strings.TrimSpace(execIn(ctx, t, c, cs, "probe", "dns", "/probe", "resolve", network, name))
+		t.Logf("%s %-40s %s", network, name, got)
+		if !strings.HasPrefix(got, "error: ") {
+			t.Errorf("resolving %s over %s: %q; want an error (no such Service)", name, network, got)
 		}
 	}
 

@@ -27,6 +27,7 @@ func NewCommand(env *cli.Env) *cobra.Command {
 		binDir  string
 		local   bool
 		node    string
+		inCl    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -56,6 +57,15 @@ egress proxy then listens on the node's bridge address. It changes the
 machine (a bridge, netfilter rules, cgroups, sysctls) and undoes it on exit,
 or at the next start after a kill: see docs/node.md.
 
+With --in-cluster (which implies --node real) the platform itself runs as
+pods, as on a user's cluster: the operator, egress-proxy and openfief-core
+images are built from this tree (or reused from .cache/images), pushed to the
+node's registry and installed by 'openfief platform install' from a release
+overlay; the cluster DNS (CoreDNS) runs as a pod and the core keeps its data on
+a PersistentVolume. The demo images come from a registry on the node's bridge,
+and api.nbp.pl is answered by a stand-in on the node. The CLI reaches the core
+through the API server.
+
 The control-plane binaries come from .bin/ (make controlplane builds them).`,
 		Example: `  openfief dev
   # in another terminal:
@@ -75,6 +85,15 @@ The control-plane binaries come from .bin/ (make controlplane builds them).`,
 			default:
 				return cli.UsageError(fmt.Errorf("--node must be kwok or real, got %q", node))
 			}
+			if inCl {
+				switch {
+				case cmd.Flags().Changed("node") && kind != devcluster.NodeReal:
+					return cli.UsageError(fmt.Errorf("--in-cluster runs the platform as pods of a real node: it cannot take --node %s", node))
+				case local:
+					return cli.UsageError(fmt.Errorf("--in-cluster runs plugins as pods: it cannot take --local-plugins"))
+				}
+				kind = devcluster.NodeReal
+			}
 			_ = os.Remove(filepath.Join(abs, ReadyFile))
 			var logs io.Writer
 			if verbose {
@@ -82,7 +101,7 @@ The control-plane binaries come from .bin/ (make controlplane builds them).`,
 			}
 			ctx := cmd.Context()
 			fmt.Fprintf(env.Out, "Starting the OpenFief platform in %s\n", abs)
-			stack, err := Start(ctx, Options{Dir: abs, Nodes: nodes, Progress: env.Out, Logs: logs, BinDir: binDir, LocalPlugins: local, Node: kind})
+			stack, err := Start(ctx, Options{Dir: abs, Nodes: nodes, Progress: env.Out, Logs: logs, BinDir: binDir, LocalPlugins: local, Node: kind, InCluster: inCl})
 			if err != nil {
 				return err
 			}
@@ -107,10 +126,15 @@ The control-plane binaries come from .bin/ (make controlplane builds them).`,
 	f.BoolVarP(&verbose, "verbose", "v", false, "also print the control plane's, operator's and proxy's logs")
 	f.StringVar(&binDir, "bin-dir", "", "directory of the control-plane binaries (default: the repository's .bin)")
 	f.BoolVar(&local, "local-plugins", false, "run demo plugins as local processes the core calls, with a loopback NBP stand-in")
+	f.BoolVar(&inCl, "in-cluster", false, "run the platform itself as pods of a real node, installed by 'openfief platform install' (implies --node real)")
 	return cmd
 }
 
 func printDevSummary(w io.Writer, s *Stack) {
+	if s.PlatformImages != nil {
+		printInClusterSummary(w, s)
+		return
+	}
 	fmt.Fprintf(w, `
 The platform is running.
   kubeconfig:      %s
@@ -132,6 +156,36 @@ Try, in another terminal:
   openfief plugin list
   openfief dashboard                                            # the same, live in your browser
   kubectl get plugins,deployments,networkpolicies -n openfief   # any tool works with $KUBECONFIG
+
+Press Ctrl-C to stop everything.
+`, s.EnvFile)
+}
+
+// printInClusterSummary is printDevSummary for the in-cluster mode.
+func printInClusterSummary(w io.Writer, s *Stack) {
+	fmt.Fprintf(w, `
+The platform is running in the cluster (version %s).
+  kubeconfig:      %s
+  trusted signers: %s
+  overlay:         %s (on top of the release overlay %s)
+  plugin registry: %s
+  platform images:
+`, s.PlatformVersion, s.KubeconfigPath, s.SignersFile, s.OverlayDir, s.ReleaseDir, s.RegistryHost)
+	for _, name := range PlatformImages {
+		fmt.Fprintf(w, "    %-13s %s\n", name, s.PlatformImages[name])
+	}
+	fmt.Fprintln(w, "  demo images:")
+	for _, d := range DemoImages() {
+		fmt.Fprintf(w, "    %-13s %s\n", d.Name, s.Images[d.Name])
+	}
+	fmt.Fprintf(w, `
+Try, in another terminal:
+  source %s
+  openfief platform status
+  openfief plugin install fx --image "$OPENFIEF_DEMO_IMAGE_V1"
+  openfief plugin approve fx --yes
+  openfief plugin status fx                                     # the core's pod syncs it
+  kubectl get pods -A                                           # any tool works with $KUBECONFIG
 
 Press Ctrl-C to stop everything.
 `, s.EnvFile)

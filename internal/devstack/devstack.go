@@ -38,6 +38,7 @@ import (
 
 	"github.com/arkadiuss/openfief/deploy"
 	"github.com/arkadiuss/openfief/internal/apiconv"
+	"github.com/arkadiuss/openfief/internal/cli"
 	"github.com/arkadiuss/openfief/internal/core"
 	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/egress"
@@ -101,6 +102,13 @@ type Options struct {
 	// the demo has no internet. `openfief dev --local-plugins` and
 	// `make demo` set it.
 	LocalPlugins bool
+	// InCluster, with a real node, runs the platform itself as pods of the
+	// node instead of in this process: the operator, egress-proxy and
+	// openfief-core images built from this tree, installed by `openfief
+	// platform install` from a release overlay, with the cluster DNS and a
+	// volume for the core's data (incluster.go). `openfief dev --in-cluster`
+	// sets it.
+	InCluster bool
 }
 
 // Stack is a running local platform.
@@ -127,8 +135,19 @@ type Stack struct {
 	FakeNBP *FakeNBP
 	// EnvFile holds shell exports of the above, for scripts.
 	EnvFile string
+	// PlatformImages are the platform's images by name, PlatformVersion
+	// their version, ReleaseDir the release overlay pinning them and
+	// OverlayDir the overlay installed on top of it: in the in-cluster
+	// mode only.
+	PlatformImages  map[string]plugins.ImageRef
+	PlatformVersion string
+	ReleaseDir      string
+	OverlayDir      string
 
 	signer *ocisign.KeySigner
+	// registryLoopback is the in-cluster registry's loopback host:port,
+	// where this process pushes (RegistryHost is its bridge name).
+	registryLoopback string
 	// admin is a client of Cluster.Config, for the steps that install.
 	admin kubernetes.Interface
 
@@ -153,6 +172,9 @@ const (
 func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	if opts.Dir == "" {
 		return nil, errors.New("devstack: Options.Dir is required")
+	}
+	if opts.InCluster && (opts.Node != devcluster.NodeReal || opts.LocalPlugins) {
+		return nil, errors.New("devstack: InCluster needs a real node, and runs plugins as pods (no LocalPlugins)")
 	}
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, err
@@ -277,17 +299,27 @@ func (s *Stack) publishSigners(ctx context.Context, client kubernetes.Interface)
 }
 
 // PublishImage pushes a plugin image with manifest m to the stack's registry
-// and signs it with the owner key the operator trusts.
+// and signs it with the owner key the operator trusts. In the in-cluster
+// mode it pushes through the registry's loopback address and returns the
+// image by its name on the node's bridge (RegistryHost), as the Plugins
+// name it.
 func (s *Stack) PublishImage(ctx context.Context, repo string, m plugins.Manifest, files map[string][]byte) (plugins.ImageRef, error) {
 	img, err := ocisign.PluginImage(m, files)
 	if err != nil {
 		return plugins.ImageRef{}, err
 	}
-	ref, err := ocisign.Push(ctx, s.RegistryHost, repo, img)
+	push := s.RegistryHost
+	if s.registryLoopback != "" {
+		push = s.registryLoopback
+	}
+	ref, err := ocisign.Push(ctx, push, repo, img)
 	if err != nil {
 		return plugins.ImageRef{}, err
 	}
-	return ref, s.signer.Sign(ctx, ref)
+	if err := s.signer.Sign(ctx, ref); err != nil {
+		return plugins.ImageRef{}, err
+	}
+	return plugins.ParseImageRef(s.RegistryHost + "/" + repo + "@" + ref.Digest())
 }
 
 // startOperator runs the operator in this process as the binary builds it
@@ -405,8 +437,14 @@ func (s *Stack) writeEnv(dir string) error {
 	fmt.Fprintf(&b, "export KUBECONFIG=%q\n", s.KubeconfigPath)
 	fmt.Fprintf(&b, "export OPENFIEF_SIGNERS=%q\n", s.SignersFile)
 	fmt.Fprintf(&b, "export OPENFIEF_REGISTRY=%q\n", s.RegistryHost)
-	fmt.Fprintf(&b, "export OPENFIEF_EGRESS_PROXY=%q\n", s.ProxyAddress)
-	fmt.Fprintf(&b, "export OPENFIEF_CORE_URL=%q\n", s.CoreURL)
+	if s.PlatformImages != nil {
+		// In-cluster, the CLI reaches the core through the API server and
+		// reads the plugin registry on the node's bridge over plain HTTP.
+		fmt.Fprintf(&b, "export %s=%q\n", cli.EnvInsecureRegistries, s.RegistryHost)
+	} else {
+		fmt.Fprintf(&b, "export OPENFIEF_EGRESS_PROXY=%q\n", s.ProxyAddress)
+		fmt.Fprintf(&b, "export OPENFIEF_CORE_URL=%q\n", s.CoreURL)
+	}
 	for _, d := range DemoImages() {
 		fmt.Fprintf(&b, "export %s=%q\n", d.EnvVar, s.Images[d.Name].String())
 	}

@@ -26,6 +26,9 @@ type startStep struct {
 // components' identities (RunAsServiceAccounts) and the local plugin
 // processes (LocalPlugins).
 func (s *Stack) startPlan(opts Options) []startStep {
+	if opts.InCluster {
+		return s.inClusterPlan(opts)
+	}
 	plan := []startStep{
 		{controlPlaneWhat(opts.Node), s.startControlPlane},
 		{"creating the openfief namespace (restricted), the core's and proxy's Services and the owner's ServiceAccount", s.installBasics},
@@ -61,21 +64,28 @@ func controlPlaneWhat(node devcluster.NodeKind) string {
 }
 
 // startControlPlane writes the CRDs of this tree, starts the full local
-// control plane with them (and the real node when opts.Node asks), and
-// copies its admin kubeconfig into opts.Dir.
+// control plane with them (and the real node when opts.Node asks; in the
+// in-cluster mode with the cluster DNS and a volume, and no CRDs, which the
+// install applies), and copies its admin kubeconfig into opts.Dir.
 func (s *Stack) startControlPlane(ctx context.Context, opts *Options) error {
-	crdDir := filepath.Join(opts.Dir, "crds")
-	if err := os.MkdirAll(crdDir, 0o700); err != nil {
-		return err
-	}
-	if err := deploy.WriteCRDs(crdDir); err != nil {
-		return err
-	}
-	c, err := devcluster.Start(ctx, devcluster.Options{
+	copts := devcluster.Options{
 		Mode: devcluster.Full, Nodes: opts.Nodes, BinDir: opts.BinDir, Node: opts.Node,
-		CRDDirectoryPaths: []string{crdDir}, Output: opts.Logs,
-		StartTimeout: startTimeout(opts.Node),
-	})
+		Output: opts.Logs, StartTimeout: startTimeout(opts.Node),
+	}
+	if opts.InCluster {
+		// The install applies the CRDs; the core's claim binds the volume.
+		copts.ClusterDNS, copts.Volumes = true, 1
+	} else {
+		crdDir := filepath.Join(opts.Dir, "crds")
+		if err := os.MkdirAll(crdDir, 0o700); err != nil {
+			return err
+		}
+		if err := deploy.WriteCRDs(crdDir); err != nil {
+			return err
+		}
+		copts.CRDDirectoryPaths = []string{crdDir}
+	}
+	c, err := devcluster.Start(ctx, copts)
 	if err != nil {
 		return err
 	}

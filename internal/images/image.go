@@ -112,17 +112,7 @@ func WithManifestLabel(idx v1.ImageIndex, label string) (v1.ImageIndex, error) {
 	if _, err := plugins.ParseManifestLabel(label); err != nil {
 		return nil, err
 	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		return nil, err
-	}
-	imgs := make([]v1.Image, len(im.Manifests))
-	platforms := make([]v1.Platform, len(im.Manifests))
-	for i, d := range im.Manifests {
-		img, err := idx.Image(d.Digest)
-		if err != nil {
-			return nil, err
-		}
+	return mapImages(idx, func(img v1.Image) (v1.Image, error) {
 		cf, err := img.ConfigFile()
 		if err != nil {
 			return nil, err
@@ -133,11 +123,52 @@ func WithManifestLabel(idx v1.ImageIndex, label string) (v1.ImageIndex, error) {
 			cf.Config.Labels = map[string]string{}
 		}
 		cf.Config.Labels[plugins.ManifestLabel] = label
-		if imgs[i], err = mutate.ConfigFile(img, cf); err != nil {
-			return nil, err
-		}
+		return mutate.ConfigFile(img, cf)
+	})
+}
+
+// WithExtraCA returns idx with one more layer in each of its images: the
+// PEM file caPEM as /etc/ssl/certs/NAME.pem, which Go's system roots read
+// besides CABundlePath (every file of that folder). The local mode's demo
+// plugin trusts the NBP stand-in's CA this way; its time is the epoch, so
+// the same CA gives the same image.
+func WithExtraCA(idx v1.ImageIndex, name string, caPEM []byte) (v1.ImageIndex, error) {
+	if name == "" || strings.ContainsAny(name, "/.") {
+		return nil, fmt.Errorf("images: CA file name %q must be a plain name", name)
+	}
+	layer, err := newLayer([]entry{
+		dir("etc/"),
+		dir("etc/ssl/"),
+		dir("etc/ssl/certs/"),
+		file("etc/ssl/certs/"+name+".pem", 0o644, caPEM),
+	}, time.Unix(0, 0))
+	if err != nil {
+		return nil, err
+	}
+	return mapImages(idx, func(img v1.Image) (v1.Image, error) {
+		return mutate.AppendLayers(img, layer)
+	})
+}
+
+// mapImages returns an index of f applied to each image of idx, with the
+// same platforms and annotations.
+func mapImages(idx v1.ImageIndex, f func(v1.Image) (v1.Image, error)) (v1.ImageIndex, error) {
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	imgs := make([]v1.Image, len(im.Manifests))
+	platforms := make([]v1.Platform, len(im.Manifests))
+	for i, d := range im.Manifests {
 		if d.Platform == nil {
 			return nil, fmt.Errorf("image %s of the index names no platform", d.Digest)
+		}
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			return nil, err
+		}
+		if imgs[i], err = f(img); err != nil {
+			return nil, err
 		}
 		platforms[i] = *d.Platform
 	}

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,11 +24,11 @@ import (
 	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/cli"
 	"github.com/arkadiuss/openfief/internal/devcluster"
+	"github.com/arkadiuss/openfief/internal/devstack"
 	"github.com/arkadiuss/openfief/internal/images"
 	"github.com/arkadiuss/openfief/internal/ocisign"
 	"github.com/arkadiuss/openfief/internal/platform"
 	"github.com/arkadiuss/openfief/internal/plugins"
-	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // platformDeployments are the platform's Deployments by the image each runs.
@@ -49,8 +50,9 @@ type platformEnv struct {
 	work        string
 	preg        *pluginRegistry // plugin images, on the node's bridge
 	signer      *ocisign.KeySigner
-	signersFile string // the owner's signers, for `plugin install --signers`
-	overlay     string // the admin's overlay the platform was installed from
+	signersFile string            // the owner's signers, for `plugin install --signers`
+	overlay     string            // the admin's overlay the platform was installed from
+	nbp         *devstack.FakeNBP // api.nbp.pl's stand-in, at a StandIn address
 	begin       time.Time
 }
 
@@ -66,7 +68,7 @@ type phase struct {
 // install take about a minute, so the package pays for them once.
 var phases = []phase{
 	{"installed", testInstalled},
-	{"nbp-fx", testNBPFxThroughCore},
+	{"lifecycle", testLifecycle},
 }
 
 // TestPlatformInCluster installs the platform on a real node as a user
@@ -143,6 +145,15 @@ func installPlatform(t *testing.T) *platformEnv {
 		}
 	})
 
+	// api.nbp.pl's stand-in: an address on the node's bridge that the
+	// cluster DNS resolves the name to (it forwards outside names to the
+	// node's resolver), where an HTTPS server of this test answers as NBP.
+	nbpAddr, err := c.StandIn("api.nbp.pl")
+	must(t, err)
+	e.nbp, err = devstack.StartFakeNBP(net.JoinHostPort(nbpAddr.String(), "443"))
+	must(t, err)
+	t.Cleanup(e.nbp.Close)
+
 	e.refs = map[string]plugins.ImageRef{}
 	for _, b := range built.Images {
 		ref, err := images.PushIndex(ctx, images.Repository(c.NodeRegistry(), b.Spec.Name), b.Index, images.PushOptions{})
@@ -188,9 +199,14 @@ func installPlatform(t *testing.T) *platformEnv {
 	return e
 }
 
+// testSyncInterval is how often the core syncs each connector in these
+// tests: the site overlay sets it, where deploy/core syncs hourly.
+const testSyncInterval = 5 * time.Second
+
 // writeSiteOverlay writes the admin's overlay in dir: the release at
 // release (relative to dir), with the operator told that the plugin
-// registry at insecure speaks plain HTTP.
+// registry at insecure speaks plain HTTP, and the core syncing every
+// testSyncInterval (a later flag wins).
 func writeSiteOverlay(dir, release, insecure string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -201,7 +217,10 @@ patches:
   - target: {kind: Deployment, name: openfief-operator}
     patch: |-
       - {op: add, path: /spec/template/spec/containers/0/args/-, value: "--insecure-registry=%s"}
-`, release, insecure)), 0o644)
+  - target: {kind: Deployment, name: openfief-core}
+    patch: |-
+      - {op: add, path: /spec/template/spec/containers/0/args/-, value: "--sync-interval=%s"}
+`, release, insecure, testSyncInterval)), 0o644)
 }
 
 // cli runs one openfief command against the cluster in this process and
@@ -291,66 +310,6 @@ func testInstalled(t *testing.T, e *platformEnv) {
 	if code != cli.ExitOK {
 		t.Errorf("openfief platform status exited %d", code)
 	}
-}
-
-// testNBPFxThroughCore installs and approves nbp-fx, signed by the owner:
-// the operator's pod verifies it, the kubelet pulls it, and the core's pod
-// calls it through plugin-nbp-fx.openfief.svc, which the cluster DNS
-// answers.
-func testNBPFxThroughCore(t *testing.T, e *platformEnv) {
-	ctx := context.Background()
-	cs := e.cs
-	kubeconfig := e.kubeconfig
-	ref := e.preg.publishNBPFx(t, e.root, e.signer)
-	const instance = "nbp-fx"
-	openfief(t, kubeconfig, "plugin", "install", instance, "--image", ref.String(), "--signers", e.signersFile, "--insecure-registry", e.preg.bridge)
-	openfief(t, kubeconfig, "plugin", "approve", instance, "--yes")
-	pod := runningPluginPod(t, cs, instance)
-	t.Logf("plugin pod %s (%s) Running as a container", pod.Name, pod.Status.PodIP)
-	// The core's pod calls the plugin's pod by its Service name, and the
-	// plugin asks the egress proxy's pods for api.nbp.pl: the core's last
-	// error is the plugin's own answer about NBP (no lookup or dial error
-	// of the core), and a proxy pod logged its decision on the tunnel.
-	//
-	// Not yet: the sync succeeding and rates stored. The proxy pod resolves
-	// api.nbp.pl through the cluster DNS, which refuses outside names
-	// (OF-22), and no NBP stand-in is reachable from a pod at an address
-	// the proxy dials (OF-24).
-	var status string
-	testutil.Eventually(t, 2*time.Minute, "the core's pod to reach nbp-fx and nbp-fx the egress proxy", func() (bool, string) {
-		var out bytes.Buffer
-		cli.Main(ctx, []string{"--kubeconfig", kubeconfig, "plugin", "status", instance}, cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
-		status = out.String()
-		return strings.Contains(status, "Last error:") && strings.Contains(status, "reach NBP"), lastLines(status, "Last sync:", "Last error:")
-	})
-	t.Logf("openfief plugin status %s: %s", instance, lastLines(status, "Called:", "Last sync:", "Last error:", "Rows:"))
-	for _, bad := range []string{"lookup plugin-", "no such host", "dial tcp", "i/o timeout"} {
-		if strings.Contains(lastLines(status, "Last error:"), bad) {
-			t.Errorf("the core's pod did not reach the plugin through its Service name: %q in its last error", bad)
-		}
-	}
-	decision := ""
-	testutil.Eventually(t, 30*time.Second, "an egress proxy pod's decision on nbp-fx's tunnel to api.nbp.pl:443", func() (bool, string) {
-		pods, err := cs.CoreV1().Pods(plugins.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=openfief-egress-proxy"})
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, p := range pods.Items {
-			b, err := cs.CoreV1().Pods(plugins.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
-			if err != nil {
-				continue
-			}
-			for _, line := range strings.Split(string(b), "\n") {
-				if strings.Contains(line, `"plugin":"nbp-fx"`) && strings.Contains(line, `"target":"api.nbp.pl:443"`) {
-					decision = line
-					return true, ""
-				}
-			}
-		}
-		return false, fmt.Sprintf("%d proxy pods, no decision logged", len(pods.Items))
-	})
-	t.Logf("egress proxy pod: %s", decision)
-	openfief(t, kubeconfig, "plugin", "uninstall", instance, "--yes", "--purge", "--wait", "60s")
 }
 
 // lastLines are the lines of text that start (after spaces) with one of

@@ -68,15 +68,18 @@ func startPluginRegistry(t *testing.T, c *devcluster.Cluster) *pluginRegistry {
 	return r
 }
 
-// publishNBPFx builds nbp-fx statically, packs it with its manifest into a
-// plugin image, pushes it and signs it with signer; it returns the image
-// by its bridge name.
-func (r *pluginRegistry) publishNBPFx(t *testing.T, root string, signer *ocisign.KeySigner) plugins.ImageRef {
+// publishNBPFx builds nbp-fx statically, packs it with its manifest and a
+// CA bundle holding only caPEM (the NBP stand-in's CA) into a plugin
+// image, pushes it and signs it with signer; it returns the image by its
+// bridge name. extraEgress are hosts its label asks for besides those of
+// plugins/nbp-fx/manifest.json (a new version asking for more).
+func (r *pluginRegistry) publishNBPFx(t *testing.T, root string, signer *ocisign.KeySigner, caPEM []byte, extraEgress ...string) plugins.ImageRef {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(root, "plugins", "nbp-fx", "manifest.json"))
 	must(t, err)
 	m, err := plugins.ParseManifestLabel(string(raw))
 	must(t, err)
+	m.Egress = append(m.Egress, extraEgress...)
 	bin := filepath.Join(t.TempDir(), "nbp-fx")
 	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./plugins/nbp-fx")
 	build.Dir = root
@@ -86,7 +89,7 @@ func (r *pluginRegistry) publishNBPFx(t *testing.T, root string, signer *ocisign
 	}
 	data, err := os.ReadFile(bin)
 	must(t, err)
-	img, err := ocisign.PluginImage(m, map[string][]byte{"plugin": data})
+	img, err := ocisign.PluginImage(m, map[string][]byte{"plugin": data, "etc/ssl/certs/ca-certificates.crt": caPEM})
 	must(t, err)
 	local, err := ocisign.Push(context.Background(), r.loopback, "plugins/nbp-fx", img)
 	must(t, err)

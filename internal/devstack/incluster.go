@@ -1,0 +1,241 @@
+package devstack
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/arkadiuss/openfief/internal/cli"
+	"github.com/arkadiuss/openfief/internal/images"
+	"github.com/arkadiuss/openfief/internal/ocisign"
+	"github.com/arkadiuss/openfief/internal/plugins"
+)
+
+// The in-cluster mode (Options.InCluster): the operator, the egress proxy
+// and openfief-core run as pods of the real node, from images built from
+// this tree, installed by `openfief platform install` from a release
+// overlay as a user installs them (docs/operator.md); the cluster DNS
+// (CoreDNS) runs as a pod too, and the core's data lives on a
+// PersistentVolume of the node.
+
+// PlatformImages are the images the in-cluster mode builds and installs.
+var PlatformImages = []string{"operator", "egress-proxy", "openfief-core"}
+
+// InClusterSyncInterval is how often the in-cluster core syncs each
+// connector: the dev overlay sets it (deploy/core syncs hourly), so the
+// demo shows syncs follow one another.
+const InClusterSyncInterval = time.Minute
+
+// standInCAName names the NBP stand-in's CA file in the demo images.
+const standInCAName = "openfief-dev-nbp-stand-in"
+
+// inClusterPlan lists Start's steps in the in-cluster mode.
+func (s *Stack) inClusterPlan(opts Options) []startStep {
+	return []startStep{
+		{"starting the control plane (etcd, kube-apiserver, controller-manager, scheduler), a real node (containerd, kubelet, kube-proxy, kube-router), the cluster DNS (CoreDNS) and a volume for the core's data", s.startControlPlane},
+		{"standing in for api.nbp.pl on the node (the demo needs no internet): an HTTPS server of its own, which the cluster DNS resolves the name to", s.startStandInNBP},
+		{"building the operator, egress-proxy and openfief-core images (or reusing .cache/images) and pushing them to the node's registry", s.pushPlatformImages},
+		{"serving the demo images (nbp-fx, trusting the stand-in's CA), signed, from a registry on the node's bridge; its key in openfief-trusted-signers", s.startBridgeRegistry},
+		{"installing the platform: openfief platform install from a release overlay of those images", s.installPlatform},
+		{"writing " + filepath.Join(opts.Dir, "env"), func(_ context.Context, opts *Options) error { return s.writeEnv(opts.Dir) }},
+	}
+}
+
+// startStandInNBP serves the NBP stand-in at an address the node hands out
+// for api.nbp.pl (devcluster's StandIn), on port 443.
+func (s *Stack) startStandInNBP(_ context.Context, _ *Options) error {
+	addr, err := s.Cluster.StandIn(fakeNBPHost)
+	if err != nil {
+		return err
+	}
+	nbp, err := StartFakeNBP(net.JoinHostPort(addr.String(), "443"))
+	if err != nil {
+		return err
+	}
+	s.stops = append(s.stops, nbp.Close)
+	s.FakeNBP = nbp
+	return nil
+}
+
+// pushPlatformImages builds the platform's images for this machine (or
+// reuses the tree's cached build) and pushes them to the node's registry,
+// from which the kubelet pulls.
+func (s *Stack) pushPlatformImages(ctx context.Context, opts *Options) error {
+	root, err := sourceRoot()
+	if err != nil {
+		return err
+	}
+	src, err := images.ReadSource(ctx, root)
+	if err != nil {
+		return err
+	}
+	specs, err := images.SelectSpecs(PlatformImages...)
+	if err != nil {
+		return err
+	}
+	res, reused, err := images.Cached(ctx, images.CacheDir(root), images.Options{Source: src, Specs: specs, Platforms: []v1.Platform{images.HostPlatform()}})
+	if err != nil {
+		return fmt.Errorf("build the platform's images: %w", err)
+	}
+	if opts.Progress != nil {
+		how := "built"
+		if reused {
+			how = "reused from " + images.CacheDir(root)
+		}
+		fmt.Fprintf(opts.Progress, "      %s the platform's images of %s\n", how, src.Version)
+	}
+	s.PlatformVersion = src.Tag()
+	s.PlatformImages = map[string]plugins.ImageRef{}
+	for _, b := range res.Images {
+		ref, err := images.PushIndex(ctx, images.Repository(s.Cluster.NodeRegistry(), b.Spec.Name), b.Index, images.PushOptions{})
+		if err != nil {
+			return err
+		}
+		s.PlatformImages[b.Spec.Name] = ref
+	}
+	return nil
+}
+
+// startBridgeRegistry serves a registry for plugin images on one port of
+// both loopback (where this process pushes and signs) and the node's bridge
+// address (its name in the Plugins, which the operator's pod reads and the
+// kubelet pulls, over plain HTTP: the node trusts it, the operator is told
+// by the dev overlay, the CLI by OPENFIEF_INSECURE_REGISTRIES). It pushes
+// the demo images there, nbp-fx trusting the NBP stand-in's CA, signed by
+// a fresh owner key, and publishes the key in openfief-trusted-signers,
+// which the operator reads when it starts.
+func (s *Stack) startBridgeRegistry(ctx context.Context, opts *Options) error {
+	demo, err := demoIndexes(ctx, opts.Progress)
+	if err != nil {
+		return err
+	}
+	lb, br, err := listenBoth(s.Cluster.NodeGateway().String())
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           registry.New(registry.WithReferrersSupport(true), registry.Logger(discardLog())),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() { _ = srv.Serve(lb) }()
+	go func() { _ = srv.Serve(br) }()
+	s.stops = append(s.stops, func() { _ = srv.Close() })
+	s.RegistryHost, s.registryLoopback = br.Addr().String(), lb.Addr().String()
+	if err := s.Cluster.TrustRegistry(s.RegistryHost); err != nil {
+		return err
+	}
+	if s.signer, err = ocisign.NewKeySigner(); err != nil {
+		return err
+	}
+	for _, d := range DemoImages() {
+		idx, err := images.WithExtraCA(demo[d.Name], standInCAName, s.FakeNBP.CAPEM())
+		if err != nil {
+			return err
+		}
+		local, err := images.PushIndex(ctx, s.registryLoopback+"/"+d.Repository, idx, images.PushOptions{})
+		if err != nil {
+			return err
+		}
+		if err := s.signer.Sign(ctx, local); err != nil {
+			return err
+		}
+		if s.Images[d.Name], err = plugins.ParseImageRef(s.RegistryHost + "/" + d.Repository + "@" + local.Digest()); err != nil {
+			return err
+		}
+	}
+	signers, err := s.signer.SignersJSON("local-owner")
+	if err != nil {
+		return err
+	}
+	s.SignersFile = filepath.Join(opts.Dir, "signers.json")
+	if err := os.WriteFile(s.SignersFile, signers, 0o600); err != nil {
+		return err
+	}
+	// The namespace first: the install applies it again as its own.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plugins.Namespace}}
+	if _, err := s.admin.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return s.publishSigners(ctx, s.admin)
+}
+
+// listenBoth listens on one TCP port of both 127.0.0.1 and host.
+func listenBoth(host string) (lb, br net.Listener, err error) {
+	for range 10 {
+		if br, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err != nil {
+			return nil, nil, err
+		}
+		port := strconv.Itoa(br.Addr().(*net.TCPAddr).Port)
+		if lb, err = net.Listen("tcp", net.JoinHostPort("127.0.0.1", port)); err == nil {
+			return lb, br, nil
+		}
+		_ = br.Close()
+	}
+	return nil, nil, fmt.Errorf("no port free on both 127.0.0.1 and %s: %w", host, err)
+}
+
+// installPlatform writes the release overlay of the pushed images and the
+// dev overlay on top of it (the operator reads the bridge registry over
+// plain HTTP; the core syncs every InClusterSyncInterval), and runs
+// `openfief platform install` on it in this process, as a user would.
+func (s *Stack) installPlatform(ctx context.Context, opts *Options) error {
+	root, err := sourceRoot()
+	if err != nil {
+		return err
+	}
+	s.ReleaseDir = filepath.Join(opts.Dir, "release")
+	if err := images.WritePlatformOverlay(s.ReleaseDir, filepath.Join(root, "deploy"), images.Release{
+		Refs: s.PlatformImages, Version: s.PlatformVersion,
+		Header: "openfief dev --in-cluster: this tree's images on the node's registry.",
+	}); err != nil {
+		return err
+	}
+	s.OverlayDir = filepath.Join(opts.Dir, "overlay")
+	if err := WriteDevOverlay(s.OverlayDir, "../release", s.RegistryHost, InClusterSyncInterval); err != nil {
+		return err
+	}
+	out := opts.Logs
+	if out == nil {
+		out = io.Discard
+	}
+	code := cli.Main(ctx, []string{"--kubeconfig", s.KubeconfigPath, "platform", "install", "--overlay", s.OverlayDir, "--timeout", "5m"},
+		cli.Streams{In: strings.NewReader(""), Out: out, ErrOut: out})
+	if code != cli.ExitOK {
+		return fmt.Errorf("openfief platform install --overlay %s exited %d (run it again with -v for its output)", s.OverlayDir, code)
+	}
+	return nil
+}
+
+// WriteDevOverlay writes an admin's overlay in dir on top of the release
+// overlay at release (a path relative to dir): the operator reads the
+// plugin registry insecure over plain HTTP, and the core syncs every
+// connector every interval (a later flag wins over deploy/core's).
+func WriteDevOverlay(dir, release, insecure string, interval time.Duration) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(fmt.Sprintf(`# openfief dev --in-cluster: the admin's own overlay on top of the release.
+resources:
+  - %s
+patches:
+  - target: {kind: Deployment, name: openfief-operator}
+    patch: |-
+      - {op: add, path: /spec/template/spec/containers/0/args/-, value: "--insecure-registry=%s"}
+  - target: {kind: Deployment, name: openfief-core}
+    patch: |-
+      - {op: add, path: /spec/template/spec/containers/0/args/-, value: "--sync-interval=%s"}
+`, release, insecure, interval)), 0o644)
+}

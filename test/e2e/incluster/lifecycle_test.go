@@ -1,0 +1,212 @@
+//go:build cluster
+
+package incluster
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/arkadiuss/openfief/internal/cli"
+	"github.com/arkadiuss/openfief/internal/platform"
+	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
+)
+
+// testLifecycle walks nbp-fx, signed by the owner, through the demo's
+// lifecycle on the installed platform, with every part a pod: install and
+// approve (the operator's pod verifies the image, the kubelet pulls it);
+// the core's pod calls it through plugin-nbp-fx.openfief.svc, the plugin
+// reaches the NBP stand-in through the egress proxy's pods (which resolve
+// api.nbp.pl through the cluster DNS), and the core stores the rates on its
+// claim, where they outlive the core's pod; an upgrade asking for one more
+// host waits for approval while the previous version keeps syncing; revoking
+// the grant stops the core's calls; uninstall.
+func testLifecycle(t *testing.T, e *platformEnv) {
+	ctx := context.Background()
+	const instance = "fx"
+	v1 := e.preg.publishNBPFx(t, e.root, e.signer, e.nbp.CAPEM())
+	v2 := e.preg.publishNBPFx(t, e.root, e.signer, e.nbp.CAPEM(), "static.nbp.pl")
+	openfief(t, e.kubeconfig, "plugin", "install", instance, "--image", v1.String(), "--signers", e.signersFile, "--insecure-registry", e.preg.bridge)
+	openfief(t, e.kubeconfig, "plugin", "wait", instance, "--for", "NoGrant", "--timeout", "60s")
+	openfief(t, e.kubeconfig, "plugin", "approve", instance, "--yes")
+	openfief(t, e.kubeconfig, "plugin", "wait", instance, "--for", "Running", "--timeout", "3m")
+	pod := runningPluginPod(t, e.cs, instance)
+	t.Logf("plugin pod %s (%s) Running as a container", pod.Name, pod.Status.PodIP)
+
+	// The core's first sync stores the stand-in's rates.
+	before := e.nbp.Requests.Load()
+	st := waitCoreStatus(t, e, instance, 2*time.Minute, "a successful sync with FX rates stored", func(s coreStatus) bool {
+		return s.succeeded && s.fxRates > 0
+	})
+	t.Logf("the core's pod synced %s: %s", instance, st.summary)
+	if e.nbp.Requests.Load() == before {
+		t.Error("the NBP stand-in answered no request, yet the core stored rates")
+	}
+	checkProxyDecision(t, e, instance, "api.nbp.pl:443")
+
+	// The rates are on the core's claim: a new core pod has them.
+	stored := st.rows
+	restartCore(t, e)
+	st = waitCoreStatus(t, e, instance, time.Minute, "the new core pod to report the stored rows", func(s coreStatus) bool {
+		return s.rows >= stored
+	})
+	t.Logf("after the core's pod was replaced: %s", st.summary)
+
+	// An upgrade that asks for one more host waits for the owner; the
+	// previous version keeps running and the core keeps syncing it.
+	openfief(t, e.kubeconfig, "plugin", "upgrade", instance, "--image", v2.String(), "--signers", e.signersFile, "--insecure-registry", e.preg.bridge)
+	openfief(t, e.kubeconfig, "plugin", "wait", instance, "--for", "RunningPreviousVersion", "--timeout", "60s")
+	if p := runningPluginPod(t, e.cs, instance); p.UID != pod.UID || p.Spec.Containers[0].Image != v1.String() {
+		t.Errorf("while the upgrade waits for approval the pod is %s running %s; want %s running %s", p.Name, p.Spec.Containers[0].Image, pod.Name, v1)
+	}
+	mark := e.nbp.Requests.Load()
+	waitCoreStatus(t, e, instance, 2*time.Minute, "the previous version to sync again while the upgrade waits", func(s coreStatus) bool {
+		return s.succeeded && e.nbp.Requests.Load() > mark
+	})
+	openfief(t, e.kubeconfig, "plugin", "approve", instance, "--yes")
+	openfief(t, e.kubeconfig, "plugin", "wait", instance, "--for", "Running", "--timeout", "3m")
+	testutil.Eventually(t, 2*time.Minute, "the approved version's pod", func() (bool, string) {
+		pods, err := e.cs.CoreV1().Pods(plugins.Namespace).List(ctx, metav1.ListOptions{LabelSelector: plugins.LabelPluginName + "=" + instance})
+		if err != nil {
+			return false, err.Error()
+		}
+		var images []string
+		for _, p := range pods.Items {
+			images = append(images, p.Spec.Containers[0].Image)
+		}
+		return len(pods.Items) == 1 && pods.Items[0].Spec.Containers[0].Image == v2.String() && pods.Items[0].Status.Phase == corev1.PodRunning, fmt.Sprint(images)
+	})
+	mark = e.nbp.Requests.Load()
+	waitCoreStatus(t, e, instance, 2*time.Minute, "the new version to sync", func(s coreStatus) bool {
+		return s.succeeded && e.nbp.Requests.Load() > mark
+	})
+
+	// Revoking stops the core's calls: no request reaches NBP afterwards.
+	openfief(t, e.kubeconfig, "plugin", "revoke", instance, "--yes")
+	openfief(t, e.kubeconfig, "plugin", "wait", instance, "--for", "NoGrant", "--timeout", "60s")
+	waitCoreStatus(t, e, instance, time.Minute, "the core to stop calling the revoked plugin", func(s coreStatus) bool { return !s.called })
+	testutil.Eventually(t, time.Minute, "the plugin's pods gone after revoke", func() (bool, string) {
+		pods, err := e.cs.CoreV1().Pods(plugins.Namespace).List(ctx, metav1.ListOptions{LabelSelector: plugins.LabelPluginName + "=" + instance})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(pods.Items) == 0, fmt.Sprintf("%d pods", len(pods.Items))
+	})
+	mark = e.nbp.Requests.Load()
+	// The core syncs every testSyncInterval: two intervals without a
+	// request to NBP show the calls stopped. The sleep bounds a window in
+	// which something must not happen; it stands in for no condition.
+	time.Sleep(2 * testSyncInterval)
+	if got := e.nbp.Requests.Load(); got != mark {
+		t.Errorf("NBP got %d requests after the grant was revoked", got-mark)
+	}
+	openfief(t, e.kubeconfig, "plugin", "uninstall", instance, "--yes", "--wait", "60s")
+}
+
+// coreStatus is what `openfief plugin status` reports of the core's syncs.
+type coreStatus struct {
+	called, succeeded bool
+	rows, fxRates     int
+	summary           string
+}
+
+var (
+	rowsLine = regexp.MustCompile(`Rows:\s+(\d+) stored \(.*FX rates (\d+)`)
+)
+
+// readCoreStatus runs `openfief plugin status` and reads its core section.
+func readCoreStatus(ctx context.Context, e *platformEnv, instance string) (coreStatus, string) {
+	code, out := e.cli(ctx, "plugin", "status", instance)
+	var s coreStatus
+	s.summary = lastLines(out, "Called:", "Last sync:", "Last error:", "Rows:")
+	if code != cli.ExitOK {
+		return s, fmt.Sprintf("exit %d: %s", code, out)
+	}
+	s.called = strings.Contains(out, "Called:     yes")
+	s.succeeded = regexp.MustCompile(`Last sync: .*, succeeded`).MatchString(out)
+	if m := rowsLine.FindStringSubmatch(out); m != nil {
+		s.rows, _ = strconv.Atoi(m[1])
+		s.fxRates, _ = strconv.Atoi(m[2])
+	}
+	return s, s.summary
+}
+
+// waitCoreStatus polls the core's status of instance until ok holds.
+func waitCoreStatus(t *testing.T, e *platformEnv, instance string, within time.Duration, what string, ok func(coreStatus) bool) coreStatus {
+	t.Helper()
+	var last coreStatus
+	testutil.Eventually(t, within, what, func() (bool, string) {
+		s, msg := readCoreStatus(context.Background(), e, instance)
+		last = s
+		return ok(s), msg
+	})
+	return last
+}
+
+// checkProxyDecision waits until an egress proxy pod has logged that it
+// allowed a tunnel of plugin to target. The proxy logs a tunnel when it
+// closes, which the plugin's HTTP client delays while the connection idles
+// (30 s), hence the bound.
+func checkProxyDecision(t *testing.T, e *platformEnv, plugin, target string) {
+	t.Helper()
+	ctx := context.Background()
+	testutil.Eventually(t, 2*time.Minute, "an egress proxy pod allowing "+plugin+"'s tunnel to "+target, func() (bool, string) {
+		pods, err := e.cs.CoreV1().Pods(plugins.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=openfief-egress-proxy"})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, p := range pods.Items {
+			b, err := e.cs.CoreV1().Pods(plugins.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.Contains(line, `"plugin":"`+plugin+`"`) && strings.Contains(line, `"target":"`+target+`"`) && strings.Contains(line, `"decision":"allow"`) {
+					t.Logf("egress proxy pod %s: %s", p.Name, line)
+					return true, ""
+				}
+			}
+		}
+		return false, fmt.Sprintf("%d proxy pods, no decision logged", len(pods.Items))
+	})
+}
+
+// restartCore deletes the core's pod and waits until its Deployment is
+// Available again with a new one.
+func restartCore(t *testing.T, e *platformEnv) {
+	t.Helper()
+	ctx := context.Background()
+	sel := "app.kubernetes.io/name=openfief-core"
+	pods, err := e.cs.CoreV1().Pods(plugins.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	must(t, err)
+	old := map[string]bool{}
+	for _, p := range pods.Items {
+		old[string(p.UID)] = true
+		must(t, e.cs.CoreV1().Pods(plugins.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}))
+	}
+	testutil.Eventually(t, 2*time.Minute, "a new core pod, Available", func() (bool, string) {
+		d, err := e.cs.AppsV1().Deployments(plugins.Namespace).Get(ctx, "openfief-core", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		pods, err := e.cs.CoreV1().Pods(plugins.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return false, err.Error()
+		}
+		fresh := 0
+		for _, p := range pods.Items {
+			if !old[string(p.UID)] && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+				fresh++
+			}
+		}
+		return platform.DeploymentAvailable(d) && fresh == 1 && len(pods.Items) == 1, fmt.Sprintf("%d pods, %d new and running", len(pods.Items), fresh)
+	})
+}
