@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -93,6 +94,8 @@ type realNode struct {
 	// standIns counts the stand-in addresses on the bridge.
 	standInMu sync.Mutex
 	standIns  int
+	// output also receives the node's processes' output (Options.Output).
+	output io.Writer
 }
 
 // prepareNode does what must precede the control plane: it checks root and
@@ -296,6 +299,7 @@ func (n *realNode) controllerManagerArgs() []string {
 // and kube-router against the cluster's running control plane.
 func (n *realNode) start(ctx context.Context, c *Cluster, opts Options) error {
 	l := n.layout
+	n.output = opts.Output
 	env := append(os.Environ(), "PATH="+n.binDir+":"+os.Getenv("PATH"))
 	startOne := func(name string, args ...string) error {
 		p, err := startProcessEnv(name, filepath.Join(n.binDir, name), args, env, filepath.Join(c.Dir, "logs"), opts.Output)

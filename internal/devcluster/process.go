@@ -32,7 +32,9 @@ func startProcess(name, path string, args []string, logDir string, out io.Writer
 // this process's environment).
 func startProcessEnv(name, path string, args, env []string, logDir string, out io.Writer) (*process, error) {
 	logPath := filepath.Join(logDir, name+".log")
-	f, err := os.Create(logPath)
+	// Appended to: a process started again (KillNodeComponent) continues
+	// its log.
+	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("devcluster: %s: %w", name, err)
 	}

@@ -69,6 +69,7 @@ type phase struct {
 var phases = []phase{
 	{"installed", testInstalled},
 	{"lifecycle", testLifecycle},
+	{"faults", testFaults},
 }
 
 // TestPlatformInCluster installs the platform on a real node as a user
