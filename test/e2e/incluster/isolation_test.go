@@ -49,8 +49,8 @@ const elsewhereNamespace = "isolation-elsewhere"
 // testIsolation checks the isolation truth table on the installed platform,
 // with the core, the egress proxy and the cluster DNS as the pods they are.
 // Two plugins run the probe (internal/devcluster/testdata/probe) under
-// nbp-fx's manifest: probe-a with everything granted, probe-b with its
-// capability but no egress; a third pod of the probe, labelled as the core,
+// nbp-fx's manifest: probe-a with everything granted, probe-b under the
+// same manifest without egress; a third pod of the probe, labelled as the core,
 // runs in another namespace. The cells a pod can send are run from inside
 // it (exec). The core's image has no shell and nothing to run, so its cells
 // are read from what it does: `openfief plugin status` reaches the owner
@@ -63,12 +63,19 @@ const elsewhereNamespace = "isolation-elsewhere"
 func testIsolation(t *testing.T, e *platformEnv) {
 	ctx := context.Background()
 	cs := e.cs
-	ref := e.preg.publish(t, "plugins/probe", nbpFxManifest(t, e.root), e.probeBinary(t), e.signer)
-	for _, name := range []string{"probe-a", "probe-b"} {
-		openfief(t, e.kubeconfig, "plugin", "install", name, "--image", ref.String(), "--signers", e.signersFile, "--insecure-registry", e.preg.bridge)
+	// probe-b's image asks for no egress: a first version granted less
+	// than it asks for runs nothing (PlanRollout), so it cannot be probe-a's
+	// image with egress left pending.
+	m := nbpFxManifest(t, e.root)
+	ref := e.preg.publish(t, "plugins/probe", m, e.probeBinary(t), e.signer)
+	m.Egress = nil
+	refB := e.preg.publish(t, "plugins/probe-no-egress", m, e.probeBinary(t), e.signer)
+	for name, image := range map[string]plugins.ImageRef{"probe-a": ref, "probe-b": refB} {
+		openfief(t, e.kubeconfig, "plugin", "install", name, "--image", image.String(), "--signers", e.signersFile, "--insecure-registry", e.preg.bridge)
 	}
+	uninstallOnFailure(t, e, "probe-a", "probe-b")
 	openfief(t, e.kubeconfig, "plugin", "approve", "probe-a", "--yes")
-	openfief(t, e.kubeconfig, "plugin", "approve", "probe-b", "--capability", "connector", "--yes")
+	openfief(t, e.kubeconfig, "plugin", "approve", "probe-b", "--yes")
 	a := runningPluginPod(t, cs, "probe-a")
 	b := runningPluginPod(t, cs, "probe-b")
 	if env := containerEnv(b, "HTTPS_PROXY"); env != "" {
@@ -101,7 +108,11 @@ func testIsolation(t *testing.T, e *platformEnv) {
 	port := func(ip string, p int) string { return net.JoinHostPort(ip, strconv.Itoa(p)) }
 	probe := func(pod *corev1.Pod, args ...string) func() string {
 		return func() string {
-			return probeVerdict(execIn(t, e.c, cs, pod, append([]string{"/plugin"}, args...)...))
+			out := execIn(t, e.c, cs, pod, append([]string{"/plugin"}, args...)...)
+			if v := probeVerdict(out); v == "open" || v == "refused" {
+				return v
+			}
+			return "timeout or error: " + strings.TrimSpace(out)
 		}
 	}
 	dns := net.JoinHostPort(dnsSvc.Spec.ClusterIP, "53")
@@ -113,6 +124,8 @@ func testIsolation(t *testing.T, e *platformEnv) {
 		{"plugin → core", "plugin → core", probe(a, "connect", port(core.Status.PodIP, ports.Core))},
 		{"plugin → cluster DNS Service, UDP", "plugin → cluster DNS, UDP", probe(a, "resolve", "udp", name, dns)},
 		{"plugin → cluster DNS Service, TCP", "plugin → cluster DNS, TCP", probe(a, "resolve", "tcp", name, dns)},
+		{"plugin → cluster DNS Service, TCP connect", "plugin → cluster DNS, TCP", probe(a, "connect", dns)},
+		{"plugin → cluster DNS Service, UDP datagram", "plugin → cluster DNS, UDP", probe(a, "udp", dns)},
 		{"plugin → egress proxy Service", "plugin → egress proxy", probe(a, "connect", proxyAddr)},
 		{"plugin → API server", "plugin → API server", probe(a, "connect", port(apiIP, ports.APIServer))},
 		{"plugin → other plugin", "plugin → other plugin", probe(a, "connect", port(b.Status.PodIP, ports.Plugin))},

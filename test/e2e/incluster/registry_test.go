@@ -152,6 +152,7 @@ func testPrivateRegistry(t *testing.T, e *platformEnv) {
 	)
 	install(refused)
 	install(pulled)
+	uninstallOnFailure(t, e, refused, pulled)
 	kc := mustClient(t, e.c)
 	for _, name := range []string{refused, pulled} {
 		signatureVerified(t, kc, name)
@@ -185,6 +186,22 @@ func testPrivateRegistry(t *testing.T, e *platformEnv) {
 	if err := cs.CoreV1().Secrets(plugins.Namespace).Delete(ctx, pullSecretName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Errorf("deleting Secret %s: %v", pullSecretName, err)
 	}
+}
+
+// uninstallOnFailure uninstalls (with --purge) those of plugins still
+// installed when t ends failed, so a phase that stopped half-way leaves the
+// next the platform as it found it.
+func uninstallOnFailure(t *testing.T, e *platformEnv, plugins ...string) {
+	t.Helper()
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, name := range plugins {
+			code, out := e.cli(context.Background(), "plugin", "uninstall", name, "--yes", "--purge", "--wait", "60s")
+			t.Logf("cleanup: openfief plugin uninstall %s: exit %d: %s", name, code, strings.TrimSpace(out))
+		}
+	})
 }
 
 // httpStatus is the status of a GET of url asking for an OCI manifest,
@@ -227,7 +244,7 @@ func signatureVerified(t *testing.T, kc client.Client, name string) {
 // pullRefusedPod waits (at most 2 minutes) until the plugin's one pod waits
 // in ErrImagePull or ImagePullBackOff and the kubelet's words on it (the
 // container's waiting message or the pod's events) say the registry refused
-// it as unauthorized, and returns the pod.
+// it for want of credentials (a 401), and returns the pod.
 func pullRefusedPod(t *testing.T, cs kubernetes.Interface, plugin string) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
@@ -265,7 +282,9 @@ func pullRefusedPod(t *testing.T, cs kubernetes.Interface, plugin string) *corev
 			}
 		}
 		for _, s := range words {
-			if l := strings.ToLower(s); strings.Contains(l, "401") || strings.Contains(l, "unauthorized") {
+			// containerd says "authorization failed: no basic auth
+			// credentials" for a 401 with a Basic challenge.
+			if l := strings.ToLower(s); strings.Contains(l, "401") || strings.Contains(l, "unauthorized") || strings.Contains(l, "authorization failed") {
 				evidence = w.Reason + ": " + s
 				return true, ""
 			}
