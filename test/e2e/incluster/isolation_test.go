@@ -52,7 +52,11 @@ const elsewhereNamespace = "isolation-elsewhere"
 // nbp-fx's manifest: probe-a with everything granted, probe-b under the
 // same manifest without egress; a third pod of the probe, labelled as the core,
 // runs in another namespace. The cells a pod can send are run from inside
-// it (exec). The core's image has no shell and nothing to run, so its cells
+// it (exec), as one connection or one datagram: the node's firewall refuses
+// with an ICMP error, which the kernel rate-limits, so a DNS query (several
+// datagrams and retries) from a plugin may see a timeout where the policy
+// refuses; full queries are the controls, from the look-alike, which no
+// policy confines. The core's image has no shell and nothing to run, so its cells
 // are read from what it does: `openfief plugin status` reaches the owner
 // API only through the API server's service proxy (API server → core owner
 // port), and reports what the core met calling the plugin (core → plugin).
@@ -122,10 +126,8 @@ func testIsolation(t *testing.T, e *platformEnv) {
 	cells := []isolationCell{
 		{"plugin → core owner port", "plugin → core owner port", probe(a, "connect", port(core.Status.PodIP, ports.CoreOwner))},
 		{"plugin → core", "plugin → core", probe(a, "connect", port(core.Status.PodIP, ports.Core))},
-		{"plugin → cluster DNS Service, UDP", "plugin → cluster DNS, UDP", probe(a, "resolve", "udp", name, dns)},
-		{"plugin → cluster DNS Service, TCP", "plugin → cluster DNS, TCP", probe(a, "resolve", "tcp", name, dns)},
-		{"plugin → cluster DNS Service, TCP connect", "plugin → cluster DNS, TCP", probe(a, "connect", dns)},
-		{"plugin → cluster DNS Service, UDP datagram", "plugin → cluster DNS, UDP", probe(a, "udp", dns)},
+		{"plugin → cluster DNS Service, UDP", "plugin → cluster DNS, UDP", probe(a, "udp", dns)},
+		{"plugin → cluster DNS Service, TCP", "plugin → cluster DNS, TCP", probe(a, "connect", dns)},
 		{"plugin → egress proxy Service", "plugin → egress proxy", probe(a, "connect", proxyAddr)},
 		{"plugin → API server", "plugin → API server", probe(a, "connect", port(apiIP, ports.APIServer))},
 		{"plugin → other plugin", "plugin → other plugin", probe(a, "connect", port(b.Status.PodIP, ports.Plugin))},
@@ -137,8 +139,9 @@ func testIsolation(t *testing.T, e *platformEnv) {
 		{"core look-alike elsewhere → egress proxy Service", "core look-alike in another namespace → egress proxy", probe(lookalike, "connect", proxyAddr)},
 		{"API server → core owner port (plugin status)", "API server → core owner port", status.ownerAPI},
 		{"core → plugin serving port (the core's call)", "core → plugin serving port", status.coreCalled},
-		{"control: look-alike elsewhere → cluster DNS Service, UDP", "", probe(lookalike, "resolve", "udp", name, dns)},
-		{"control: look-alike elsewhere → cluster DNS Service, TCP", "", probe(lookalike, "resolve", "tcp", name, dns)},
+		{"control: look-alike elsewhere → cluster DNS Service, UDP query", "", probe(lookalike, "resolve", "udp", name, dns)},
+		{"control: look-alike elsewhere → cluster DNS Service, TCP query", "", probe(lookalike, "resolve", "tcp", name, dns)},
+		{"control: look-alike elsewhere → cluster DNS Service, TCP", "", probe(lookalike, "connect", dns)},
 	}
 
 	// The engine's verdicts on every NetworkPolicy the cluster holds, in a

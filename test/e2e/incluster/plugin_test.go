@@ -67,7 +67,7 @@ func startRegistry(t *testing.T, c *devcluster.Cluster, creds *registryCreds) *p
 			t.Fatalf("no port free on both loopback and %s: %v", gw, err)
 		}
 	}
-	var h http.Handler = registry.New(registry.WithReferrersSupport(true), registry.Logger(log.New(io.Discard, "", 0)))
+	h := registry.New(registry.WithReferrersSupport(true), registry.Logger(log.New(io.Discard, "", 0)))
 	if creds != nil {
 		h = creds.require(h)
 	}

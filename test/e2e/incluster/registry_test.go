@@ -20,7 +20,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -233,7 +233,7 @@ func signatureVerified(t *testing.T, kc client.Client, name string) {
 		if err := kc.Get(context.Background(), client.ObjectKey{Namespace: plugins.Namespace, Name: name}, &p); err != nil {
 			return false, err.Error()
 		}
-		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionSignatureVerified)
+		c := apimeta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionSignatureVerified)
 		if c == nil {
 			return false, "no SignatureVerified condition yet"
 		}
