@@ -80,8 +80,9 @@ func filesLayer(files map[string][]byte) (v1.Layer, error) {
 	return tarball.LayerFromOpener(func() (rc ioReadCloser, err error) { return nopCloser{bytes.NewReader(data)}, nil })
 }
 
-// Push writes img to registry/repo by digest and returns its reference.
-// Plain HTTP is used only for loopback registries.
+// Push writes img to registry/repo by digest and returns its reference,
+// with the credentials of the Docker config where the registry needs them,
+// as Sign does. Plain HTTP is used only for loopback registries.
 func Push(ctx context.Context, registry, repo string, img v1.Image) (plugins.ImageRef, error) {
 	d, err := img.Digest()
 	if err != nil {
@@ -95,7 +96,7 @@ func Push(ctx context.Context, registry, repo string, img v1.Image) (plugins.Ima
 	if err != nil {
 		return plugins.ImageRef{}, err
 	}
-	if err := remote.Write(dr, img, remote.WithContext(ctx)); err != nil {
+	if err := remote.Write(dr, img, remoteOptions(ctx)...); err != nil {
 		return plugins.ImageRef{}, fmt.Errorf("push %s: %w", ref, err)
 	}
 	return ref, nil

@@ -37,6 +37,7 @@ type port func(Ports) int
 func pluginPort(p Ports) int     { return p.Plugin }
 func notPluginPort(p Ports) int  { return p.Plugin + 1 }
 func corePort(p Ports) int       { return p.Core }
+func coreOwnerPort(p Ports) int  { return p.CoreOwner }
 func proxyPort(p Ports) int      { return p.Proxy }
 func apiServerPort(p Ports) int  { return p.APIServer }
 func nbpStandInPort(p Ports) int { return p.NBPStandIn }
@@ -70,6 +71,7 @@ var table = []struct {
 	{"plugin → API server", Plugin, APIServer, tcp, apiServerPort, Refused},
 	{"plugin → egress proxy", Plugin, EgressProxy, tcp, proxyPort, Allowed},
 	{"plugin → core", Plugin, Core, tcp, corePort, Allowed},
+	{"plugin → core owner port", Plugin, Core, tcp, coreOwnerPort, Refused},
 	{"plugin → other plugin", Plugin, OtherPlugin, tcp, pluginPort, Refused},
 	// Into a plugin pod.
 	{"core → plugin serving port", Core, Plugin, tcp, pluginPort, Allowed},
@@ -96,6 +98,11 @@ var table = []struct {
 	{"openfief pod (not a plugin) → egress proxy", NamespacePod, EgressProxy, tcp, proxyPort, Refused},
 	{"core → egress proxy", Core, EgressProxy, tcp, proxyPort, Refused},
 	{"core look-alike in another namespace → egress proxy", CoreLookalike, EgressProxy, tcp, proxyPort, Refused},
+	// The core's owner API (deploy/core/networkpolicy.yaml): the API
+	// server's service proxy alone, at the address the install names.
+	{"API server → core owner port", APIServer, Core, tcp, coreOwnerPort, Allowed},
+	{"core look-alike in another namespace → core owner port", CoreLookalike, Core, tcp, coreOwnerPort, Refused},
+	{"openfief pod (not a plugin) → core owner port", NamespacePod, Core, tcp, coreOwnerPort, Refused},
 }
 
 // Cells are the truth table's connections on ports p, in table order.

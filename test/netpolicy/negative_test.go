@@ -87,6 +87,7 @@ func TestTruthTableFails(t *testing.T) {
 		"the core's policy is missing": {
 			policies: func(p platform) []*networkingv1.NetworkPolicy { return p.Without(corePolicy) },
 			cells: []string{
+				"API server → core owner port",
 				"core → other plugin serving port", "core → plugin serving port",
 				"other plugin → core", "plugin → core",
 			},

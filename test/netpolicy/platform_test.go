@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -135,8 +136,10 @@ func buildPlatform(t *testing.T) platform {
 			netpolicy.ClusterDNS:    pod(kubeSystem, map[string]string{"k8s-app": "kube-dns"}, "10.244.0.17"),
 			// The bridge's gateway, where a test runs a resolver on the node.
 			netpolicy.NodeResolver: netpolicy.AddressPeer("10.244.0.1"),
-			// The node's own address, where the API server listens.
-			netpolicy.APIServer: netpolicy.AddressPeer("172.18.0.2"),
+			// The API server at the address deploy/core's policy names as
+			// committed (the placeholder the install replaces with the
+			// cluster's): the owner port is open to it alone.
+			netpolicy.APIServer: netpolicy.AddressPeer(strings.TrimSuffix(deploy.APIServerPlaceholder, "/32")),
 			// A private address on the node, as the real-node test has it.
 			netpolicy.NBPStandIn: netpolicy.AddressPeer("172.18.0.2"),
 			netpolicy.Internet:   netpolicy.AddressPeer("203.0.113.10"),
@@ -144,12 +147,25 @@ func buildPlatform(t *testing.T) platform {
 		Ports: netpolicy.Ports{
 			Plugin:     int(fxObjs.Deployment.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort),
 			Core:       cluster.Topology.CorePodPort,
+			CoreOwner:  ownerPort(t, &core),
 			Proxy:      cluster.Topology.ProxyPodPort,
 			APIServer:  6443,
 			NBPStandIn: 8443,
 		},
 	}
 	return p
+}
+
+// ownerPort is the pod port of the core Service's port named owner.
+func ownerPort(t *testing.T, core *corev1.Service) int {
+	t.Helper()
+	for _, p := range core.Spec.Ports {
+		if p.Name == "owner" && p.TargetPort.IntValue() > 0 {
+			return p.TargetPort.IntValue()
+		}
+	}
+	t.Fatalf("Service %s has no port named owner with a numeric targetPort", core.Name)
+	return 0
 }
 
 // compile runs p, granted exactly what it asks for, through the operator's

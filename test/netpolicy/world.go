@@ -71,6 +71,9 @@ type Ports struct {
 	Plugin int
 	// Core is the core's pod port plugins call.
 	Core int
+	// CoreOwner is the core's pod port of the owner API, which only the
+	// API server's service proxy may reach (OF-18, OF-19).
+	CoreOwner int
 	// Proxy is the egress proxy's pod port.
 	Proxy int
 	// APIServer is the API server's port.

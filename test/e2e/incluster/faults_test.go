@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/arkadiuss/openfief/internal/devcluster"
-	"github.com/arkadiuss/openfief/internal/ocisign"
 	"github.com/arkadiuss/openfief/internal/platform"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/testutil"
@@ -44,7 +43,7 @@ func testFaults(t *testing.T, e *platformEnv) {
 		openfief(t, e.kubeconfig, "plugin", "install", name, "--image", ref.String(), "--signers", e.signersFile, "--insecure-registry", e.preg.bridge)
 		openfief(t, e.kubeconfig, "plugin", "approve", name, "--yes")
 	}
-	probe := e.preg.publishProbe(t, e.root, e.signer)
+	probe := e.preg.publish(t, "plugins/probe", nbpFxManifest(t, e.root), map[string][]byte{"plugin": e.probeBinary(t)}, e.signer)
 	openfief(t, e.kubeconfig, "plugin", "install", "fault-probe", "--image", probe.String(), "--signers", e.signersFile, "--insecure-registry", e.preg.bridge)
 	openfief(t, e.kubeconfig, "plugin", "approve", "fault-probe", "--yes")
 	pods := map[string]*corev1.Pod{}
@@ -162,7 +161,8 @@ func startProber(t *testing.T, e *platformEnv, pod *corev1.Pod) *prober {
 	t.Helper()
 	netns, err := e.c.PodNetNS(string(pod.UID))
 	must(t, err)
-	bin := buildProbe(t, e.root)
+	bin := filepath.Join(t.TempDir(), "probe")
+	must(t, os.WriteFile(bin, e.probeBinary(t), 0o755))
 	core, err := e.cs.CoreV1().Services(plugins.Namespace).Get(context.Background(), "openfief-core", metav1.GetOptions{})
 	must(t, err)
 	owner := ""
@@ -232,38 +232,4 @@ func (p *prober) stop(t *testing.T) {
 	for _, o := range p.open {
 		t.Errorf("a path out of the plugin pod was not refused: %s", o)
 	}
-}
-
-// buildProbe builds the probe (internal/devcluster/testdata/probe)
-// statically and returns its path.
-func buildProbe(t *testing.T, root string) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "probe")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./internal/devcluster/testdata/probe")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the probe: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// publishProbe packs the probe as a plugin with nbp-fx's manifest, pushes
-// it and signs it with signer; it returns the image by its bridge name.
-func (r *pluginRegistry) publishProbe(t *testing.T, root string, signer *ocisign.KeySigner) plugins.ImageRef {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(root, "plugins", "nbp-fx", "manifest.json"))
-	must(t, err)
-	m, err := plugins.ParseManifestLabel(string(raw))
-	must(t, err)
-	data, err := os.ReadFile(buildProbe(t, root))
-	must(t, err)
-	img, err := ocisign.PluginImage(m, map[string][]byte{"plugin": data})
-	must(t, err)
-	local, err := ocisign.Push(context.Background(), r.loopback, "plugins/probe", img)
-	must(t, err)
-	must(t, signer.Sign(context.Background(), local))
-	ref, err := plugins.ParseImageRef(r.bridge + "/plugins/probe@" + local.Digest())
-	must(t, err)
-	return ref
 }

@@ -41,19 +41,24 @@ var platformDeployments = map[string]string{
 // platformEnv is the real node with the platform installed on it, which
 // the phases of TestPlatformInCluster share in order.
 type platformEnv struct {
-	root        string
-	src         images.Source
-	refs        map[string]plugins.ImageRef // the platform's images by spec name
-	c           *devcluster.Cluster
-	cs          kubernetes.Interface
-	kubeconfig  string
-	work        string
-	preg        *pluginRegistry // plugin images, on the node's bridge
-	signer      *ocisign.KeySigner
-	signersFile string            // the owner's signers, for `plugin install --signers`
-	overlay     string            // the admin's overlay the platform was installed from
-	nbp         *devstack.FakeNBP // api.nbp.pl's stand-in, at a StandIn address
-	begin       time.Time
+	root       string
+	src        images.Source
+	refs       map[string]plugins.ImageRef // the platform's images by spec name
+	c          *devcluster.Cluster
+	cs         kubernetes.Interface
+	kubeconfig string
+	work       string
+	preg       *pluginRegistry // plugin images, on the node's bridge
+	private    *pluginRegistry // plugin images behind credentials, on the node's bridge
+	// dockerConfigDir holds config.json with the private registry's
+	// credentials for both its names, for the test's pushes and the CLI.
+	dockerConfigDir string
+	signer          *ocisign.KeySigner
+	signersFile     string            // the owner's signers, for `plugin install --signers`
+	overlay         string            // the admin's overlay the platform was installed from
+	probe           []byte            // the probe's binary, once built
+	nbp             *devstack.FakeNBP // api.nbp.pl's stand-in, at a StandIn address
+	begin           time.Time
 }
 
 // phase is one part of TestPlatformInCluster. A phase leaves the platform
@@ -69,6 +74,8 @@ type phase struct {
 var phases = []phase{
 	{"installed", testInstalled},
 	{"lifecycle", testLifecycle},
+	{"private-registry", testPrivateRegistry},
+	{"isolation", testIsolation},
 	{"faults", testFaults},
 }
 
@@ -97,8 +104,10 @@ func TestPlatformInCluster(t *testing.T) {
 // platform overlay (images.WritePlatformOverlay, as `make release-overlay`
 // writes it) and installs it with `openfief platform install --overlay`,
 // run in this process. The owner's signing key is trusted through
-// openfief-trusted-signers, and plugins come from a registry on the node's
-// bridge.
+// openfief-trusted-signers, and plugins come from two registries on the
+// node's bridge: an open one, and a private one whose credentials the
+// operator reads from openfief-registry-config (the registry-config
+// component in the admin's overlay, the Secret created before the install).
 func installPlatform(t *testing.T) *platformEnv {
 	ctx := context.Background()
 	e := &platformEnv{begin: time.Now()}
@@ -166,13 +175,23 @@ func installPlatform(t *testing.T) *platformEnv {
 	must(t, images.WritePlatformOverlay(release, filepath.Join(root, "deploy"), images.Release{
 		Refs: e.refs, Version: src.Tag(), Header: "TestPlatformInCluster: this tree's images on the node's registry.",
 	}))
-	// Plugins come from a registry on the node's bridge, which the
+	// Plugins come from registries on the node's bridge, which the
 	// operator's pod reads over plain HTTP: the admin's own overlay on top
 	// of the release adds --insecure-registry, as docs/operator.md's
 	// private registry section does.
 	e.preg = startPluginRegistry(t, c)
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plugins.Namespace}}, metav1.CreateOptions{})
+	must(t, err)
+	// One of them requires credentials. The operator reads them from the
+	// Secret the registry-config component mounts, and its pod cannot
+	// start until that Secret exists: the admin creates it before the
+	// install, as docs/operator.md says, and the site overlay adds the
+	// component (testPrivateRegistry uses it).
+	startPrivateRegistry(t, e)
 	e.overlay = filepath.Join(e.work, "site")
-	must(t, writeSiteOverlay(e.overlay, "../release", e.preg.bridge))
+	component, err := filepath.Rel(e.overlay, filepath.Join(root, "deploy", "operator", "components", "registry-config"))
+	must(t, err)
+	must(t, writeSiteOverlay(e.overlay, "../release", component, e.preg.bridge, e.private.bridge))
 	// The owner's signing key, trusted by the operator through the
 	// openfief-trusted-signers ConfigMap it reads when it starts.
 	e.signer, err = ocisign.NewKeySigner()
@@ -181,8 +200,6 @@ func installPlatform(t *testing.T) *platformEnv {
 	must(t, err)
 	e.signersFile = filepath.Join(e.work, "signers.json")
 	must(t, os.WriteFile(e.signersFile, signersJSON, 0o600))
-	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plugins.Namespace}}, metav1.CreateOptions{})
-	must(t, err)
 	_, err = cs.CoreV1().ConfigMaps(plugins.Namespace).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: plugins.OwnerSignersConfigMap, Namespace: plugins.Namespace},
 		Data:       map[string]string{plugins.OwnerSignersKey: string(signersJSON)},
@@ -205,23 +222,38 @@ func installPlatform(t *testing.T) *platformEnv {
 const testSyncInterval = 5 * time.Second
 
 // writeSiteOverlay writes the admin's overlay in dir: the release at
-// release (relative to dir), with the operator told that the plugin
-// registry at insecure speaks plain HTTP, and the core syncing every
-// testSyncInterval (a later flag wins).
-func writeSiteOverlay(dir, release, insecure string) error {
+// release, with the component at component (both relative to dir), the
+// operator told that the plugin registries at insecure speak plain HTTP,
+// and the core syncing every testSyncInterval (a later flag wins).
+func writeSiteOverlay(dir, release, component string, insecure ...string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	var patch strings.Builder
+	for _, host := range insecure {
+		fmt.Fprintf(&patch, "      - {op: add, path: /spec/template/spec/containers/0/args/-, value: \"--insecure-registry=%s\"}\n", host)
+	}
 	return os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(fmt.Sprintf(`resources:
+  - %s
+components:
   - %s
 patches:
   - target: {kind: Deployment, name: openfief-operator}
     patch: |-
-      - {op: add, path: /spec/template/spec/containers/0/args/-, value: "--insecure-registry=%s"}
-  - target: {kind: Deployment, name: openfief-core}
+%s  - target: {kind: Deployment, name: openfief-core}
     patch: |-
       - {op: add, path: /spec/template/spec/containers/0/args/-, value: "--sync-interval=%s"}
-`, release, insecure, testSyncInterval)), 0o644)
+`, release, component, patch.String(), testSyncInterval)), 0o644)
+}
+
+// probeBinary is the probe (internal/devcluster/testdata/probe) built
+// statically, which plays a plugin under nbp-fx's manifest.
+func (e *platformEnv) probeBinary(t *testing.T) []byte {
+	t.Helper()
+	if e.probe == nil {
+		e.probe = buildStatic(t, e.root, "./internal/devcluster/testdata/probe")
+	}
+	return e.probe
 }
 
 // cli runs one openfief command against the cluster in this process and

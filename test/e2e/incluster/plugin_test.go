@@ -34,13 +34,23 @@ import (
 // the pods reach: it serves one port on loopback (where the test pushes and
 // signs, over plain HTTP as loopback registries are) and on the node's
 // bridge address (the name the Plugin uses, which the operator's pod reads
-// and the kubelet pulls, trusted as plain HTTP by the node).
+// and the kubelet pulls, trusted as plain HTTP by the node). A private one
+// (creds set) answers only requests with its credentials, on both.
 type pluginRegistry struct {
 	loopback, bridge string
 	srv              *http.Server
+	creds            *registryCreds
 }
 
 func startPluginRegistry(t *testing.T, c *devcluster.Cluster) *pluginRegistry {
+	t.Helper()
+	return startRegistry(t, c, nil)
+}
+
+// startRegistry serves a registry on one port of loopback and of the node's
+// bridge address, behind HTTP basic authentication when creds is set, and
+// has the node trust it as plain HTTP.
+func startRegistry(t *testing.T, c *devcluster.Cluster, creds *registryCreds) *pluginRegistry {
 	t.Helper()
 	gw := c.NodeGateway().String()
 	var lb, br net.Listener
@@ -57,8 +67,12 @@ func startPluginRegistry(t *testing.T, c *devcluster.Cluster) *pluginRegistry {
 			t.Fatalf("no port free on both loopback and %s: %v", gw, err)
 		}
 	}
-	r := &pluginRegistry{loopback: lb.Addr().String(), bridge: br.Addr().String(), srv: &http.Server{
-		Handler:           registry.New(registry.WithReferrersSupport(true), registry.Logger(log.New(io.Discard, "", 0))),
+	h := registry.New(registry.WithReferrersSupport(true), registry.Logger(log.New(io.Discard, "", 0)))
+	if creds != nil {
+		h = creds.require(h)
+	}
+	r := &pluginRegistry{loopback: lb.Addr().String(), bridge: br.Addr().String(), creds: creds, srv: &http.Server{
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 	}}
 	go func() { _ = r.srv.Serve(lb) }()
@@ -75,28 +89,56 @@ func startPluginRegistry(t *testing.T, c *devcluster.Cluster) *pluginRegistry {
 // plugins/nbp-fx/manifest.json (a new version asking for more).
 func (r *pluginRegistry) publishNBPFx(t *testing.T, root string, signer *ocisign.KeySigner, caPEM []byte, extraEgress ...string) plugins.ImageRef {
 	t.Helper()
+	m := nbpFxManifest(t, root)
+	m.Egress = append(m.Egress, extraEgress...)
+	return r.publish(t, "plugins/nbp-fx", m, map[string][]byte{
+		"plugin":                            buildStatic(t, root, "./plugins/nbp-fx"),
+		"etc/ssl/certs/ca-certificates.crt": caPEM,
+	}, signer)
+}
+
+// publish packs files (the program as "plugin") with manifest into a
+// plugin image, pushes it to repo through loopback and signs it with
+// signer; it returns the image by its bridge name. A private registry's
+// writes use the credentials of the Docker config ($DOCKER_CONFIG), as
+// ocisign's do.
+func (r *pluginRegistry) publish(t *testing.T, repo string, m plugins.Manifest, files map[string][]byte, signer *ocisign.KeySigner) plugins.ImageRef {
+	t.Helper()
+	img, err := ocisign.PluginImage(m, files)
+	must(t, err)
+	local, err := ocisign.Push(context.Background(), r.loopback, repo, img)
+	must(t, err)
+	must(t, signer.Sign(context.Background(), local))
+	ref, err := plugins.ParseImageRef(r.bridge + "/" + repo + "@" + local.Digest())
+	must(t, err)
+	return ref
+}
+
+// nbpFxManifest is plugins/nbp-fx/manifest.json, the label nbp-fx is signed
+// with; the probe plays a plugin under it too.
+func nbpFxManifest(t *testing.T, root string) plugins.Manifest {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(root, "plugins", "nbp-fx", "manifest.json"))
 	must(t, err)
 	m, err := plugins.ParseManifestLabel(string(raw))
 	must(t, err)
-	m.Egress = append(m.Egress, extraEgress...)
-	bin := filepath.Join(t.TempDir(), "nbp-fx")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./plugins/nbp-fx")
+	return m
+}
+
+// buildStatic builds the main package pkg of the tree at root without cgo
+// and returns the binary.
+func buildStatic(t *testing.T, root, pkg string) []byte {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "bin")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, pkg)
 	build.Dir = root
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building nbp-fx: %v\n%s", err, out)
+		t.Fatalf("building %s: %v\n%s", pkg, err, out)
 	}
 	data, err := os.ReadFile(bin)
 	must(t, err)
-	img, err := ocisign.PluginImage(m, map[string][]byte{"plugin": data, "etc/ssl/certs/ca-certificates.crt": caPEM})
-	must(t, err)
-	local, err := ocisign.Push(context.Background(), r.loopback, "plugins/nbp-fx", img)
-	must(t, err)
-	must(t, signer.Sign(context.Background(), local))
-	ref, err := plugins.ParseImageRef(r.bridge + "/plugins/nbp-fx@" + local.Digest())
-	must(t, err)
-	return ref
+	return data
 }
 
 // openfief runs one CLI command in this process and returns its output; a

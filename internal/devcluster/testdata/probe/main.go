@@ -9,8 +9,9 @@
 // the token in $OPENFIEF_EGRESS_TOKEN_FILE and prints "status N" (200: the
 // tunnel is open), or what the connection to the proxy met. `probe
 // apiserver` prints the user the API server sees behind the pod's
-// ServiceAccount token ("user NAME"); `probe resolve udp|tcp NAME` the
-// addresses the cluster DNS gives NAME over that transport; `probe write
+// ServiceAccount token ("user NAME"); `probe resolve udp|tcp NAME
+// [SERVER]` the addresses the cluster DNS (or SERVER, host:port) gives
+// NAME over that transport; `probe write
 // DIR` writes a file there and reads it back.
 package main
 
@@ -43,7 +44,11 @@ func main() {
 		return
 	}
 	if len(os.Args) > 3 && os.Args[1] == "resolve" {
-		fmt.Println(resolve(os.Args[2], os.Args[3]))
+		server := ""
+		if len(os.Args) > 4 {
+			server = os.Args[4]
+		}
+		fmt.Println(resolve(os.Args[2], os.Args[3], server))
 		return
 	}
 	if len(os.Args) > 2 {
