@@ -67,6 +67,8 @@ type phase struct {
 var phases = []phase{
 	{"installed", testInstalled},
 	{"nbp-fx", testNBPFxThroughCore},
+	{"upgrade", testUpgradeRollback},
+	{"uninstall", testUninstall}, // last: the platform is gone afterwards
 }
 
 // TestPlatformInCluster installs the platform on a real node as a user
@@ -160,7 +162,7 @@ func installPlatform(t *testing.T) *platformEnv {
 	// private registry section does.
 	e.preg = startPluginRegistry(t, c)
 	e.overlay = filepath.Join(e.work, "site")
-	must(t, writeSiteOverlay(e.overlay, "../release", e.preg.bridge))
+	must(t, writeSiteOverlay(e.overlay, "../release", e.preg.bridge, upgradeInstances))
 	// The owner's signing key, trusted by the operator through the
 	// openfief-trusted-signers ConfigMap it reads when it starts.
 	e.signer, err = ocisign.NewKeySigner()
@@ -190,18 +192,28 @@ func installPlatform(t *testing.T) *platformEnv {
 
 // writeSiteOverlay writes the admin's overlay in dir: the release at
 // release (relative to dir), with the operator told that the plugin
-// registry at insecure speaks plain HTTP.
-func writeSiteOverlay(dir, release, insecure string) error {
+// registry at insecure speaks plain HTTP, and the core told to call each
+// plugin instance of often every oftenInterval instead of hourly, so a phase
+// sees calls go on within its time.
+func writeSiteOverlay(dir, release, insecure string, often []string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(fmt.Sprintf(`resources:
+	var b strings.Builder
+	fmt.Fprintf(&b, `resources:
   - %s
 patches:
   - target: {kind: Deployment, name: openfief-operator}
     patch: |-
       - {op: add, path: /spec/template/spec/containers/0/args/-, value: "--insecure-registry=%s"}
-`, release, insecure)), 0o644)
+`, release, insecure)
+	if len(often) > 0 {
+		b.WriteString("  - target: {kind: Deployment, name: openfief-core}\n    patch: |-\n")
+		for _, name := range often {
+			fmt.Fprintf(&b, "      - {op: add, path: /spec/template/spec/containers/0/args/-, value: \"--sync-interval-for=%s=%s\"}\n", name, oftenInterval)
+		}
+	}
+	return os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(b.String()), 0o644)
 }
 
 // cli runs one openfief command against the cluster in this process and
