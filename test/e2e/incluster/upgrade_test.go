@@ -517,10 +517,10 @@ func lastN(lines []string, n int) []string {
 func uninstallPlugins(t *testing.T, e *platformEnv, names []string) {
 	for _, name := range names {
 		code, out := e.cli(context.Background(), "plugin", "uninstall", name, "--yes", "--purge", "--wait", "60s")
-		switch {
-		case code == cli.ExitOK:
+		switch code {
+		case cli.ExitOK:
 			t.Logf("uninstalled plugin %s", name)
-		case code == cli.ExitNotFound:
+		case cli.ExitNotFound:
 		default:
 			t.Errorf("openfief plugin uninstall %s exited %d\n%s", name, code, out)
 		}
