@@ -55,6 +55,8 @@ const (
 // without a batch, and each old egress proxy pod shut down on SIGTERM
 // within its grace (closing a tunnel only once the grace ran out).
 //
+// The plugins are uninstalled when the phase ends, passed or failed.
+//
 // Not observable here: a tunnel open across the upgrade. Today no sync gets
 // past the proxy's lookup of api.nbp.pl (the cluster DNS refuses outside
 // names, OF-24), so the proxy holds no tunnel when it stops; the log check
