@@ -123,6 +123,20 @@ func TestCached(t *testing.T) {
 	if again, err := Load(cache+"/"+src.Key(), src.Root); err != nil || len(again.Images) != 1 || again.Images[0].Spec.Name != "nbp-fx" {
 		t.Errorf("the entry was replaced: %v", err)
 	}
+	// The same tree as another version is another image in an entry of its
+	// own: building it neither reuses nor replaces the first.
+	opts.Specs = specs
+	opts.Source.Version = "v9.9.9"
+	next, reused, err := Cached(context.Background(), cache, opts)
+	if err != nil || reused {
+		t.Fatalf("v9.9.9: reused %v, %v", reused, err)
+	}
+	if next.Images[0].Digest == first.Images[0].Digest || opts.Source.Key() == src.Key() {
+		t.Errorf("v9.9.9 built %s under key %s, the same as the first build", next.Images[0].Digest, opts.Source.Key())
+	}
+	if _, reused, err := Cached(context.Background(), cache, Options{Source: src, Specs: specs, Platforms: opts.Platforms}); err != nil || !reused {
+		t.Errorf("the first version after v9.9.9: reused %v, %v", reused, err)
+	}
 }
 
 // TestWithManifestLabel: the same program under another label is another

@@ -32,17 +32,39 @@ type Source struct {
 	// created timestamp in the images.
 	Epoch time.Time
 	// Version is VERSION, or a Go pseudo-version of Epoch and Commit with
-	// "+dirty" for an edited tree (org.opencontainers.image.version).
+	// "+dirty" for an edited tree (org.opencontainers.image.version). A
+	// caller may set another to build the same tree as that version (the
+	// in-cluster upgrade test builds a second release this way).
 	Version string
 }
 
-// Key names the source's cache entry: the commit, and for an edited tree
-// the hash of the edits.
+// Key names the source's cache entry: the commit, for an edited tree the
+// hash of the edits, and for a version other than the pseudo-version
+// ReadSource gives (VERSION, or one a caller set) a hash of that version,
+// so builds of one tree as two versions keep an entry each.
 func (s Source) Key() string {
-	if s.Dirty == "" {
-		return s.Commit
+	k := s.Commit
+	if s.Dirty != "" {
+		k += "-dirty-" + s.Dirty
 	}
-	return s.Commit + "-dirty-" + s.Dirty
+	if s.Version != s.pseudoVersion() {
+		sum := sha256.Sum256([]byte(s.Version))
+		k += "-version-" + hex.EncodeToString(sum[:])[:12]
+	}
+	return k
+}
+
+// pseudoVersion is the version of the source when VERSION is unset: a Go
+// pseudo-version of Epoch and Commit, with "+dirty" for an edited tree.
+func (s Source) pseudoVersion() string {
+	if len(s.Commit) < 12 {
+		return ""
+	}
+	v := "v0.0.0-" + s.Epoch.UTC().Format("20060102150405") + "-" + s.Commit[:12]
+	if s.Dirty != "" {
+		v += "+dirty"
+	}
+	return v
 }
 
 // Tag is Version as a registry tag ('+' is not allowed there).
@@ -101,10 +123,7 @@ func ReadSource(ctx context.Context, root string) (Source, error) {
 	}
 	s.Version = os.Getenv("VERSION")
 	if s.Version == "" {
-		s.Version = "v0.0.0-" + s.Epoch.Format("20060102150405") + "-" + s.Commit[:12]
-		if s.Dirty != "" {
-			s.Version += "+dirty"
-		}
+		s.Version = s.pseudoVersion()
 	}
 	return s, nil
 }

@@ -111,11 +111,14 @@ type coreStatus struct {
 	called, succeeded bool
 	lastSync          time.Time
 	rows, fxRates     int
-	summary           string
+	// counts are the rows stored: the total, then batches, transactions,
+	// postings, balances, prices, FX rates, index readings and problems.
+	counts  [9]int
+	summary string
 }
 
 var (
-	rowsLine     = regexp.MustCompile(`Rows:\s+(\d+) stored \(.*FX rates (\d+)`)
+	rowsLine     = regexp.MustCompile(`Rows:\s+(\d+) stored \(batches (\d+), transactions (\d+), postings (\d+), balances (\d+), prices (\d+), FX rates (\d+), index readings (\d+), problems (\d+)\)`)
 	lastSyncLine = regexp.MustCompile(`Last sync:\s+(\S+) \(`)
 	succeeded    = regexp.MustCompile(`Last sync: .*, succeeded`)
 )
@@ -134,8 +137,10 @@ func readCoreStatus(ctx context.Context, e *platformEnv, instance string) (coreS
 		s.lastSync, _ = time.Parse(time.RFC3339, m[1])
 	}
 	if m := rowsLine.FindStringSubmatch(out); m != nil {
-		s.rows, _ = strconv.Atoi(m[1])
-		s.fxRates, _ = strconv.Atoi(m[2])
+		for i := range s.counts {
+			s.counts[i], _ = strconv.Atoi(m[i+1])
+		}
+		s.rows, s.fxRates = s.counts[0], s.counts[6]
 	}
 	return s, s.summary
 }

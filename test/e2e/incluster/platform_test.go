@@ -76,7 +76,9 @@ var phases = []phase{
 	{"lifecycle", testLifecycle},
 	{"private-registry", testPrivateRegistry},
 	{"isolation", testIsolation},
+	{"upgrade", testUpgradeRollback},
 	{"faults", testFaults},
+	{"uninstall", testUninstall}, // last: the platform is gone afterwards
 }
 
 // TestPlatformInCluster installs the platform on a real node as a user
