@@ -109,6 +109,11 @@ type Options struct {
 	// volume for the core's data (incluster.go). `openfief dev --in-cluster`
 	// sets it.
 	InCluster bool
+	// BeforeInstall, in the in-cluster mode, runs once the node, the NBP
+	// stand-in, the registries, the namespace and the owner's signers are
+	// in place, just before the install; what it returns is added to the
+	// overlay installed (a test's private registry, for example).
+	BeforeInstall func(ctx context.Context, s *Stack) (DevOverlay, error)
 }
 
 // Stack is a running local platform.
@@ -117,8 +122,11 @@ type Stack struct {
 	Cluster *devcluster.Cluster
 	// KubeconfigPath is an admin kubeconfig for the CLI and other tools.
 	KubeconfigPath string
-	// RegistryHost is the loopback registry's host:port.
-	RegistryHost string
+	// RegistryHost is the loopback registry's host:port; in the in-cluster
+	// mode the registry's name on the node's bridge, and RegistryLoopback
+	// the same registry on loopback, where this process pushes.
+	RegistryHost     string
+	RegistryLoopback string
 	// SignersFile trusts the local owner key (the operator's signers.json).
 	SignersFile string
 	// Images are the demo images by name (see DemoImages).
@@ -143,11 +151,10 @@ type Stack struct {
 	PlatformVersion string
 	ReleaseDir      string
 	OverlayDir      string
+	// InstallLog holds what `openfief platform install` printed.
+	InstallLog string
 
 	signer *ocisign.KeySigner
-	// registryLoopback is the in-cluster registry's loopback host:port,
-	// where this process pushes (RegistryHost is its bridge name).
-	registryLoopback string
 	// admin is a client of Cluster.Config, for the steps that install.
 	admin kubernetes.Interface
 
@@ -309,8 +316,8 @@ func (s *Stack) PublishImage(ctx context.Context, repo string, m plugins.Manifes
 		return plugins.ImageRef{}, err
 	}
 	push := s.RegistryHost
-	if s.registryLoopback != "" {
-		push = s.registryLoopback
+	if s.RegistryLoopback != "" {
+		push = s.RegistryLoopback
 	}
 	ref, err := ocisign.Push(ctx, push, repo, img)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,7 +83,10 @@ func (s *Stack) pushPlatformImages(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	specs, err := images.SelectSpecs(PlatformImages...)
+	// nbp-fx too, built once with the others: the cache entry then holds
+	// all four, which the demo images reuse (a narrower build would not
+	// replace a cached one, and would be built again each start).
+	specs, err := images.SelectSpecs(append(slices.Clone(PlatformImages), DemoPlugin)...)
 	if err != nil {
 		return err
 	}
@@ -100,6 +104,9 @@ func (s *Stack) pushPlatformImages(ctx context.Context, opts *Options) error {
 	s.PlatformVersion = src.Tag()
 	s.PlatformImages = map[string]plugins.ImageRef{}
 	for _, b := range res.Images {
+		if !slices.Contains(PlatformImages, b.Spec.Name) {
+			continue
+		}
 		ref, err := images.PushIndex(ctx, images.Repository(s.Cluster.NodeRegistry(), b.Spec.Name), b.Index, images.PushOptions{})
 		if err != nil {
 			return err
@@ -122,7 +129,7 @@ func (s *Stack) startBridgeRegistry(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	lb, br, err := listenBoth(s.Cluster.NodeGateway().String())
+	lb, br, err := ListenBoth(s.Cluster.NodeGateway().String())
 	if err != nil {
 		return err
 	}
@@ -133,7 +140,7 @@ func (s *Stack) startBridgeRegistry(ctx context.Context, opts *Options) error {
 	go func() { _ = srv.Serve(lb) }()
 	go func() { _ = srv.Serve(br) }()
 	s.stops = append(s.stops, func() { _ = srv.Close() })
-	s.RegistryHost, s.registryLoopback = br.Addr().String(), lb.Addr().String()
+	s.RegistryHost, s.RegistryLoopback = br.Addr().String(), lb.Addr().String()
 	if err := s.Cluster.TrustRegistry(s.RegistryHost); err != nil {
 		return err
 	}
@@ -145,7 +152,7 @@ func (s *Stack) startBridgeRegistry(ctx context.Context, opts *Options) error {
 		if err != nil {
 			return err
 		}
-		local, err := images.PushIndex(ctx, s.registryLoopback+"/"+d.Repository, idx, images.PushOptions{})
+		local, err := images.PushIndex(ctx, s.RegistryLoopback+"/"+d.Repository, idx, images.PushOptions{})
 		if err != nil {
 			return err
 		}
@@ -172,8 +179,9 @@ func (s *Stack) startBridgeRegistry(ctx context.Context, opts *Options) error {
 	return s.publishSigners(ctx, s.admin)
 }
 
-// listenBoth listens on one TCP port of both 127.0.0.1 and host.
-func listenBoth(host string) (lb, br net.Listener, err error) {
+// ListenBoth listens on one TCP port of both 127.0.0.1 and host (a real
+// node's bridge address), for a server the machine and the pods reach.
+func ListenBoth(host string) (lb, br net.Listener, err error) {
 	for range 10 {
 		if br, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err != nil {
 			return nil, nil, err
@@ -189,8 +197,10 @@ func listenBoth(host string) (lb, br net.Listener, err error) {
 
 // installPlatform writes the release overlay of the pushed images and the
 // dev overlay on top of it (the operator reads the bridge registry over
-// plain HTTP; the core syncs every InClusterSyncInterval), and runs
-// `openfief platform install` on it in this process, as a user would.
+// plain HTTP; the core syncs every InClusterSyncInterval, or
+// Options.CoreScheduler.DefaultInterval; what Options.BeforeInstall adds),
+// and runs `openfief platform install` on it in this process, as a user
+// would.
 func (s *Stack) installPlatform(ctx context.Context, opts *Options) error {
 	root, err := sourceRoot()
 	if err != nil {
@@ -203,39 +213,92 @@ func (s *Stack) installPlatform(ctx context.Context, opts *Options) error {
 	}); err != nil {
 		return err
 	}
+	o := DevOverlay{InsecureRegistries: []string{s.RegistryHost}, SyncInterval: InClusterSyncInterval}
+	if opts.CoreScheduler.DefaultInterval > 0 {
+		o.SyncInterval = opts.CoreScheduler.DefaultInterval
+	}
+	if opts.BeforeInstall != nil {
+		add, err := opts.BeforeInstall(ctx, s)
+		if err != nil {
+			return err
+		}
+		o.Components = append(o.Components, add.Components...)
+		o.InsecureRegistries = append(o.InsecureRegistries, add.InsecureRegistries...)
+	}
 	s.OverlayDir = filepath.Join(opts.Dir, "overlay")
-	if err := WriteDevOverlay(s.OverlayDir, "../release", s.RegistryHost, InClusterSyncInterval); err != nil {
+	if err := WriteDevOverlay(s.OverlayDir, "../release", o); err != nil {
 		return err
 	}
-	out := opts.Logs
-	if out == nil {
-		out = io.Discard
+	s.InstallLog = filepath.Join(opts.Dir, "install.log")
+	f, err := os.Create(s.InstallLog)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }() // a write error shows in the log's reader
+	var out io.Writer = f
+	if opts.Logs != nil {
+		out = io.MultiWriter(f, opts.Logs)
 	}
 	code := cli.Main(ctx, []string{"--kubeconfig", s.KubeconfigPath, "platform", "install", "--overlay", s.OverlayDir, "--timeout", "5m"},
 		cli.Streams{In: strings.NewReader(""), Out: out, ErrOut: out})
 	if code != cli.ExitOK {
-		return fmt.Errorf("openfief platform install --overlay %s exited %d (run it again with -v for its output)", s.OverlayDir, code)
+		return fmt.Errorf("openfief platform install --overlay %s exited %d; its output is in %s", s.OverlayDir, code, s.InstallLog)
 	}
 	return nil
 }
 
-// WriteDevOverlay writes an admin's overlay in dir on top of the release
-// overlay at release (a path relative to dir): the operator reads the
-// plugin registry insecure over plain HTTP, and the core syncs every
-// connector every interval (a later flag wins over deploy/core's).
-func WriteDevOverlay(dir, release, insecure string, interval time.Duration) error {
+// DevOverlay is what the in-cluster mode's overlay adds to the release:
+// the admin's own layer, as docs/operator.md describes it.
+type DevOverlay struct {
+	// Components are kustomize components (paths) to add, such as
+	// deploy/operator/components/registry-config.
+	Components []string
+	// InsecureRegistries are registries the operator reads over plain HTTP.
+	InsecureRegistries []string
+	// SyncInterval, if not zero, is how often the core syncs each connector
+	// (a later --sync-interval wins over deploy/core's).
+	SyncInterval time.Duration
+}
+
+// WriteDevOverlay writes dir/kustomization.yaml: the release overlay at
+// release (a path relative to dir) with what o adds.
+func WriteDevOverlay(dir, release string, o DevOverlay) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(fmt.Sprintf(`# openfief dev --in-cluster: the admin's own overlay on top of the release.
-resources:
-  - %s
-patches:
-  - target: {kind: Deployment, name: openfief-operator}
-    patch: |-
-      - {op: add, path: /spec/template/spec/containers/0/args/-, value: "--insecure-registry=%s"}
-  - target: {kind: Deployment, name: openfief-core}
-    patch: |-
-      - {op: add, path: /spec/template/spec/containers/0/args/-, value: "--sync-interval=%s"}
-`, release, insecure, interval)), 0o644)
+	var b strings.Builder
+	b.WriteString("# The admin's own overlay on top of the release (openfief dev --in-cluster).\n")
+	fmt.Fprintf(&b, "resources:\n  - %s\n", release)
+	if len(o.Components) > 0 {
+		b.WriteString("components:\n")
+		for _, c := range o.Components {
+			if filepath.IsAbs(c) {
+				rel, err := filepath.Rel(dir, c)
+				if err != nil {
+					return err
+				}
+				c = rel
+			}
+			fmt.Fprintf(&b, "  - %s\n", c)
+		}
+	}
+	var patches strings.Builder
+	if len(o.InsecureRegistries) > 0 {
+		patches.WriteString("  - target: {kind: Deployment, name: openfief-operator}\n    patch: |-\n")
+		for _, host := range o.InsecureRegistries {
+			fmt.Fprintf(&patches, "      - {op: add, path: /spec/template/spec/containers/0/args/-, value: \"--insecure-registry=%s\"}\n", host)
+		}
+	}
+	if o.SyncInterval > 0 {
+		patches.WriteString("  - target: {kind: Deployment, name: openfief-core}\n    patch: |-\n")
+		fmt.Fprintf(&patches, "      - {op: add, path: /spec/template/spec/containers/0/args/-, value: \"--sync-interval=%s\"}\n", o.SyncInterval)
+	}
+	if patches.Len() > 0 {
+		b.WriteString("patches:\n" + patches.String())
+	}
+	return os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(b.String()), 0o644)
 }
+
+// Signer is the owner key the stack signs its images with, which the
+// operator trusts.
+func (s *Stack) Signer() *ocisign.KeySigner { return s.signer }

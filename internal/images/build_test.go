@@ -123,6 +123,19 @@ func TestCached(t *testing.T) {
 	if again, err := Load(cache+"/"+src.Key(), src.Root); err != nil || len(again.Images) != 1 || again.Images[0].Spec.Name != "nbp-fx" {
 		t.Errorf("the entry was replaced: %v", err)
 	}
+	// A build holding the entry's image and more replaces it, and is
+	// reused for either afterwards.
+	both, _ := SelectSpecs("nbp-fx", "ibkr-flex")
+	opts.Specs = both
+	if _, reused, err := Cached(context.Background(), cache, opts); err != nil || reused {
+		t.Fatalf("nbp-fx and ibkr-flex: reused %v, %v", reused, err)
+	}
+	for _, s := range [][]Spec{both, specs, other} {
+		opts.Specs = s
+		if _, reused, err := Cached(context.Background(), cache, opts); err != nil || !reused {
+			t.Errorf("%d images after the wider build: reused %v, %v", len(s), reused, err)
+		}
+	}
 	// The same tree as another version is another image in an entry of its
 	// own: building it neither reuses nor replaces the first.
 	opts.Specs = specs

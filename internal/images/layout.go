@@ -259,6 +259,16 @@ func Cached(ctx context.Context, cacheDir string, opts Options) (res *Result, re
 		return nil, false, err
 	}
 	stale := loadErr != nil || cached.GoVersion != goVersion || cached.Source.Version != res.Source.Version || !cached.Source.Epoch.Equal(res.Source.Epoch)
+	// A build that holds everything the entry held and more replaces it
+	// (the in-cluster mode's images beside the demo's); a narrower one
+	// never does.
+	if !stale {
+		var held []Spec
+		for _, b := range cached.Images {
+			held = append(held, b.Spec)
+		}
+		stale = res.covers(cached.Source, cached.GoVersion, held, cached.Platforms)
+	}
 	if stale && Write(dir, res) == nil {
 		Prune(cacheDir, 24*time.Hour)
 	}

@@ -6,14 +6,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,6 +21,7 @@ import (
 
 	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/cli"
+	"github.com/arkadiuss/openfief/internal/core"
 	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/devstack"
 	"github.com/arkadiuss/openfief/internal/images"
@@ -100,153 +99,74 @@ func TestPlatformInCluster(t *testing.T) {
 	}
 }
 
-// installPlatform builds the three images from this tree (or reuses them
-// from .cache/e2e-images), starts a real node with cluster DNS and a
-// pre-made volume, pushes the images to the node's registry, pins them by a
-// platform overlay (images.WritePlatformOverlay, as `make release-overlay`
-// writes it) and installs it with `openfief platform install --overlay`,
-// run in this process. The owner's signing key is trusted through
-// openfief-trusted-signers, and plugins come from two registries on the
-// node's bridge: an open one, and a private one whose credentials the
-// operator reads from openfief-registry-config (the registry-config
-// component in the admin's overlay, the Secret created before the install).
+// installPlatform starts the platform as `openfief dev --in-cluster` does
+// (devstack's in-cluster mode): the three images built from this tree (or
+// reused from .cache/images), a real node with the cluster DNS and a
+// pre-made volume, the NBP stand-in, a registry for plugin images on the
+// node's bridge with the owner's key trusted through
+// openfief-trusted-signers, a release overlay pinning the images
+// (images.WritePlatformOverlay, as `make release-overlay` writes it) and the
+// admin's overlay over it, installed with `openfief platform install
+// --overlay`, in this process. Before the install it adds a second, private
+// registry, whose credentials the operator reads from
+// openfief-registry-config (the registry-config component in the admin's
+// overlay, the Secret created first, as docs/operator.md says).
 func installPlatform(t *testing.T) *platformEnv {
 	ctx := context.Background()
 	e := &platformEnv{begin: time.Now()}
-
-	// The images first: a build takes minutes and needs no cluster.
 	root, err := images.FindRoot(".")
 	must(t, err)
 	e.root = root
-	src, err := images.ReadSource(ctx, root)
+	e.src, err = images.ReadSource(ctx, root)
 	must(t, err)
-	e.src = src
-	specs, err := images.SelectSpecs("operator", "egress-proxy", "openfief-core")
-	must(t, err)
-	built, reused, err := images.Cached(ctx, filepath.Join(root, ".cache", "e2e-images"), images.Options{
-		Source: src, Specs: specs, Platforms: []v1.Platform{images.HostPlatform()},
-	})
-	must(t, err)
-	how := "built"
-	if reused {
-		how = "reused"
-	}
-	t.Logf("%s the platform's images of %s in %s", how, src.Version, time.Since(e.begin).Round(100*time.Millisecond))
+	e.work = t.TempDir()
 
-	start := time.Now()
-	c, err := devcluster.Start(ctx, devcluster.Options{
-		Mode: devcluster.Full, Node: devcluster.NodeReal, ClusterDNS: true, Volumes: 1,
-		// The machine's node lock may be held by another real node.
-		StartTimeout: 5 * time.Minute,
-	})
 	started = true
-	must(t, err)
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stopping the cluster: %v", err)
-		}
+	stack, err := devstack.Start(ctx, devstack.Options{
+		Dir: filepath.Join(e.work, "dev"), Node: devcluster.NodeReal, InCluster: true,
+		Progress:      testLogWriter{t},
+		CoreScheduler: core.SchedulerOptions{DefaultInterval: testSyncInterval},
+		BeforeInstall: func(ctx context.Context, s *devstack.Stack) (devstack.DevOverlay, error) {
+			e.c = s.Cluster
+			if e.cs, err = s.Cluster.Clientset(); err != nil {
+				return devstack.DevOverlay{}, err
+			}
+			startPrivateRegistry(t, e)
+			return devstack.DevOverlay{
+				Components:         []string{filepath.Join(root, "deploy", "operator", "components", "registry-config")},
+				InsecureRegistries: []string{e.private.bridge},
+			}, nil
+		},
 	})
-	e.c = c
-	t.Logf("real node with cluster DNS and a volume up in %s", time.Since(start).Round(100*time.Millisecond))
-	cs, err := c.Clientset()
 	must(t, err)
-	e.cs = cs
+	t.Cleanup(stack.Stop)
 	t.Cleanup(func() {
 		if t.Failed() {
-			dumpNamespace(t, cs, plugins.Namespace)
+			dumpNamespace(t, e.cs, plugins.Namespace)
 		}
 	})
-
-	// api.nbp.pl's stand-in: an address on the node's bridge that the
-	// cluster DNS resolves the name to (it forwards outside names to the
-	// node's resolver), where an HTTPS server of this test answers as NBP.
-	nbpAddr, err := c.StandIn("api.nbp.pl")
-	must(t, err)
-	e.nbp, err = devstack.StartFakeNBP(net.JoinHostPort(nbpAddr.String(), "443"))
-	must(t, err)
-	t.Cleanup(e.nbp.Close)
-
-	e.refs = map[string]plugins.ImageRef{}
-	for _, b := range built.Images {
-		ref, err := images.PushIndex(ctx, images.Repository(c.NodeRegistry(), b.Spec.Name), b.Index, images.PushOptions{})
-		must(t, err)
-		e.refs[b.Spec.Name] = ref
-	}
-	e.work = t.TempDir()
-	release := filepath.Join(e.work, "release")
-	must(t, images.WritePlatformOverlay(release, filepath.Join(root, "deploy"), images.Release{
-		Refs: e.refs, Version: src.Tag(), Header: "TestPlatformInCluster: this tree's images on the node's registry.",
-	}))
-	// Plugins come from registries on the node's bridge, which the
-	// operator's pod reads over plain HTTP: the admin's own overlay on top
-	// of the release adds --insecure-registry, as docs/operator.md's
-	// private registry section does.
-	e.preg = startPluginRegistry(t, c)
-	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plugins.Namespace}}, metav1.CreateOptions{})
-	must(t, err)
-	// One of them requires credentials. The operator reads them from the
-	// Secret the registry-config component mounts, and its pod cannot
-	// start until that Secret exists: the admin creates it before the
-	// install, as docs/operator.md says, and the site overlay adds the
-	// component (testPrivateRegistry uses it).
-	startPrivateRegistry(t, e)
-	e.overlay = filepath.Join(e.work, "site")
-	component, err := filepath.Rel(e.overlay, filepath.Join(root, "deploy", "operator", "components", "registry-config"))
-	must(t, err)
-	must(t, writeSiteOverlay(e.overlay, "../release", component, e.preg.bridge, e.private.bridge))
-	// The owner's signing key, trusted by the operator through the
-	// openfief-trusted-signers ConfigMap it reads when it starts.
-	e.signer, err = ocisign.NewKeySigner()
-	must(t, err)
-	signersJSON, err := e.signer.SignersJSON("local-owner")
-	must(t, err)
-	e.signersFile = filepath.Join(e.work, "signers.json")
-	must(t, os.WriteFile(e.signersFile, signersJSON, 0o600))
-	_, err = cs.CoreV1().ConfigMaps(plugins.Namespace).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: plugins.OwnerSignersConfigMap, Namespace: plugins.Namespace},
-		Data:       map[string]string{plugins.OwnerSignersKey: string(signersJSON)},
-	}, metav1.CreateOptions{})
-	must(t, err)
-
-	e.kubeconfig = c.KubeconfigPath
-	start = time.Now()
-	code, out := e.cli(ctx, "platform", "install", "--overlay", e.overlay, "--timeout", "4m")
-	t.Logf("openfief platform install: exit %d in %s\n%s", code, time.Since(start).Round(100*time.Millisecond), out)
-	if code != cli.ExitOK {
-		t.Fatalf("openfief platform install exited %d", code)
+	e.c, e.kubeconfig = stack.Cluster, stack.KubeconfigPath
+	e.refs, e.overlay, e.nbp = stack.PlatformImages, stack.OverlayDir, stack.FakeNBP
+	e.preg = &pluginRegistry{loopback: stack.RegistryLoopback, bridge: stack.RegistryHost}
+	e.signer, e.signersFile = stack.Signer(), stack.SignersFile
+	if install, err := os.ReadFile(stack.InstallLog); err == nil {
+		t.Logf("openfief platform install --overlay %s:\n%s", e.overlay, install)
 	}
 	t.Logf("the platform runs in-cluster, %s after the test began", time.Since(e.begin).Round(100*time.Millisecond))
 	return e
 }
 
-// testSyncInterval is how often the core syncs each connector in these
-// tests: the site overlay sets it, where deploy/core syncs hourly.
-const testSyncInterval = 5 * time.Second
+// testLogWriter writes each line of devstack's progress to the test's log.
+type testLogWriter struct{ t *testing.T }
 
-// writeSiteOverlay writes the admin's overlay in dir: the release at
-// release, with the component at component (both relative to dir), the
-// operator told that the plugin registries at insecure speak plain HTTP,
-// and the core syncing every testSyncInterval (a later flag wins).
-func writeSiteOverlay(dir, release, component string, insecure ...string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	var patch strings.Builder
-	for _, host := range insecure {
-		fmt.Fprintf(&patch, "      - {op: add, path: /spec/template/spec/containers/0/args/-, value: \"--insecure-registry=%s\"}\n", host)
-	}
-	return os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(fmt.Sprintf(`resources:
-  - %s
-components:
-  - %s
-patches:
-  - target: {kind: Deployment, name: openfief-operator}
-    patch: |-
-%s  - target: {kind: Deployment, name: openfief-core}
-    patch: |-
-      - {op: add, path: /spec/template/spec/containers/0/args/-, value: "--sync-interval=%s"}
-`, release, component, patch.String(), testSyncInterval)), 0o644)
+func (w testLogWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
+
+// testSyncInterval is how often the core syncs each connector in these
+// tests: the admin's overlay sets it, where deploy/core syncs hourly.
+const testSyncInterval = 5 * time.Second
 
 // probeBinary is the probe (internal/devcluster/testdata/probe) built
 // statically, which plays a plugin under nbp-fx's manifest.

@@ -8,12 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +23,7 @@ import (
 
 	"github.com/arkadiuss/openfief/internal/cli"
 	"github.com/arkadiuss/openfief/internal/devcluster"
+	"github.com/arkadiuss/openfief/internal/devstack"
 	"github.com/arkadiuss/openfief/internal/ocisign"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/testutil"
@@ -34,17 +33,13 @@ import (
 // the pods reach: it serves one port on loopback (where the test pushes and
 // signs, over plain HTTP as loopback registries are) and on the node's
 // bridge address (the name the Plugin uses, which the operator's pod reads
-// and the kubelet pulls, trusted as plain HTTP by the node). A private one
-// (creds set) answers only requests with its credentials, on both.
+// and the kubelet pulls, trusted as plain HTTP by the node). The open one
+// is devstack's (no srv here); a private one (creds set) answers only
+// requests with its credentials, on both.
 type pluginRegistry struct {
 	loopback, bridge string
 	srv              *http.Server
 	creds            *registryCreds
-}
-
-func startPluginRegistry(t *testing.T, c *devcluster.Cluster) *pluginRegistry {
-	t.Helper()
-	return startRegistry(t, c, nil)
 }
 
 // startRegistry serves a registry on one port of loopback and of the node's
@@ -52,21 +47,8 @@ func startPluginRegistry(t *testing.T, c *devcluster.Cluster) *pluginRegistry {
 // has the node trust it as plain HTTP.
 func startRegistry(t *testing.T, c *devcluster.Cluster, creds *registryCreds) *pluginRegistry {
 	t.Helper()
-	gw := c.NodeGateway().String()
-	var lb, br net.Listener
-	for try := 0; ; try++ {
-		var err error
-		br, err = net.Listen("tcp", net.JoinHostPort(gw, "0"))
-		must(t, err)
-		port := strconv.Itoa(br.Addr().(*net.TCPAddr).Port)
-		if lb, err = net.Listen("tcp", net.JoinHostPort("127.0.0.1", port)); err == nil {
-			break
-		}
-		_ = br.Close()
-		if try == 10 {
-			t.Fatalf("no port free on both loopback and %s: %v", gw, err)
-		}
-	}
+	lb, br, err := devstack.ListenBoth(c.NodeGateway().String())
+	must(t, err)
 	h := registry.New(registry.WithReferrersSupport(true), registry.Logger(log.New(io.Discard, "", 0)))
 	if creds != nil {
 		h = creds.require(h)

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/arkadiuss/openfief/internal/cli"
+	"github.com/arkadiuss/openfief/internal/devstack"
 	"github.com/arkadiuss/openfief/internal/images"
 	"github.com/arkadiuss/openfief/internal/platform"
 	"github.com/arkadiuss/openfief/internal/plugins"
@@ -98,9 +99,11 @@ func testUpgradeRollback(t *testing.T, e *platformEnv) {
 		Refs: nextRefs, Version: next.Tag(), Header: "TestPlatformInCluster: this tree as a newer version.",
 	}))
 	nextOverlay := filepath.Join(e.work, "site-next")
-	component, err := filepath.Rel(nextOverlay, filepath.Join(e.root, "deploy", "operator", "components", "registry-config"))
-	must(t, err)
-	must(t, writeSiteOverlay(nextOverlay, "../release-next", component, e.preg.bridge, e.private.bridge))
+	must(t, devstack.WriteDevOverlay(nextOverlay, "../release-next", devstack.DevOverlay{
+		Components:         []string{filepath.Join(e.root, "deploy", "operator", "components", "registry-config")},
+		InsecureRegistries: []string{e.preg.bridge, e.private.bridge},
+		SyncInterval:       testSyncInterval,
+	}))
 
 	moves := []struct {
 		name    string
