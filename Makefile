@@ -58,9 +58,13 @@ demo: controlplane ## The main job: the plugin lifecycle on a local platform, st
 demo-in-cluster: controlplane node ## The same lifecycle with the whole platform as pods of a real node (root).
 	hack/demo.sh --in-cluster
 
+# TEST_TIMEOUT bounds each test binary: test/e2e/incluster takes about six
+# minutes, plus up to five waiting for the machine's real-node lock.
+TEST_TIMEOUT ?= 30m
+
 .PHONY: test
 test: controlplane node ## Run every test of every module, those tagged cluster too (the real-node tests need root: docs/node.md).
-	@for m in $(MODULES); do echo "== go test -tags $(CLUSTER_TAG) $$m"; (cd $$m && $(GO) test -count=1 -tags $(CLUSTER_TAG) ./...); done
+	@for m in $(MODULES); do echo "== go test -tags $(CLUSTER_TAG) -timeout $(TEST_TIMEOUT) $$m"; (cd $$m && $(GO) test -count=1 -tags $(CLUSTER_TAG) -timeout $(TEST_TIMEOUT) ./...); done
 
 .PHONY: test-unit
 test-unit: ## The fast tests: every test not tagged cluster, in every package (no control plane, no real node, no root; under 2 minutes warm on two cores, most of it internal/images and the store's PostgreSQL tests).
