@@ -148,6 +148,7 @@ type Stack struct {
 	// OverlayDir the overlay installed on top of it: in the in-cluster
 	// mode only.
 	PlatformImages  map[string]plugins.ImageRef
+	PlatformSource  images.Source // the tree they were built from
 	PlatformVersion string
 	ReleaseDir      string
 	OverlayDir      string

@@ -101,7 +101,7 @@ func (s *Stack) pushPlatformImages(ctx context.Context, opts *Options) error {
 		}
 		fmt.Fprintf(opts.Progress, "      %s the platform's images of %s\n", how, src.Version)
 	}
-	s.PlatformVersion = src.Tag()
+	s.PlatformSource, s.PlatformVersion = src, src.Tag()
 	s.PlatformImages = map[string]plugins.ImageRef{}
 	for _, b := range res.Images {
 		if !slices.Contains(PlatformImages, b.Spec.Name) {

@@ -117,8 +117,6 @@ func installPlatform(t *testing.T) *platformEnv {
 	root, err := images.FindRoot(".")
 	must(t, err)
 	e.root = root
-	e.src, err = images.ReadSource(ctx, root)
-	must(t, err)
 	e.work = t.TempDir()
 
 	started = true
@@ -146,7 +144,9 @@ func installPlatform(t *testing.T) *platformEnv {
 		}
 	})
 	e.c, e.kubeconfig = stack.Cluster, stack.KubeconfigPath
-	e.refs, e.overlay, e.nbp = stack.PlatformImages, stack.OverlayDir, stack.FakeNBP
+	// The tree as the images were built from it (a commit made while the
+	// test runs changes what ReadSource would say now).
+	e.src, e.refs, e.overlay, e.nbp = stack.PlatformSource, stack.PlatformImages, stack.OverlayDir, stack.FakeNBP
 	e.preg = &pluginRegistry{loopback: stack.RegistryLoopback, bridge: stack.RegistryHost}
 	e.signer, e.signersFile = stack.Signer(), stack.SignersFile
 	if install, err := os.ReadFile(stack.InstallLog); err == nil {
