@@ -126,7 +126,7 @@ func readSysctls(t *testing.T) map[string]string {
 // the machine.
 func assertNoLeftovers(t *testing.T) {
 	t.Helper()
-	left, err := devcluster.NodeLeftoversWhenIdle(5 * time.Minute)
+	left, err := devcluster.NodeLeftoversWhenIdle(devcluster.NodeLockWait())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -28,7 +27,7 @@ func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
 	code := m.Run()
 	if started {
-		left, err := devcluster.NodeLeftoversWhenIdle(5 * time.Minute)
+		left, err := devcluster.NodeLeftoversWhenIdle(devcluster.NodeLockWait())
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			code = 1

@@ -59,7 +59,7 @@ func TestMain(m *testing.M) {
 	}
 	if shared.stack != nil {
 		shared.stack.Stop()
-		left, err := devcluster.NodeLeftoversWhenIdle(5 * time.Minute)
+		left, err := devcluster.NodeLeftoversWhenIdle(devcluster.NodeLockWait())
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			code = 1
