@@ -322,7 +322,7 @@ func SigningKeys(cm *corev1.ConfigMap, err error, served ServedKeys, servedErr e
 	case plugins.CheckIssuer(issuer) != nil:
 		return fail(GroupRuntime, n, "its issuer is not valid: "+plugins.CheckIssuer(issuer).Error(), restart)
 	case servedErr != nil:
-		return warn(GroupRuntime, n, fmt.Sprintf("%d keys of issuer %s, not compared with the API server's: %s", keys.Len(), issuer, servedErr.Error()),
+		return warn(GroupRuntime, n, fmt.Sprintf("%s of issuer %s, not compared with the API server's: %s", count(keys.Len(), "key"), issuer, servedErr.Error()),
 			"compare as someone allowed to read /openid/v1/jwks (a cluster admin)")
 	}
 	now, nerr := plugins.ParseSigningKeys(served.JWKS)
@@ -332,9 +332,9 @@ func SigningKeys(cm *corev1.ConfigMap, err error, served ServedKeys, servedErr e
 	case served.Issuer != issuer:
 		return fail(GroupRuntime, n, fmt.Sprintf("stale: publishes issuer %s, the API server names %s", issuer, served.Issuer), restart+"; run the check again after that")
 	case string(now.JWKS()) != string(keys.JWKS()):
-		return fail(GroupRuntime, n, fmt.Sprintf("stale: publishes %d keys, not the %d the API server serves now", keys.Len(), now.Len()), restart+"; run the check again after that")
+		return fail(GroupRuntime, n, fmt.Sprintf("stale: publishes %s, not the %s the API server serves now", count(keys.Len(), "key"), count(now.Len(), "key")), restart+"; run the check again after that")
 	}
-	return ok(GroupRuntime, n, fmt.Sprintf("%d keys of issuer %s, as the API server serves them", keys.Len(), issuer))
+	return ok(GroupRuntime, n, fmt.Sprintf("%s of issuer %s, as the API server serves them", count(keys.Len(), "key"), issuer))
 }
 
 // AllowListName is the name of the allow-list check.
@@ -350,7 +350,7 @@ func AllowList(cm *corev1.ConfigMap, err error) Result {
 	case err != nil:
 		return fail(GroupRuntime, AllowListName, "cannot read it: "+err.Error(), "you need get on configmaps in namespace "+plugins.Namespace)
 	}
-	return ok(GroupRuntime, AllowListName, fmt.Sprintf("readable, %d plugins' lists", len(cm.Data)))
+	return ok(GroupRuntime, AllowListName, fmt.Sprintf("readable, %s", count(len(cm.Data), "plugin's list")))
 }
 
 // CoreName and CoreStoreName are the names of the core's checks.
@@ -383,4 +383,15 @@ func CoreStore(coreErr, err error) Result {
 			"the owner API's status reads the store: see the core's logs (kubectl -n "+plugins.Namespace+" logs deploy/openfief-core); minting the owner's token needs Role "+"openfief-owner")
 	}
 	return ok(GroupRuntime, CoreStoreName, "the owner API's status read the store")
+}
+
+// count is n with noun, plural when n is not 1 ("1 key", "2 keys").
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "'s list") {
+		return fmt.Sprintf("%d %s", n, strings.TrimSuffix(noun, "'s list")+"s' lists")
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
