@@ -217,6 +217,9 @@ func Deployment(f DeploymentFacts) Result {
 	n := DeploymentName(d.Name)
 	describe := "kubectl -n " + d.Namespace + " describe deployment " + d.Name + " (or openfief platform status)"
 	want := ptr.Deref(d.Spec.Replicas, 1)
+	if want == 0 {
+		return fail(GroupPlatform, n, "scaled to 0 replicas: nothing runs it", "kubectl -n "+d.Namespace+" scale deployment "+d.Name+" --replicas=1 (or openfief platform upgrade --overlay DIR)")
+	}
 	if !platform.DeploymentAvailable(d) {
 		reason := fmt.Sprintf("not Available: %d/%d available, %d updated", d.Status.AvailableReplicas, want, d.Status.UpdatedReplicas)
 		for _, c := range d.Status.Conditions {

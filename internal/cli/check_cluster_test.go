@@ -97,7 +97,6 @@ func unpublish(t *testing.T, c client.Client) {
 	}
 }
 
-
 var kubernetesCheckLines = []string{
 	"✔ api networkpolicies networking.k8s.io/v1: NetworkPolicy",
 	"✔ api serviceaccounts/token v1: TokenRequest",
@@ -144,7 +143,9 @@ func deniedPreCheckLines() []string {
 // the service proxy and its store is not checked; the image signatures
 // are a warning, not checked yet.
 func installedCheckLines() []string {
-	image := func(name string) string { return "registry.example.com/openfief/" + name + "@" + testutil.Digest("one-"+name) }
+	image := func(name string) string {
+		return "registry.example.com/openfief/" + name + "@" + testutil.Digest("one-"+name)
+	}
 	return append(slices.Clone(kubernetesCheckLines),
 		"✔ crd plugingrants.openfief.io: v1alpha1, Established",
 		"✔ crd plugins.openfief.io: v1alpha1, Established",
