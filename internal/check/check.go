@@ -1,4 +1,4 @@
-// Package check decides and reports `openfief check` (issue 25, OF-28):
+// Package check decides and reports `openfief check` (OF-28):
 // whether a cluster has what the platform needs and, once installed,
 // whether the platform runs as installed. Each check is a Result decided by
 // a pure function over what was read (decide.go); gather.go reads the
@@ -15,12 +15,12 @@ import (
 type Status string
 
 const (
-	// OK: the check passed.
+	// OK means the check passed.
 	OK Status = "ok"
-	// Warn: not a failure, but something the owner should know (such as a
+	// Warn is not a failure, but something the owner should know (such as a
 	// check that is not made yet).
 	Warn Status = "warn"
-	// Fail: the check failed; `openfief check` exits non-zero.
+	// Fail means the check failed; `openfief check` exits non-zero.
 	Fail Status = "fail"
 )
 

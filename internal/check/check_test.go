@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -85,20 +85,20 @@ func TestAPIServed(t *testing.T) {
 }
 
 func TestCRD(t *testing.T) {
-	crd := func(established bool, versions ...string) *apiextv1.CustomResourceDefinition {
-		c := &apiextv1.CustomResourceDefinition{}
+	crd := func(established bool, versions ...string) *apiextensionsv1.CustomResourceDefinition {
+		c := &apiextensionsv1.CustomResourceDefinition{}
 		for _, v := range versions {
-			c.Spec.Versions = append(c.Spec.Versions, apiextv1.CustomResourceDefinitionVersion{Name: v, Served: true})
+			c.Spec.Versions = append(c.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v, Served: true})
 		}
-		status := apiextv1.ConditionFalse
+		status := apiextensionsv1.ConditionFalse
 		if established {
-			status = apiextv1.ConditionTrue
+			status = apiextensionsv1.ConditionTrue
 		}
-		c.Status.Conditions = []apiextv1.CustomResourceDefinitionCondition{{Type: apiextv1.Established, Status: status}}
+		c.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{{Type: apiextensionsv1.Established, Status: status}}
 		return c
 	}
 	for name, tc := range map[string]struct {
-		crd  *apiextv1.CustomResourceDefinition
+		crd  *apiextensionsv1.CustomResourceDefinition
 		err  error
 		pre  bool
 		want short

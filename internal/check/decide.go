@@ -8,7 +8,7 @@ import (
 	"golang.org/x/mod/semver"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -104,7 +104,7 @@ func CRDName(crd string) string { return "crd " + crd }
 // CRD decides the check of one of the platform's CRDs: Established and
 // serving version, the one this CLI speaks. Before an install (pre) an
 // absent CRD passes, since the install creates it.
-func CRD(name, version string, crd *apiextv1.CustomResourceDefinition, err error, pre bool) Result {
+func CRD(name, version string, crd *apiextensionsv1.CustomResourceDefinition, err error, pre bool) Result {
 	n := CRDName(name)
 	switch {
 	case apierrors.IsNotFound(err) && pre:
@@ -127,7 +127,7 @@ func CRD(name, version string, crd *apiextv1.CustomResourceDefinition, err error
 			"install the platform release that matches this openfief (openfief platform upgrade --overlay DIR), or use the openfief of the installed release")
 	}
 	for _, c := range crd.Status.Conditions {
-		if c.Type == apiextv1.Established && c.Status == apiextv1.ConditionTrue {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
 			return ok(GroupKubernetes, n, version+", Established")
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -77,9 +77,9 @@ func Run(ctx context.Context, o Options) []Result {
 	}
 	for _, name := range crds {
 		c, cancel := call()
-		var crd apiextv1.CustomResourceDefinition
+		var crd apiextensionsv1.CustomResourceDefinition
 		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(apiextv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+		u.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 		err := o.Client.Get(c, client.ObjectKey{Name: name}, u)
 		cancel()
 		if err == nil {
