@@ -133,6 +133,7 @@ func TestNamespace(t *testing.T) {
 		"already installed": {exists: true, owned: []string{"v0.1.0"}, want: short{Fail, "the platform is already installed (version v0.1.0)"}},
 		"foreign install":   {exists: true, foreign: []string{"openfief-core", "openfief-operator"}, want: short{Fail, "holds platform Deployments not installed by openfief platform: openfief-core, openfief-operator"}},
 		"unreadable":        {err: forbiddenErr, want: short{Fail, "cannot read it: " + forbiddenErr.Error()}},
+		"contents unknown":  {exists: true, err: errDown, want: short{Fail, "cannot read it: connection refused"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, shorten(Namespace(tc.exists, tc.err, tc.owned, "v0.1.0", tc.foreign))); diff != "" {

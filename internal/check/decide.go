@@ -139,7 +139,8 @@ func CRD(name, version string, crd *apiextensionsv1.CustomResourceDefinition, er
 // nothing of a platform in it but what an uninstall keeps. A platform the
 // command installed refuses (use upgrade); platform Deployments not
 // labelled as the command's are a foreign install, which the install would
-// take over.
+// take over. err is a failure to read the namespace or, when it exists,
+// to list what it holds: the check fails then.
 func Namespace(exists bool, err error, owned []string, installedVersion string, foreign []string) Result {
 	const name = "namespace " + plugins.Namespace
 	switch {

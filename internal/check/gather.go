@@ -94,7 +94,7 @@ func Run(ctx context.Context, o Options) []Result {
 	installed := ownedErr == nil && platform.Installed(owned)
 	version := platform.InstalledVersion(owned)
 	if o.Pre {
-		out = append(out, preInstall(ctx, o, call, installed, version)...)
+		out = append(out, preInstall(ctx, o, call, installed, version, ownedErr)...)
 		Sort(out)
 		return out
 	}
@@ -119,7 +119,7 @@ func Run(ctx context.Context, o Options) []Result {
 
 // preInstall checks what an install needs beyond the APIs: room in the
 // namespace and the admin's permissions on every kind it applies.
-func preInstall(ctx context.Context, o Options, call func() (context.Context, context.CancelFunc), installed bool, version string) []Result {
+func preInstall(ctx context.Context, o Options, call func() (context.Context, context.CancelFunc), installed bool, version string, ownedErr error) []Result {
 	var out []Result
 	c, cancel := call()
 	var ns corev1.Namespace
@@ -128,6 +128,9 @@ func preInstall(ctx context.Context, o Options, call func() (context.Context, co
 	exists := err == nil
 	if apierrors.IsNotFound(err) {
 		err = nil
+	}
+	if err == nil && exists && ownedErr != nil {
+		err = ownedErr // what it holds is unknown: fail rather than call it free
 	}
 	var owned, foreign []string
 	if exists {
