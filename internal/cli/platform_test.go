@@ -249,6 +249,17 @@ data:
 		t.Errorf("the dry runs changed the cluster: %v before, %v after", before, after)
 	}
 
+	// Before the install, check --pre passes what an install needs, and
+	// says what is missing for someone without the admin's rights.
+	r = run("check", "--pre")
+	t.Logf("check --pre before the install:\n%s", r)
+	expect(t, r, ExitOK, "✔ all ")
+	expectCheckLines(t, r.out, preCheckLines())
+	r = openfief(t, impersonating(t, k, "someone"), runOpts{}, "check", "--pre")
+	t.Logf("check --pre by someone without rights:\n%s", r)
+	expect(t, r, ExitFailure)
+	expectCheckLines(t, r.out, deniedPreCheckLines())
+
 	// Install.
 	r = run("platform", "install", "--overlay", v1, "--timeout", "3m")
 	expect(t, r, ExitOK, "installing the platform, version v0.1.0", "CustomResourceDefinition plugins.openfief.io is Established",
@@ -274,6 +285,20 @@ data:
 		t.Errorf("the core's NetworkPolicy names the API server as %v (ingress) and %v (egress), want %v from the EndpointSlice", ingress, egress, want)
 	}
 	expect(t, run("platform", "install", "--overlay", v1), ExitNothingToDo, "already installed (version v0.1.0)")
+
+	// check after the install: everything passes but the core, which
+	// kwok cannot run; the operator's publications are written by the test,
+	// as no operator runs here.
+	publishAsOperator(t, pc)
+	r = run("check")
+	t.Logf("check after the install:\n%s", r)
+	expect(t, r, ExitFailure, "Error: 2 checks failed, the first: core answers")
+	expectCheckLines(t, r.out, installedCheckLines())
+	r = run("check", "-o", "json")
+	expect(t, r, ExitFailure)
+	expectCheckJSON(t, r.out, installedCheckLines())
+	expect(t, run("check", "--pre"), ExitFailure, "✖ namespace openfief: the platform is already installed (version v0.1.0)")
+	unpublish(t, c)
 
 	// Status.
 	r = run("platform", "status")

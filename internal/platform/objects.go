@@ -188,3 +188,21 @@ func kindNames() string {
 	}
 	return fmt.Sprint(names)
 }
+
+// Kind is one kind of object a platform overlay may hold, as `openfief
+// check --pre` asks whether the admin may write it.
+type Kind struct {
+	// GVK is the kind's group, version and kind.
+	GVK schema.GroupVersionKind
+	// Namespaced says whether its objects live in the platform namespace.
+	Namespaced bool
+}
+
+// Kinds lists the kinds an install applies, in apply order.
+func Kinds() []Kind {
+	out := make([]Kind, 0, len(kinds))
+	for _, k := range kinds {
+		out = append(out, Kind{GVK: k.gvk, Namespaced: k.namespaced})
+	}
+	return out
+}

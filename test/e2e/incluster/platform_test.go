@@ -72,6 +72,7 @@ type phase struct {
 // install take about a minute, so the package pays for them once.
 var phases = []phase{
 	{"installed", testInstalled},
+	{"check", testCheck},
 	{"lifecycle", testLifecycle},
 	{"private-registry", testPrivateRegistry},
 	{"isolation", testIsolation},
