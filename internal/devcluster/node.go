@@ -71,9 +71,10 @@ var cniPlugins = []string{"bridge", "host-local", "portmap", "loopback"}
 // may hold it.
 const defaultNodeLockWait = 5 * time.Minute
 
-// EnvNodeLockWait, a Go duration, replaces defaultNodeLockWait: `make test`
-// sets it, since its real-node packages run in parallel and each waits for
-// the others' nodes (the in-cluster suite holds one for minutes).
+// EnvNodeLockWait names the variable whose Go duration replaces
+// defaultNodeLockWait: `make test` sets it, since its real-node packages run
+// in parallel and each waits for the others' nodes (the in-cluster suite
+// holds one for minutes).
 const EnvNodeLockWait = "OPENFIEF_NODE_LOCK_WAIT"
 
 // NodeLockWait is how long a real node waits for the machine's node lock:
