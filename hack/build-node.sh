@@ -6,7 +6,8 @@
 # firewall-only) from hack/tools/kube-router, and CoreDNS (the cluster DNS,
 # with only the plugins it uses) from hack/tools/coredns; it links them into .bin/ and
 # installs what comes from Debian (runc, the CNI plugins, iptables, ipset,
-# conntrack, nftables, iproute2) through hack/apt-install.sh. It also builds
+# conntrack, nftables, iproute2, util-linux for nsenter) through
+# hack/apt-install.sh. It also builds
 # hack/pause, the project's own sandbox process, statically.
 #
 # Like hack/build-controlplane.sh: binaries live in a per-user cache keyed by
@@ -74,8 +75,8 @@ pins_hash() {
 }
 
 if [[ ${OPENFIEF_NODE_APT:-1} != 0 ]]; then
-	echo "node: Debian packages (runc, CNI plugins, iptables, ipset, conntrack, nftables, iproute2)"
-	"${root}/hack/apt-install.sh" runc containernetworking-plugins iptables ipset conntrack nftables iproute2
+	echo "node: Debian packages (runc, CNI plugins, iptables, ipset, conntrack, nftables, iproute2, util-linux)"
+	"${root}/hack/apt-install.sh" runc containernetworking-plugins iptables ipset conntrack nftables iproute2 util-linux
 fi
 
 hash="$(pins_hash)"
