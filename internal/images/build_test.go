@@ -171,19 +171,7 @@ func TestWithManifestLabel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Validated as a registry serves it (in memory, validate trips over
-	// nil and empty layer annotations that serialise the same).
-	ref, err := PushIndex(context.Background(), newRegistry(t)+"/openfief/nbp-fx", idx, PushOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pulled, err := remote.Index(mustDigest(t, ref.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := validate.Index(pulled); err != nil {
-		t.Fatal(err)
-	}
+	validateServed(t, idx)
 	d, _ := idx.Digest()
 	if d == b.Digest {
 		t.Fatal("relabelled index has the same digest")
@@ -244,4 +232,22 @@ func mustDigest(t *testing.T, ref string) name.Digest {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// validateServed pushes idx to a registry and validates the index it
+// serves: in memory, validate trips over nil and empty layer annotations
+// that serialise the same.
+func validateServed(t *testing.T, idx v1.ImageIndex) {
+	t.Helper()
+	ref, err := PushIndex(context.Background(), newRegistry(t)+"/openfief/nbp-fx", idx, PushOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pulled, err := remote.Index(mustDigest(t, ref.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate.Index(pulled); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/arkadiuss/openfief/internal/cli"
-	"github.com/arkadiuss/openfief/internal/platform"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/testutil"
 )
@@ -52,7 +51,8 @@ func testLifecycle(t *testing.T, e *platformEnv) {
 
 	// The rates are on the core's claim: a new core pod has them.
 	stored := st.rows
-	restartCore(t, e)
+	deletePods(t, e, "openfief-core")
+	waitPlatformAvailable(t, e)
 	st = waitCoreStatus(t, e, instance, time.Minute, "the new core pod to report the stored rows", func(s coreStatus) bool {
 		return s.rows >= stored
 	})
@@ -191,37 +191,5 @@ func checkProxyDecision(t *testing.T, e *platformEnv, plugin, target string) {
 			}
 		}
 		return false, fmt.Sprintf("%d proxy pods, no decision logged", len(pods.Items))
-	})
-}
-
-// restartCore deletes the core's pod and waits until its Deployment is
-// Available again with a new one.
-func restartCore(t *testing.T, e *platformEnv) {
-	t.Helper()
-	ctx := context.Background()
-	sel := "app.kubernetes.io/name=openfief-core"
-	pods, err := e.cs.CoreV1().Pods(plugins.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-	must(t, err)
-	old := map[string]bool{}
-	for _, p := range pods.Items {
-		old[string(p.UID)] = true
-		must(t, e.cs.CoreV1().Pods(plugins.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}))
-	}
-	testutil.Eventually(t, 2*time.Minute, "a new core pod, Available", func() (bool, string) {
-		d, err := e.cs.AppsV1().Deployments(plugins.Namespace).Get(ctx, "openfief-core", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		pods, err := e.cs.CoreV1().Pods(plugins.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-		if err != nil {
-			return false, err.Error()
-		}
-		fresh := 0
-		for _, p := range pods.Items {
-			if !old[string(p.UID)] && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
-				fresh++
-			}
-		}
-		return platform.DeploymentAvailable(d) && fresh == 1 && len(pods.Items) == 1, fmt.Sprintf("%d pods, %d new and running", len(pods.Items), fresh)
 	})
 }
