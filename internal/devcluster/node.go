@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -316,7 +315,7 @@ func (n *realNode) controllerManagerArgs() []string {
 func (n *realNode) start(ctx context.Context, c *Cluster, opts Options) error {
 	l := n.layout
 	n.output = opts.Output
-	env := append(os.Environ(), "PATH="+n.binDir+":"+os.Getenv("PATH"))
+	env := n.processEnv()
 	startOne := func(name string, args ...string) error {
 		p, err := startProcessEnv(name, filepath.Join(n.binDir, name), args, env, filepath.Join(c.Dir, "logs"), opts.Output)
 		if err != nil {
@@ -395,28 +394,13 @@ func (n *realNode) start(ctx context.Context, c *Cluster, opts Options) error {
 	if err := startOne(kubeProxyBin, "--config="+l.proxyConfig); err != nil {
 		return err
 	}
-	if err := startOne(kubeRouterBin,
-		"--run-firewall=true",
-		"--run-router=false",
-		"--run-service-proxy=false",
-		"--enable-cni=false",
-		"--enable-ipv6=false",
-		"--kubeconfig="+l.routerKubeconfig,
-		"--hostname-override="+RealNodeName,
-		"--service-cluster-ip-range="+ServiceCIDR,
-		"--health-port=0",
-		"--metrics-port=0",
-	); err != nil {
+	if err := startOne(kubeRouterBin, n.kubeRouterArgs()...); err != nil {
 		return err
 	}
 	// kube-router's firewall is in place once its FORWARD chain is hooked in;
 	// kube-proxy once its table exists.
 	if err := c.waitFor(ctx, "kube-proxy's and kube-router's rules", func(context.Context) (bool, error) {
-		out, err := run("iptables", "-w", "-t", "filter", "-S", "FORWARD")
-		if err != nil || !strings.Contains(out, "KUBE-ROUTER-FORWARD") {
-			return false, nil
-		}
-		return tableExists("ip", "kube-proxy"), nil
+		return routerHooked() && tableExists("ip", "kube-proxy"), nil
 	}); err != nil {
 		return err
 	}
@@ -427,6 +411,30 @@ func (n *realNode) start(ctx context.Context, c *Cluster, opts Options) error {
 		return n.startDNS(ctx, c, cs)
 	}
 	return nil
+}
+
+// processEnv is the environment of the node's processes: this process's,
+// with the binary directory first on PATH.
+func (n *realNode) processEnv() []string {
+	return append(os.Environ(), "PATH="+n.binDir+":"+os.Getenv("PATH"))
+}
+
+// kubeRouterArgs are kube-router's flags, at start and at
+// StartNetworkPolicy: only its firewall (no routing, no service proxy, no
+// CNI), IPv4 only, no health or metrics port.
+func (n *realNode) kubeRouterArgs() []string {
+	return []string{
+		"--run-firewall=true",
+		"--run-router=false",
+		"--run-service-proxy=false",
+		"--enable-cni=false",
+		"--enable-ipv6=false",
+		"--kubeconfig=" + n.layout.routerKubeconfig,
+		"--hostname-override=" + RealNodeName,
+		"--service-cluster-ip-range=" + ServiceCIDR,
+		"--health-port=0",
+		"--metrics-port=0",
+	}
 }
 
 // stop ends the node and cleans up everything it did to the machine, then

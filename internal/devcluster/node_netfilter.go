@@ -37,10 +37,7 @@ func cleanNodeNetwork(rec nodeRecord) error {
 			}
 		}
 	}
-	for _, ipt := range []string{"iptables", "ip6tables"} {
-		errs = append(errs, removeChains(ipt, "filter", routerChainPrefixes))
-	}
-	errs = append(errs, destroyIPSets(routerIPSetPrefixes))
+	errs = append(errs, removeRouterRules())
 	if rec.Bridge != "" && strings.HasPrefix(rec.Bridge, nodePrefix) {
 		if out, err := run("ip", "-o", "link", "show", "master", rec.Bridge); err == nil {
 			for _, name := range linkNames(out) {
@@ -78,6 +75,25 @@ func cleanNodeNetwork(rec nodeRecord) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// removeRouterRules removes kube-router's firewall from the machine: its
+// chains and the jumps to them in both families' filter tables, then its
+// ipsets, which a rule naming them would keep in use.
+func removeRouterRules() error {
+	var errs []error
+	for _, ipt := range []string{"iptables", "ip6tables"} {
+		errs = append(errs, removeChains(ipt, "filter", routerChainPrefixes))
+	}
+	errs = append(errs, destroyIPSets(routerIPSetPrefixes))
+	return errors.Join(errs...)
+}
+
+// routerHooked reports whether kube-router's firewall is hooked in: FORWARD
+// jumps to its KUBE-ROUTER-FORWARD chain.
+func routerHooked() bool {
+	out, err := run("iptables", "-w", "-t", "filter", "-S", "FORWARD")
+	return err == nil && strings.Contains(out, "KUBE-ROUTER-FORWARD")
 }
 
 // tableExists reports whether the nft table family name exists.
