@@ -23,7 +23,7 @@ const routerStopGrace = 10 * time.Second
 // Services, whatever the NetworkPolicies say, as on a cluster whose network
 // plugin does not enforce NetworkPolicy. The rest of the node runs on
 // (kube-proxy's tables, the CNI, DNS). It is for proving that a check
-// notices an unenforced policy (`openfief check --isolation`, issue 25);
+// notices an unenforced policy (`openfief check --isolation`);
 // StartNetworkPolicy brings the controller back. Calling it again only
 // removes the rules again. It must not run concurrently with Stop; Stop
 // cleans up whether the controller runs or not.

@@ -20,7 +20,7 @@ import (
 
 // TestRealNodeStopNetworkPolicy checks on real packets that
 // StopNetworkPolicy leaves a node whose NetworkPolicies nobody enforces,
-// the cluster `openfief check --isolation` must notice (issue 25), and that
+// the cluster `openfief check --isolation` must notice, and that
 // StartNetworkPolicy enforces them again. A policy denies every ingress to
 // pod b: a reaches neither b nor b's Service while kube-router runs, both
 // right after StopNetworkPolicy (no rule or ipset of kube-router is left,
