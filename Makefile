@@ -148,7 +148,7 @@ verify: generate ## gofmt, go vet (with and without the cluster tag), golangci-l
 	@git diff --exit-code --stat -- . || { echo "verify left a diff"; exit 1; }
 
 .PHONY: images
-images: ## Build the operator, egress-proxy, openfief-core, nbp-fx and ibkr-flex images (linux/amd64+arm64) from source, reproducibly, into .cache/images/<revision>; REGISTRY=host[:port][/path] also pushes them to $(REGISTRY)/openfief/<name> (docs/images.md).
+images: ## Build the operator, egress-proxy, openfief-core, nbp-fx, ibkr-flex and check-probe images (linux/amd64+arm64) from source, reproducibly, into .cache/images/<revision>; REGISTRY=host[:port][/path] also pushes them to $(REGISTRY)/openfief/<name> (docs/images.md).
 	$(GO) run ./hack/images build $(if $(REGISTRY),--push "$(REGISTRY)")
 
 .PHONY: sign

@@ -2,7 +2,8 @@
 // deploy/crds, deploy/admission, deploy/core, deploy/egress-proxy and
 // deploy/operator, with the images pinned to the digests the last
 // `make images REGISTRY=...` pushed (internal/images; docs/images.md) and
-// every object labelled with the build's version:
+// every object labelled with the build's version, and the ConfigMap
+// openfief-release naming the pushed check probe image (OF-29):
 //
 //	go run ./hack/release [--out DIR] [--dir BUILD] [--registry-config] [--api-server-cidr CIDR]...
 //
@@ -75,9 +76,9 @@ func run(args []string) error {
 		return err
 	}
 	refs := map[string]plugins.ImageRef{}
-	for _, name := range []string{"operator", "egress-proxy", "openfief-core"} {
+	for _, name := range []string{"operator", "egress-proxy", "openfief-core", images.ReleaseCheckProbe} {
 		if refs[name], err = rec.Ref(name); err != nil {
-			return err
+			return fmt.Errorf("%w: a release names every image of `make images` (push them all with make images REGISTRY=...)", err)
 		}
 	}
 	header := fmt.Sprintf("Written by hack/release (make release-overlay) from the build in %s, version %s.\n"+
@@ -87,7 +88,7 @@ func run(args []string) error {
 	}); err != nil {
 		return err
 	}
-	fmt.Printf("wrote %s (version %s)\n  operator:      %s\n  egress-proxy:  %s\n  openfief-core: %s\ninstall with: openfief platform install --overlay %s\n",
-		filepath.Join(*out, "kustomization.yaml"), version, refs["operator"], refs["egress-proxy"], refs["openfief-core"], *out)
+	fmt.Printf("wrote %s (version %s)\n  operator:      %s\n  egress-proxy:  %s\n  openfief-core: %s\n  check-probe:   %s\ninstall with: openfief platform install --overlay %s\n",
+		filepath.Join(*out, "kustomization.yaml"), version, refs["operator"], refs["egress-proxy"], refs["openfief-core"], refs[images.ReleaseCheckProbe], *out)
 	return nil
 }

@@ -96,11 +96,12 @@ func platformOverlay(t *testing.T, dir, name, version, word, extra string) strin
 	return out
 }
 
-// testRefsFor are the three platform images, named after word.
+// testRefsFor are the three platform images and the check probe (named in
+// the ConfigMap openfief-release, OF-29), named after word.
 func testRefsFor(t *testing.T, word string) map[string]plugins.ImageRef {
 	t.Helper()
 	refs := map[string]plugins.ImageRef{}
-	for _, n := range []string{"operator", "egress-proxy", "openfief-core"} {
+	for _, n := range []string{"operator", "egress-proxy", "openfief-core", imagebuild.ReleaseCheckProbe} {
 		ref, err := plugins.ParseImageRef("registry.example.com/openfief/" + n + "@" + testutil.Digest(word+"-"+n))
 		if err != nil {
 			t.Fatal(err)

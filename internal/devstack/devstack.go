@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -156,6 +157,11 @@ type Stack struct {
 	InstallLog string
 
 	signer *ocisign.KeySigner
+	// checkProbe is the check probe image (OF-29) on the bridge registry,
+	// signed by signer, and checkProbeIndex its build: in the in-cluster
+	// mode only.
+	checkProbe      plugins.ImageRef
+	checkProbeIndex v1.ImageIndex
 	// admin is a client of Cluster.Config, for the steps that install.
 	admin kubernetes.Interface
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -35,6 +36,10 @@ import (
 // PlatformImages are the images the in-cluster mode builds and installs.
 var PlatformImages = []string{"operator", "egress-proxy", "openfief-core"}
 
+// CheckProbeRepository is where the in-cluster mode serves the check probe
+// image (OF-29) on its bridge registry, beside the demo plugin.
+const CheckProbeRepository = "plugins/" + images.ReleaseCheckProbe
+
 // InClusterSyncInterval is how often the in-cluster core syncs each
 // connector: the dev overlay sets it (deploy/core syncs hourly), so the
 // demo shows syncs follow one another.
@@ -49,7 +54,7 @@ func (s *Stack) inClusterPlan(opts Options) []startStep {
 		{"starting the control plane (etcd, kube-apiserver, controller-manager, scheduler), a real node (containerd, kubelet, kube-proxy, kube-router), the cluster DNS (CoreDNS) and a volume for the core's data", s.startControlPlane},
 		{"standing in for api.nbp.pl on the node (the demo needs no internet): an HTTPS server of its own, which the cluster DNS resolves the name to", s.startStandInNBP},
 		{"building the operator, egress-proxy and openfief-core images (or reusing .cache/images) and pushing them to the node's registry", s.pushPlatformImages},
-		{"serving the demo images (nbp-fx, trusting the stand-in's CA), signed, from a registry on the node's bridge; its key in openfief-trusted-signers", s.startBridgeRegistry},
+		{"serving the demo images (nbp-fx, trusting the stand-in's CA) and the check probe, signed, from a registry on the node's bridge; its key in openfief-trusted-signers", s.startBridgeRegistry},
 		{"installing the platform: openfief platform install from a release overlay of those images", s.installPlatform},
 		{"writing " + filepath.Join(opts.Dir, "env"), func(_ context.Context, opts *Options) error { return s.writeEnv(opts.Dir) }},
 	}
@@ -83,10 +88,11 @@ func (s *Stack) pushPlatformImages(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	// nbp-fx too, built once with the others: the cache entry then holds
-	// all four, which the demo images reuse (a narrower build would not
-	// replace a cached one, and would be built again each start).
-	specs, err := images.SelectSpecs(append(slices.Clone(PlatformImages), DemoPlugin)...)
+	// nbp-fx and the check probe too, built once with the others: the cache
+	// entry then holds all five, which the demo images and the probe reuse
+	// (a narrower build would not replace a cached one, and would be built
+	// again each start).
+	specs, err := images.SelectSpecs(append(slices.Clone(PlatformImages), DemoPlugin, images.ReleaseCheckProbe)...)
 	if err != nil {
 		return err
 	}
@@ -104,6 +110,9 @@ func (s *Stack) pushPlatformImages(ctx context.Context, opts *Options) error {
 	s.PlatformSource, s.PlatformVersion = src, src.Tag()
 	s.PlatformImages = map[string]plugins.ImageRef{}
 	for _, b := range res.Images {
+		if b.Spec.Name == images.ReleaseCheckProbe {
+			s.checkProbeIndex = b.Index // served with the plugins
+		}
 		if !slices.Contains(PlatformImages, b.Spec.Name) {
 			continue
 		}
@@ -113,6 +122,9 @@ func (s *Stack) pushPlatformImages(ctx context.Context, opts *Options) error {
 		}
 		s.PlatformImages[b.Spec.Name] = ref
 	}
+	if s.checkProbeIndex == nil {
+		return fmt.Errorf("the build holds no %s image", images.ReleaseCheckProbe)
+	}
 	return nil
 }
 
@@ -121,9 +133,11 @@ func (s *Stack) pushPlatformImages(ctx context.Context, opts *Options) error {
 // address (its name in the Plugins, which the operator's pod reads and the
 // kubelet pulls, over plain HTTP: the node trusts it, the operator is told
 // by the dev overlay, the CLI by OPENFIEF_INSECURE_REGISTRIES). It pushes
-// the demo images there, nbp-fx trusting the NBP stand-in's CA, signed by
-// a fresh owner key, and publishes the key in openfief-trusted-signers,
-// which the operator reads when it starts.
+// the demo images there, nbp-fx trusting the NBP stand-in's CA, and the
+// check probe (OF-29: a plugin image, which the operator verifies and the
+// kubelet pulls like any), all signed by a fresh owner key, and publishes
+// the key in openfief-trusted-signers, which the operator reads when it
+// starts.
 func (s *Stack) startBridgeRegistry(ctx context.Context, opts *Options) error {
 	demo, err := demoIndexes(ctx, opts.Progress)
 	if err != nil {
@@ -152,16 +166,12 @@ func (s *Stack) startBridgeRegistry(ctx context.Context, opts *Options) error {
 		if err != nil {
 			return err
 		}
-		local, err := images.PushIndex(ctx, s.RegistryLoopback+"/"+d.Repository, idx, images.PushOptions{})
-		if err != nil {
+		if s.Images[d.Name], err = s.pushSigned(ctx, d.Repository, idx); err != nil {
 			return err
 		}
-		if err := s.signer.Sign(ctx, local); err != nil {
-			return err
-		}
-		if s.Images[d.Name], err = plugins.ParseImageRef(s.RegistryHost + "/" + d.Repository + "@" + local.Digest()); err != nil {
-			return err
-		}
+	}
+	if s.checkProbe, err = s.pushSigned(ctx, CheckProbeRepository, s.checkProbeIndex); err != nil {
+		return fmt.Errorf("the check probe: %w", err)
 	}
 	signers, err := s.signer.SignersJSON("local-owner")
 	if err != nil {
@@ -179,6 +189,26 @@ func (s *Stack) startBridgeRegistry(ctx context.Context, opts *Options) error {
 	return s.publishSigners(ctx, s.admin)
 }
 
+// pushSigned pushes idx to the bridge registry's repository through its
+// loopback address, signs it with the owner key, and returns its name on
+// the bridge, by digest, as a Plugin names it.
+func (s *Stack) pushSigned(ctx context.Context, repository string, idx v1.ImageIndex) (plugins.ImageRef, error) {
+	local, err := images.PushIndex(ctx, s.RegistryLoopback+"/"+repository, idx, images.PushOptions{})
+	if err != nil {
+		return plugins.ImageRef{}, err
+	}
+	if err := s.signer.Sign(ctx, local); err != nil {
+		return plugins.ImageRef{}, err
+	}
+	return plugins.ParseImageRef(s.RegistryHost + "/" + repository + "@" + local.Digest())
+}
+
+// CheckProbeImage is the check probe image (OF-29) the in-cluster mode
+// serves on its bridge registry, signed by the owner key the operator
+// trusts, and names in the release's ConfigMap openfief-release; the zero
+// ImageRef in the other modes.
+func (s *Stack) CheckProbeImage() plugins.ImageRef { return s.checkProbe }
+
 // ListenBoth listens on one TCP port of both 127.0.0.1 and host (a real
 // node's bridge address), for a server the machine and the pods reach.
 func ListenBoth(host string) (lb, br net.Listener, err error) {
@@ -195,7 +225,8 @@ func ListenBoth(host string) (lb, br net.Listener, err error) {
 	return nil, nil, fmt.Errorf("no port free on both 127.0.0.1 and %s: %w", host, err)
 }
 
-// installPlatform writes the release overlay of the pushed images and the
+// installPlatform writes the release overlay of the pushed images (the
+// check probe's named in openfief-release) and the
 // dev overlay on top of it (the operator reads the bridge registry over
 // plain HTTP; the core syncs every InClusterSyncInterval, or
 // Options.CoreScheduler.DefaultInterval; what Options.BeforeInstall adds),
@@ -207,8 +238,10 @@ func (s *Stack) installPlatform(ctx context.Context, opts *Options) error {
 		return err
 	}
 	s.ReleaseDir = filepath.Join(opts.Dir, "release")
+	refs := maps.Clone(s.PlatformImages)
+	refs[images.ReleaseCheckProbe] = s.checkProbe
 	if err := images.WritePlatformOverlay(s.ReleaseDir, filepath.Join(root, "deploy"), images.Release{
-		Refs: s.PlatformImages, Version: s.PlatformVersion,
+		Refs: refs, Version: s.PlatformVersion,
 		Header: "openfief dev --in-cluster: this tree's images on the node's registry.",
 	}); err != nil {
 		return err

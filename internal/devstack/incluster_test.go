@@ -18,8 +18,8 @@ import (
 // overlay of this tree and renders both with kustomize: the operator reads
 // both registries over plain HTTP and mounts the registry config (the
 // component, named by an absolute path), the core syncs every interval
-// given, after deploy/core's own flag; with nothing to add the overlay is
-// the release.
+// given, after deploy/core's own flag, the release's ConfigMap names the
+// check probe; with nothing to add the overlay is the release.
 func TestWriteDevOverlay(t *testing.T) {
 	root, err := images.FindRoot(".")
 	if err != nil {
@@ -30,6 +30,9 @@ func TestWriteDevOverlay(t *testing.T) {
 		if refs[n], err = plugins.ParseImageRef("10.244.0.1:5000/openfief/" + n + "@sha256:" + strings.Repeat(string(rune('a'+i)), 64)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if refs[images.ReleaseCheckProbe], err = plugins.ParseImageRef("10.244.0.1:5001/" + CheckProbeRepository + "@sha256:" + strings.Repeat("d", 64)); err != nil {
+		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	if err := images.WritePlatformOverlay(filepath.Join(dir, "release"), filepath.Join(root, "deploy"), images.Release{Refs: refs, Version: "v0.1.0"}); err != nil {
@@ -47,6 +50,9 @@ func TestWriteDevOverlay(t *testing.T) {
 		if !slices.Contains(args["openfief-operator"], want) {
 			t.Errorf("the operator's args %q lack %s", args["openfief-operator"], want)
 		}
+	}
+	if got := releaseData(t, filepath.Join(dir, "overlay")); got != refs[images.ReleaseCheckProbe].String() {
+		t.Errorf("the overlay's ConfigMap %s names the check probe %q, want %s", deploy.ReleaseConfigMap, got, refs[images.ReleaseCheckProbe])
 	}
 	core := args["openfief-core"]
 	if i, j := slices.Index(core, "--sync-interval=1h"), slices.Index(core, "--sync-interval=5s"); i < 0 || j < i {
@@ -85,4 +91,21 @@ func renderedArgs(t *testing.T, dir string) map[string][]string {
 		out[u.GetName()] = args
 	}
 	return out
+}
+
+// releaseData renders the kustomization in dir and returns the check
+// probe named in its ConfigMap openfief-release.
+func releaseData(t *testing.T, dir string) string {
+	t.Helper()
+	objs, err := deploy.Render(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range objs {
+		if u.GetKind() == "ConfigMap" && u.GetNamespace() == plugins.Namespace && u.GetName() == deploy.ReleaseConfigMap {
+			probe, _, _ := unstructured.NestedString(u.Object, "data", deploy.ReleaseKeyCheckProbe)
+			return probe
+		}
+	}
+	return ""
 }

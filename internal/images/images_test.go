@@ -284,9 +284,23 @@ func checkBinary(t *testing.T, s Spec, bin string) {
 	cmd.Dir = t.TempDir()
 	out, err := cmd.CombinedOutput()
 	code := cmd.ProcessState.ExitCode()
-	if s.ManifestFile == "" {
+	switch {
+	case s.ManifestFile == "":
 		if err != nil || !strings.Contains(string(out), "Usage of") || !strings.Contains(string(out), "-") {
 			t.Errorf("%s --help: exit %d, %v:\n%s", s.Name, code, err, out)
+		}
+		return
+	case s.Name == "check-probe":
+		// Not a connector: --help is a bad command line (exit 2, usage),
+		// and a proxy cell without HTTPS_PROXY is observed as an error.
+		if code != 2 || !strings.HasPrefix(string(out), "usage: check-probe") {
+			t.Errorf("%s --help: exit %d, %v:\n%s", s.Name, code, err, out)
+		}
+		cmd := exec.CommandContext(ctx, bin, "run", `{"cells":[{"name":"a","kind":"proxy-no-token","host":"example.com:443"}]}`)
+		cmd.Env = []string{}
+		out, err := cmd.Output()
+		if want := `{"results":[{"name":"a","observed":"error","detail":"no HTTPS_PROXY: the plugin was granted no egress"}]}` + "\n"; err != nil || string(out) != want {
+			t.Errorf("%s run: %v:\n%s", s.Name, err, out)
 		}
 		return
 	}

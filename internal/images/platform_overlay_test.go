@@ -2,6 +2,7 @@ package images
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,8 +17,9 @@ import (
 // TestPlatformOverlay writes a whole-platform overlay with every option and
 // renders it: the CRDs and the admission policy are in it, every object
 // carries the version (no pod template does), the operator mounts the
-// registry config, and both API server rules of the core's NetworkPolicy
-// name the given addresses instead of the placeholder.
+// registry config, both API server rules of the core's NetworkPolicy
+// name the given addresses instead of the placeholder, and the ConfigMap
+// openfief-release names the check probe (OF-29), which no container runs.
 func TestPlatformOverlay(t *testing.T) {
 	root, err := FindRoot(".")
 	if err != nil {
@@ -53,6 +55,12 @@ func TestPlatformOverlay(t *testing.T) {
 			if !strings.Contains(strings.Join(fmtSlice(args), " "), "--registry-config=/etc/openfief/registry/config.json") {
 				t.Errorf("the operator does not read the registry config: %v", args)
 			}
+		case u.GetKind() == "ConfigMap" && u.GetName() == deploy.ReleaseConfigMap:
+			data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+			if want := map[string]string{deploy.ReleaseKeyCheckProbe: refs[ReleaseCheckProbe].String()}; !maps.Equal(data, want) || u.GetNamespace() != plugins.Namespace {
+				t.Errorf("ConfigMap %s/%s: data %v, want %v", u.GetNamespace(), u.GetName(), data, want)
+			}
+			kinds["release"]++
 		case u.GetKind() == "NetworkPolicy" && u.GetName() == deploy.CoreNetworkPolicy:
 			ingress, _, _ := unstructured.NestedSlice(u.Object, "spec", "ingress")
 			egress, _, _ := unstructured.NestedSlice(u.Object, "spec", "egress")
@@ -70,8 +78,8 @@ func TestPlatformOverlay(t *testing.T) {
 			t.Errorf("the overlay renders no %s: %v", k, kinds)
 		}
 	}
-	if kinds["Deployment"] != 3 {
-		t.Errorf("%d Deployments, want 3", kinds["Deployment"])
+	if kinds["Deployment"] != 3 || kinds["release"] != 1 {
+		t.Errorf("%d Deployments, want 3; %d ConfigMaps %s, want 1", kinds["Deployment"], kinds["release"], deploy.ReleaseConfigMap)
 	}
 	imgs, err := RenderedImages(out)
 	if err != nil {
@@ -93,13 +101,28 @@ func TestPlatformOverlay(t *testing.T) {
 			t.Errorf("%s: an overlay was written", name)
 		}
 	}
+
+	// Without the probe's digest, no ConfigMap names one.
+	delete(refs, ReleaseCheckProbe)
+	out = filepath.Join(t.TempDir(), "no-probe")
+	if err := WritePlatformOverlay(out, filepath.Join(root, "deploy"), Release{Refs: refs, Version: "v1.2.3"}); err != nil {
+		t.Fatal(err)
+	}
+	if objs, err = deploy.Render(out); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range objs {
+		if u.GetName() == deploy.ReleaseConfigMap {
+			t.Errorf("an overlay without the probe's digest holds %s %s", u.GetKind(), u.GetName())
+		}
+	}
 }
 
-// testRefs are digests of the three platform images.
+// testRefs are digests of the three platform images and the check probe.
 func testRefs(t *testing.T) map[string]plugins.ImageRef {
 	t.Helper()
 	refs := map[string]plugins.ImageRef{}
-	for i, n := range []string{"operator", "egress-proxy", "openfief-core"} {
+	for i, n := range []string{"operator", "egress-proxy", "openfief-core", ReleaseCheckProbe} {
 		ref, err := plugins.ParseImageRef("registry.example.com:5000/openfief/" + n + "@sha256:" + strings.Repeat(string(rune('a'+i)), 64))
 		if err != nil {
 			t.Fatal(err)

@@ -49,7 +49,9 @@ func WriteReleaseOverlay(outDir, deployDir string, refs map[string]plugins.Image
 // Release is what a whole-platform overlay pins and sets
 // (WritePlatformOverlay, `openfief platform install --overlay`).
 type Release struct {
-	// Refs are the operator, egress-proxy and openfief-core images by name.
+	// Refs are the operator, egress-proxy and openfief-core images by name,
+	// and optionally ReleaseCheckProbe's, which the overlay writes into the
+	// ConfigMap deploy.ReleaseConfigMap (OF-29).
 	Refs map[string]plugins.ImageRef
 	// Version is the label app.kubernetes.io/version on every object (not
 	// on pod templates): what `openfief platform upgrade` compares to refuse
@@ -70,9 +72,10 @@ type Release struct {
 // WritePlatformOverlay writes outDir/kustomization.yaml for the whole
 // platform: deploy/crds, deploy/admission, deploy/core, deploy/egress-proxy
 // and deploy/operator (under deployDir), images pinned as
-// WriteReleaseOverlay pins them, every object labelled with r.Version, the
-// registry-config component and the API server's addresses when r asks for
-// them. It checks the result by rendering it, like WriteReleaseOverlay.
+// WriteReleaseOverlay pins them, the ConfigMap deploy.ReleaseConfigMap
+// naming the check probe when r.Refs has it, every object labelled with
+// r.Version, the registry-config component and the API server's addresses
+// when r asks for them. It checks the result by rendering it, like WriteReleaseOverlay.
 func WritePlatformOverlay(outDir, deployDir string, r Release) error {
 	if r.Version == "" {
 		return fmt.Errorf("a platform overlay needs a version")
@@ -128,6 +131,9 @@ func writeOverlay(outDir, deployDir string, r Release, platform bool) error {
 		k.Images = append(k.Images, types.Image{Name: Unpinned[image], NewName: ref.Name(), Digest: ref.Digest()})
 		want[ref.String()] = true
 	}
+	if ref, ok := r.Refs[ReleaseCheckProbe]; ok {
+		k.ConfigMapGenerator = append(k.ConfigMapGenerator, releaseConfigMap(ref))
+	}
 	if platform {
 		k.Labels = []types.Label{{Pairs: map[string]string{versionLabel: r.Version}}}
 		if r.RegistryConfig {
@@ -177,6 +183,25 @@ func writeOverlay(outDir, deployDir string, r Release, platform bool) error {
 		return fmt.Errorf("%s renders no container", path)
 	}
 	return nil
+}
+
+// ReleaseCheckProbe is the image an overlay's Release.Refs may name besides
+// the platform's: the check probe (OF-29), which no Deployment runs; the
+// overlay names it in the ConfigMap deploy.ReleaseConfigMap instead.
+const ReleaseCheckProbe = "check-probe"
+
+// releaseConfigMap generates deploy.ReleaseConfigMap in the openfief
+// namespace with the check probe's reference, under a fixed name (no hash
+// suffix), so the CLI reads it by name.
+func releaseConfigMap(probe plugins.ImageRef) types.ConfigMapArgs {
+	return types.ConfigMapArgs{GeneratorArgs: types.GeneratorArgs{
+		Namespace: plugins.Namespace,
+		Name:      deploy.ReleaseConfigMap,
+		KvPairSources: types.KvPairSources{
+			LiteralSources: []string{deploy.ReleaseKeyCheckProbe + "=" + probe.String()},
+		},
+		Options: &types.GeneratorOptions{DisableNameSuffixHash: true},
+	}}
 }
 
 // versionLabel carries a platform overlay's version on every object.

@@ -10,15 +10,17 @@ import (
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
-// TestReleaseOverlay writes an overlay for two digests and renders it: the
-// operator and the proxy run exactly those, and nothing unresolvable is left.
+// TestReleaseOverlay writes an overlay for the platform's digests and the
+// check probe's and renders it: the operator, the proxy and the core run
+// exactly theirs, the probe is named only in the ConfigMap openfief-release
+// under its fixed name, and nothing unresolvable is left.
 func TestReleaseOverlay(t *testing.T) {
 	root, err := FindRoot(".")
 	if err != nil {
 		t.Fatal(err)
 	}
 	refs := map[string]plugins.ImageRef{}
-	for i, n := range []string{"operator", "egress-proxy", "openfief-core"} {
+	for i, n := range []string{"operator", "egress-proxy", "openfief-core", ReleaseCheckProbe} {
 		ref, err := plugins.ParseImageRef("registry.example.com:5000/openfief/" + n + "@sha256:" + strings.Repeat(string(rune('a'+i)), 64))
 		if err != nil {
 			t.Fatal(err)
@@ -42,7 +44,11 @@ func TestReleaseOverlay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"# a test overlay\n# second line\n", "name: " + Unpinned["operator"], "newName: registry.example.com:5000/openfief/operator", "digest: sha256:aaaa"} {
+	for _, s := range []string{
+		"# a test overlay\n# second line\n", "name: " + Unpinned["operator"], "newName: registry.example.com:5000/openfief/operator", "digest: sha256:aaaa",
+		"configMapGenerator:\n- namespace: openfief\n  name: openfief-release\n  literals:\n  - check-probe=registry.example.com:5000/openfief/check-probe@sha256:dddd",
+		"  options:\n    disableNameSuffixHash: true\n",
+	} {
 		if !strings.Contains(string(raw), s) {
 			t.Errorf("kustomization.yaml lacks %q:\n%s", s, raw)
 		}

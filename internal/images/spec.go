@@ -9,7 +9,8 @@ import (
 
 // SPDX licence expressions of the images (D-5). The core binaries are the
 // project's AGPL code; a first-party plugin links the core's connector
-// adapter (AGPL) and the Apache-2.0 SDK.
+// adapter (AGPL) and the Apache-2.0 SDK. The check probe (OF-29) is a
+// plugin image of the project's code only, without the SDK: LicenseCore.
 const (
 	LicenseCore   = "AGPL-3.0-only"
 	LicensePlugin = "AGPL-3.0-only AND Apache-2.0"
@@ -64,6 +65,11 @@ func Specs() []Spec {
 			ManifestFile: "plugins/ibkr-flex/manifest.json",
 			Description:  "OpenFief plugin: Interactive Brokers Flex statements",
 		},
+		{
+			Name: "check-probe", Package: "./plugins/check-probe", Licenses: LicenseCore,
+			ManifestFile: "plugins/check-probe/manifest.json",
+			Description:  "OpenFief check probe: proves plugin isolation on the owner's cluster (openfief check --isolation)",
+		},
 	}
 }
 
@@ -82,7 +88,7 @@ func SelectSpecs(names ...string) ([]Spec, error) {
 	}
 	for _, n := range names {
 		if !slices.ContainsFunc(all, func(s Spec) bool { return s.Name == n }) {
-			return nil, fmt.Errorf("no image %q (have operator, egress-proxy, nbp-fx, ibkr-flex)", n)
+			return nil, fmt.Errorf("no image %q (have operator, egress-proxy, openfief-core, nbp-fx, ibkr-flex, check-probe)", n)
 		}
 	}
 	return out, nil

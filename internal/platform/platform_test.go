@@ -65,7 +65,7 @@ func writeOverlay(t *testing.T, version string, extra string) string {
 		t.Fatal(err)
 	}
 	refs := map[string]plugins.ImageRef{}
-	for i, n := range []string{"operator", "egress-proxy", "openfief-core"} {
+	for i, n := range []string{"operator", "egress-proxy", "openfief-core", images.ReleaseCheckProbe} {
 		ref, err := plugins.ParseImageRef("registry.example.com/openfief/" + n + "@sha256:" + strings.Repeat(string(rune('a'+i)), 64))
 		if err != nil {
 			t.Fatal(err)
@@ -108,10 +108,20 @@ func TestLoad(t *testing.T) {
 	if first, last := s.Objects[0], s.Objects[len(s.Objects)-1]; first.GetKind() != "Namespace" || s.Objects[1].GetKind() != "CustomResourceDefinition" || last.GetKind() != "Deployment" {
 		t.Errorf("apply order starts with %s, %s and ends with %s", first.GetKind(), s.Objects[1].GetKind(), last.GetKind())
 	}
+	release := 0
 	for _, u := range s.Objects {
 		if u.GetLabels()[LabelManagedBy] != ValueManagedBy {
 			t.Errorf("%s is not labelled as the command's", describe(u))
 		}
+		if u.GetKind() == "ConfigMap" && u.GetName() == deploy.ReleaseConfigMap {
+			release++
+			if probe, _, _ := unstructured.NestedString(u.Object, "data", deploy.ReleaseKeyCheckProbe); !strings.HasPrefix(probe, "registry.example.com/openfief/check-probe@sha256:") {
+				t.Errorf("%s names the check probe %q", describe(u), probe)
+			}
+		}
+	}
+	if release != 1 {
+		t.Errorf("%d ConfigMaps %s/%s, want 1 (OF-29)", release, plugins.Namespace, deploy.ReleaseConfigMap)
 	}
 	if len(s.Deployments()) != 3 || !s.HasAPIServerPlaceholder() {
 		t.Errorf("%d Deployments, placeholder %v", len(s.Deployments()), s.HasAPIServerPlaceholder())
