@@ -40,7 +40,7 @@ const (
 )
 
 // groupRank orders the groups as they are printed.
-var groupRank = map[string]int{GroupKubernetes: 0, GroupInstall: 1, GroupPlatform: 2, GroupRuntime: 3}
+var groupRank = map[string]int{GroupKubernetes: 0, GroupInstall: 1, GroupPlatform: 2, GroupRuntime: 3, GroupIsolation: 4}
 
 // groupTitle is each group's heading in the text output.
 var groupTitle = map[string]string{
@@ -48,6 +48,7 @@ var groupTitle = map[string]string{
 	GroupInstall:    "Before install",
 	GroupPlatform:   "Platform",
 	GroupRuntime:    "Runtime",
+	GroupIsolation:  "Isolation",
 }
 
 // Result is one check: a stable name in its group, its outcome, and when

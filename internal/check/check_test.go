@@ -368,7 +368,7 @@ func TestWriteJSON(t *testing.T) {
 	rs := sample()
 	Sort(rs)
 	var out bytes.Buffer
-	if err := WriteJSON(&out, rs, true); err != nil {
+	if err := WriteJSON(&out, rs, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	var doc Document
@@ -396,7 +396,7 @@ func TestWriteJSON(t *testing.T) {
 	var again bytes.Buffer
 	shuffled := sample()
 	Sort(shuffled)
-	_ = WriteJSON(&again, shuffled, true)
+	_ = WriteJSON(&again, shuffled, true, nil)
 	if again.String() != out.String() {
 		t.Error("the same results printed two different documents")
 	}

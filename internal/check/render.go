@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"text/tabwriter"
 
 	"github.com/arkadiuss/openfief/internal/display"
 )
@@ -81,17 +82,43 @@ type Document struct {
 	Passed bool `json:"passed"`
 	// Checks are every check, in the order of Sort.
 	Checks []Result `json:"checks"`
+	// Isolation is the truth table of --isolation, in IsolationCells
+	// order; absent without it.
+	Isolation []Row `json:"isolation,omitempty"`
 }
 
 // WriteJSON prints rs (sorted with Sort) as one indented Document. Strings
 // are escaped as the text output escapes them, so both say the same.
-func WriteJSON(w io.Writer, rs []Result, pre bool) error {
+func WriteJSON(w io.Writer, rs []Result, pre bool, table []Row) error {
 	doc := Document{Pre: pre, Passed: Passed(rs), Checks: make([]Result, 0, len(rs))}
 	for _, r := range rs {
 		doc.Checks = append(doc.Checks, Result{Group: r.Group, Name: display.Text(r.Name), Status: r.Status,
 			Reason: display.Message(r.Reason), Hint: display.Message(r.Hint)})
 	}
+	for _, r := range table {
+		r.Target, r.Host, r.Query = display.Text(r.Target), display.Text(r.Host), display.Text(r.Query)
+		r.Observed, r.Detail = display.Text(r.Observed), display.Message(r.Detail)
+		doc.Isolation = append(doc.Isolation, r)
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
+}
+
+// WriteTable prints the isolation truth table: each cell, what an isolated
+// plugin observes, what the probe observed, and a mark on each cell that
+// differs. What the probe said is escaped: it ran in a pod.
+func WriteTable(w io.Writer, rows []Row) {
+	fmt.Fprintln(w, "Isolation truth table")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  \tcell\texpected\tobserved")
+	for _, r := range rows {
+		mark := SymbolOK
+		if !r.OK {
+			mark = SymbolFail
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", mark, display.Text(r.Name), r.Expect, display.Text(r.Observed))
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
+	"github.com/arkadiuss/openfief/deploy"
 	"github.com/arkadiuss/openfief/internal/check"
 	"github.com/arkadiuss/openfief/internal/core/ownerapi"
 )
@@ -24,12 +26,14 @@ const defaultCheckTimeout = 2 * time.Minute
 // internal/check, grouped like `linkerd check` (OF-28).
 func newCheckCommand(env *Env) *cobra.Command {
 	var (
-		pre     bool
-		output  string
-		timeout time.Duration
+		pre       bool
+		output    string
+		timeout   time.Duration
+		isolation bool
+		iso       isolationOptions
 	)
 	cmd := &cobra.Command{
-		Use:   "check [--pre] [-o json]",
+		Use:   "check [--pre | --isolation] [-o json]",
 		Short: "Check that the cluster can run the platform and that the installed platform works",
 		Long: `Check the cluster and the platform, one line per check, grouped: the
 Kubernetes version and the APIs the platform needs, its CRDs; with --pre only
@@ -38,14 +42,34 @@ applies); without it also the installed platform: every Deployment Available
 and running the images it pins, the admission policy bound, the signing keys
 the operator publishes present and fresh, the allow-list readable, and
 openfief-core answering with its store. ✔ passed, ✖ failed, ! a warning; a
-failure or warning says why and how to fix it. Exit 0 when nothing failed,
-1 when a check failed.`,
+failure or warning says why and how to fix it.
+
+With --isolation it then proves that plugins are isolated on this cluster:
+it installs two short-lived probe plugins (the release's signed probe image,
+approved for what its manifest asks: the view capability and egress to
+example.com), which the operator runs, labels and polices exactly as any
+plugin, and from inside them tries the cluster DNS over UDP and TCP, the
+node's resolver, an address outside the cluster (--outside-address), the API
+server, the other probe, the core's two ports, and the egress proxy without a
+token, for a host not granted and for the granted host. It prints the truth
+table (cell, expected, observed) and fails naming each cell that differs and
+what it means. The probes, labelled openfief.io/check-run, are removed when it
+ends, also after a failure or Ctrl-C; probes an interrupted run left (killed
+outright) are removed by the next run. Nothing else is ever deleted. It runs
+in the platform namespace only and needs to create Plugins and PluginGrants
+and to exec into pods there.
+
+Exit 0 when nothing failed, 1 when a check failed (with --isolation: also
+when a cell differs or the probes could not be measured), 2 on wrong flags.`,
 		Example: `  # Before an install: can it go ahead?
   openfief check --pre
 
   # After it, and in scripts
   openfief check
-  openfief check -o json | jq '.checks[] | select(.status != "ok")'`,
+  openfief check -o json | jq '.checks[] | select(.status != "ok")'
+
+  # Does this cluster enforce what the platform asks of it?
+  openfief check --isolation`,
 		Args: exactArgs(0),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
 			if output != "" && output != "json" {
@@ -54,19 +78,44 @@ failure or warning says why and how to fix it. Exit 0 when nothing failed,
 			if timeout <= 0 {
 				return exitf(ExitUsage, "--timeout must be positive")
 			}
+			if pre && isolation {
+				return exitf(ExitUsage, "--isolation needs the installed platform; it cannot run with --pre")
+			}
+			if iso.settle < 0 {
+				return exitf(ExitUsage, "--settle must not be negative")
+			}
+			if _, _, err := net.SplitHostPort(iso.outside); err != nil {
+				return exitf(ExitUsage, "--outside-address %q: want host:port: %v", iso.outside, err)
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			return env.check(ctx, pre, output)
+			var o *isolationOptions
+			if isolation {
+				o = &iso
+			}
+			return env.check(ctx, pre, output, o)
 		}),
 	}
 	cmd.Flags().BoolVar(&pre, "pre", false, "check only what an install needs, before installing")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json (default: lines grouped by heading)")
 	cmd.Flags().DurationVar(&timeout, "timeout", defaultCheckTimeout, "bounds the whole check; each call is bounded to "+check.DefaultCallTimeout.String())
+	cmd.Flags().BoolVar(&isolation, "isolation", false, "also prove plugin isolation with two probe plugins (creates and removes them; see above)")
+	cmd.Flags().StringVar(&iso.probeImage, "probe-image", "", "with --isolation: the probe image, repository@sha256:<hex> (default: the installed release's, from the ConfigMap "+deploy.ReleaseConfigMap+")")
+	cmd.Flags().StringVar(&iso.outside, "outside-address", defaultOutsideAddress, "with --isolation: an address outside the cluster a probe tries to reach directly, host:port")
+	cmd.Flags().DurationVar(&iso.settle, "settle", defaultSettle, "with --isolation: how long a cell that differs is measured again, for policies still reaching the node's firewall")
+	iso.trust.register(cmd.Flags(), true)
 	return cmd
 }
 
+// The defaults of --outside-address and --settle.
+const (
+	defaultOutsideAddress = "1.1.1.1:443"
+	defaultSettle         = 10 * time.Second
+)
+
 // check runs the checks and prints them; a failed check is ExitFailure.
-func (e *Env) check(ctx context.Context, pre bool, output string) error {
+// iso, when set, adds the isolation probes once the other checks passed.
+func (e *Env) check(ctx context.Context, pre bool, output string, iso *isolationOptions) error {
 	cfg, err := e.RESTConfig()
 	if err != nil {
 		return err
@@ -94,12 +143,36 @@ func (e *Env) check(ctx context.Context, pre bool, output string) error {
 		}
 	}
 	rs := check.Run(ctx, o)
+	var table []check.Row
+	if iso != nil {
+		switch {
+		case !check.Passed(rs):
+			rs = append(rs, check.IsolationNotRun("the checks above failed"))
+		default:
+			rows, results, err := e.runIsolation(ctx, *iso)
+			if ExitCode(err) == ExitUsage {
+				return err
+			}
+			if err != nil {
+				results = []check.Result{check.IsolationNotRun(err.Error())}
+			}
+			table = rows
+			rs = append(rs, results...)
+		}
+		check.Sort(rs)
+	}
 	if output == "json" {
-		if err := check.WriteJSON(e.Out, rs, pre); err != nil {
+		if err := check.WriteJSON(e.Out, rs, pre, table); err != nil {
 			return err
 		}
 	} else {
+		if len(table) > 0 {
+			check.WriteTable(e.Out, table)
+		}
 		check.WriteText(e.Out, rs)
+	}
+	if summary := check.IsolationSummary(table); summary != "" {
+		return exitf(ExitFailure, "%s", summary)
 	}
 	if !check.Passed(rs) {
 		return exitf(ExitFailure, "%s", failedSummary(rs))

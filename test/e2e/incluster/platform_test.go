@@ -76,6 +76,7 @@ var phases = []phase{
 	{"lifecycle", testLifecycle},
 	{"private-registry", testPrivateRegistry},
 	{"isolation", testIsolation},
+	{"check-isolation", testCheckIsolation},
 	{"upgrade", testUpgradeRollback},
 	{"faults", testFaults},
 	{"uninstall", testUninstall}, // last: the platform is gone afterwards
