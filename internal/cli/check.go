@@ -16,6 +16,7 @@ import (
 	"github.com/arkadiuss/openfief/deploy"
 	"github.com/arkadiuss/openfief/internal/check"
 	"github.com/arkadiuss/openfief/internal/core/ownerapi"
+	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
 // defaultCheckTimeout bounds a whole `openfief check` unless --timeout says
@@ -80,6 +81,9 @@ when a cell differs or the probes could not be measured), 2 on wrong flags.`,
 			}
 			if pre && isolation {
 				return exitf(ExitUsage, "--isolation needs the installed platform; it cannot run with --pre")
+			}
+			if isolation && env.Namespace != plugins.Namespace {
+				return exitf(ExitUsage, "--isolation runs its probes as plugins, which the operator runs only in namespace %s, not %s", plugins.Namespace, env.Namespace)
 			}
 			if iso.settle < 0 {
 				return exitf(ExitUsage, "--settle must not be negative")
