@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -353,9 +352,13 @@ const corePluginPortName = "connect"
 // The probe's answer is bounded and parsed strictly; a cell it does not
 // answer stays unmeasured.
 func execProbe(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, pod *corev1.Pod, cells []check.Cell) (map[string]check.Observation, error) {
+	// The probe takes short ASCII names: each cell goes by its index here.
 	req := probewire.Request{TimeoutMillis: int(probeCellTimeout / time.Millisecond)}
-	for _, c := range cells {
-		req.Cells = append(req.Cells, probewire.Cell{Name: c.Name, Kind: c.Kind, Target: c.Target, Host: c.Host, Query: c.Query})
+	byID := map[string]string{}
+	for i, c := range cells {
+		id := fmt.Sprintf("cell-%02d", i)
+		byID[id] = c.Name
+		req.Cells = append(req.Cells, probewire.Cell{Name: id, Kind: c.Kind, Target: c.Target, Host: c.Host, Query: c.Query})
 	}
 	arg, err := json.Marshal(req)
 	if err != nil {
@@ -392,8 +395,8 @@ func execProbe(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, p
 	}
 	out := map[string]check.Observation{}
 	for _, r := range resp.Results {
-		if slices.ContainsFunc(cells, func(c check.Cell) bool { return c.Name == r.Name }) {
-			out[r.Name] = check.Observation{Observed: r.Observed, Detail: r.Detail}
+		if name, ok := byID[r.Name]; ok {
+			out[name] = check.Observation{Observed: r.Observed, Detail: r.Detail}
 		}
 	}
 	return out, nil

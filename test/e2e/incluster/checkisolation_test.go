@@ -196,10 +196,10 @@ func releaseProbe(t *testing.T, e *platformEnv) plugins.ImageRef {
 func isolationDoc(t *testing.T, code int, out string) check.Document {
 	t.Helper()
 	var doc check.Document
-	// Progress goes to the same buffer in e.cli: the document is its last
-	// JSON object.
+	// Progress and the Error: line go to the same buffer in e.cli: the
+	// document is the JSON value after the progress lines.
 	i := strings.Index(out, "{\n")
-	if i < 0 || json.Unmarshal([]byte(out[i:]), &doc) != nil {
+	if i < 0 || json.NewDecoder(strings.NewReader(out[i:])).Decode(&doc) != nil {
 		t.Fatalf("check --isolation -o json (exit %d) printed no document:\n%s", code, out)
 	}
 	return doc
