@@ -453,7 +453,7 @@ func (e *Env) removeProbes(ctx context.Context, c client.Client, run string) err
 		}
 	}
 	for _, name := range names {
-		if err := waitWorkloadGone(ctx, e, c, name, cleanupTimeout); err != nil {
+		if err := waitWorkloadGone(ctx, e, e.ErrOut, c, name, cleanupTimeout); err != nil {
 			return err
 		}
 		if err := waitPodsGone(ctx, c, e.Namespace, name); err != nil {

@@ -158,7 +158,7 @@ Everything to be deleted is listed first, and confirmed unless --yes is given.`,
 				fmt.Fprintf(env.Out, "secret/%s deleted\n", display.Text(s.Name))
 			}
 			if wait > 0 && p != nil {
-				return waitWorkloadGone(ctx, env, c, name, wait)
+				return waitWorkloadGone(ctx, env, env.Out, c, name, wait)
 			}
 			return nil
 		}),
@@ -201,8 +201,8 @@ func describeKept(w io.Writer, plan purgePlan) {
 
 // waitWorkloadGone polls until no object of the plugin's workload is left:
 // the cluster's garbage collector removes them once the Plugin, their owner,
-// is gone.
-func waitWorkloadGone(ctx context.Context, env *Env, c client.Client, name string, within time.Duration) error {
+// is gone. It says so on w.
+func waitWorkloadGone(ctx context.Context, env *Env, w io.Writer, c client.Client, name string, within time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	sel := client.MatchingLabels{plugins.LabelPluginName: name}
@@ -215,7 +215,7 @@ func waitWorkloadGone(ctx context.Context, env *Env, c client.Client, name strin
 			}
 		}
 		if left == 0 {
-			fmt.Fprintf(env.Out, "the workload of plugin %s is gone (garbage-collected)\n", name)
+			fmt.Fprintf(w, "the workload of plugin %s is gone (garbage-collected)\n", name)
 			return nil
 		}
 		select {
