@@ -27,15 +27,15 @@ const (
 type Expectation string
 
 const (
-	// ExpectBlocked: refused or timed out; neither open nor answered.
+	// ExpectBlocked is refused or timed out; neither open nor answered.
 	ExpectBlocked Expectation = "blocked"
-	// ExpectOpen: the TCP connection is accepted.
+	// ExpectOpen is: the TCP connection is accepted.
 	ExpectOpen Expectation = "open"
-	// ExpectProxyAuthRequired: the proxy answers 407 (no credentials).
+	// ExpectProxyAuthRequired is: the proxy answers 407 (no credentials).
 	ExpectProxyAuthRequired Expectation = "status 407"
-	// ExpectProxyForbidden: the proxy answers 403 (not on the allow-list).
+	// ExpectProxyForbidden is: the proxy answers 403 (not on the allow-list).
 	ExpectProxyForbidden Expectation = "status 403"
-	// ExpectProxyAdmitted: the proxy authenticated and authorised the
+	// ExpectProxyAdmitted is: the proxy authenticated and authorised the
 	// tunnel: 200 (opened), or 502 (it then could not resolve or reach
 	// the host, which says nothing of isolation: a cluster without
 	// internet access answers so).

@@ -151,9 +151,11 @@ func testCheckIsolation(t *testing.T, e *platformEnv) {
 	}
 	_, err = pols.Update(ctx, broken, metav1.UpdateOptions{})
 	must(t, err)
+	start = time.Now()
 	code, out = e.cli(ctx, append(args, "--settle", "5s", "-o", "json")...)
 	restorePolicy(t, e, orig)
 	doc = isolationDoc(t, code, out)
+	t.Logf("with the core's policy broken: exit %d in %s, differing %q", code, time.Since(start).Round(100*time.Millisecond), differing(doc))
 	if got, want := differing(doc), []string{"plugin → core's plugin API"}; code != cli.ExitFailure || !slices.Equal(got, want) {
 		t.Errorf("with the core's policy broken: exit %d, differing %q, want exit %d and %q\n%s", code, got, cli.ExitFailure, want, out)
 	}
@@ -168,9 +170,12 @@ func testCheckIsolation(t *testing.T, e *platformEnv) {
 		}
 	}
 	defer restart()
+	start = time.Now()
 	code, out = e.cli(ctx, append(args, "--settle", "3s", "-o", "json")...)
+	took = time.Since(start)
 	restart()
 	doc = isolationDoc(t, code, out)
+	t.Logf("without a NetworkPolicy controller: exit %d in %s, differing %q", code, took.Round(100*time.Millisecond), differing(doc))
 	var want []string
 	for _, r := range doc.Isolation {
 		if r.Expect == check.ExpectBlocked {
