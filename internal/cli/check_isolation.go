@@ -88,9 +88,23 @@ func (e *Env) isolation(ctx context.Context, o isolationOptions) (rows []check.R
 	if err != nil {
 		return nil, err
 	}
-	res, err := e.verifyForCluster(ctx, c, ref, o.trust)
+	// Checked as plugin install checks an image, without its report on
+	// standard output, which holds only the check's document.
+	var t trust
+	if o.trust.signersFile != "" {
+		t, err = policyFromFile(o.trust.signersFile)
+	} else {
+		t, err = policyFromCluster(ctx, c, e.Namespace)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("the probe image: %w", err)
+		return nil, err
+	}
+	res, err := e.checkImage(ctx, ref, t, o.trust)
+	if err == nil {
+		err = res.refusal()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the probe image %s: %w", shortImage(ref.String()), err)
 	}
 	run, err := newRunID()
 	if err != nil {
