@@ -7,6 +7,13 @@
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -eu -o pipefail -c
 GO ?= go
+# The images' build settings (internal/images/gobuild.go: static, trimmed
+# paths) for every go command below that compiles this tree: vet, the linter,
+# the tests and the binaries and images the tests build then share one set of
+# compiled packages, so a cold run compiles the dependencies once, not three
+# times. -ldflags=-w (no DWARF) only shortens links. The tool builds
+# (hack/build-*.sh, hack/lint.sh's binary) set their own.
+TREE_ENV := CGO_ENABLED=0 GOFLAGS="-trimpath -ldflags=-w $(GOFLAGS)"
 # Modules of the workspace (go.work), and the tool modules outside it.
 MODULES := . sdk/go
 TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto hack/tools/lint hack/tools/smokescreen hack/tools/benchstat hack/tools/node hack/tools/containerd hack/tools/kube-router hack/tools/coredns hack/tools/kubectl
@@ -65,14 +72,18 @@ demo-in-cluster: controlplane node ## The same lifecycle with the whole platform
 # one wait, TEST_TIMEOUT one test binary.
 NODE_LOCK_WAIT ?= 25m
 TEST_TIMEOUT ?= 45m
+# Test binaries run at once (go test -p). One more than the default (the CPU
+# count, two here): a real-node package waiting for the node's lock holds a
+# slot while doing nothing, and the others' tests should not wait behind it.
+TEST_PARALLEL ?= 3
 
 .PHONY: test
-test: controlplane node ## Run every test of every module, those tagged cluster too (the real-node tests need root: docs/node.md).
-	@for m in $(MODULES); do echo "== go test -tags $(CLUSTER_TAG) -timeout $(TEST_TIMEOUT) $$m"; (cd $$m && OPENFIEF_NODE_LOCK_WAIT=$(NODE_LOCK_WAIT) $(GO) test -count=1 -tags $(CLUSTER_TAG) -timeout $(TEST_TIMEOUT) ./...); done
+test: controlplane node ## Run every test of every module, those tagged cluster too (the real-node tests need root: docs/node.md); go test's own vet is off, make verify runs go vet in full.
+	@for m in $(MODULES); do echo "== go test -tags $(CLUSTER_TAG) -timeout $(TEST_TIMEOUT) $$m"; (cd $$m && OPENFIEF_NODE_LOCK_WAIT=$(NODE_LOCK_WAIT) $(TREE_ENV) $(GO) test -count=1 -vet=off -p $(TEST_PARALLEL) -tags $(CLUSTER_TAG) -timeout $(TEST_TIMEOUT) ./...); done
 
 .PHONY: test-unit
 test-unit: ## The fast tests: every test not tagged cluster, in every package (no control plane, no real node, no root; under 2 minutes warm on two cores, most of it internal/images and the store's PostgreSQL tests).
-	@for m in $(MODULES); do echo "== go test $$m"; (cd $$m && $(GO) test -count=1 ./...); done
+	@for m in $(MODULES); do echo "== go test $$m"; (cd $$m && $(TREE_ENV) $(GO) test -count=1 ./...); done
 
 .PHONY: soak
 soak: controlplane node ## Run the end-to-end, real-node and fault suites N times (default 10) and print each test's pass rate and the runs it failed in; RUN=regexp narrows it, failed tests' output in .cache/soak (root; about 6 minutes a run).
@@ -141,8 +152,8 @@ verify: generate ## gofmt, go vet (with and without the cluster tag), golangci-l
 	$(GO) run ./hack/doclinks
 	hack/check-test-tags.sh
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	@for m in $(MODULES); do (cd $$m && $(GO) vet ./... && $(GO) vet -tags $(CLUSTER_TAG) ./...); done
-	hack/lint.sh
+	$(TREE_ENV) hack/lint.sh
+	@for m in $(MODULES); do (cd $$m && $(TREE_ENV) $(GO) vet ./... && $(TREE_ENV) $(GO) vet -tags $(CLUSTER_TAG) ./...); done
 	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
 	@for m in $(TOOL_MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
 	@git diff --exit-code --stat -- . || { echo "verify left a diff"; exit 1; }

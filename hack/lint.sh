@@ -56,7 +56,11 @@ fi
 
 # Offline and read-only: every module the workspace needs is already in the
 # module cache (the build needs it too), and go.mod/go.sum are never changed.
-export GOPROXY=off GOFLAGS=-mod=readonly
+# The caller's other build flags stay: make verify passes the images' settings
+# so that the packages the linter has compiled are the ones vet and the tests
+# use.
+GOFLAGS="-mod=readonly${GOFLAGS:+ ${GOFLAGS}}"
+export GOPROXY=off GOFLAGS
 
 lint="${bin_dir}/golangci-lint"
 status=0

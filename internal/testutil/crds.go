@@ -1,13 +1,9 @@
 package testutil
 
-import (
-	"path/filepath"
-	"runtime"
-)
+import "path/filepath"
 
-// CRDDir is the repository's deploy/crds, found from this file's location,
-// for tests that install the Plugin and PluginGrant CRDs on a control plane.
+// CRDDir is the repository's deploy/crds, for tests that install the Plugin
+// and PluginGrant CRDs on a control plane.
 func CRDDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "deploy", "crds")
+	return filepath.Join(MustRepoRoot(), "deploy", "crds")
 }

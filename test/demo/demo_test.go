@@ -9,17 +9,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // TestMakeDemo runs hack/demo.sh from the repository's root and checks that
 // it finished every step of the lifecycle with exit status 0.
 func TestMakeDemo(t *testing.T) {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
+	root, err := testutil.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "demo.sh"))

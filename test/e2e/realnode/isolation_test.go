@@ -15,7 +15,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -38,6 +37,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/devstack"
 	"github.com/arkadiuss/openfief/internal/operator"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // cell is one row of the isolation truth table: what a plugin pod (or the
@@ -380,9 +380,9 @@ func execIn(t *testing.T, stack *devstack.Stack, cs kubernetes.Interface, pod st
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("no caller")
+	root, err := testutil.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+	return root
 }
