@@ -27,6 +27,12 @@ type Options struct {
 	// Progress receives a line per compile step and per image; nil
 	// discards them.
 	Progress io.Writer
+	// LinkStrings sets string variables of one image's binary at link time
+	// (go build -ldflags -X), by image name then by the variable's full
+	// symbol: a release links its catalog into the operator this way
+	// (OF-30). Values may not hold spaces or quotes. Cached does not cache
+	// a build that sets any.
+	LinkStrings map[string]map[string]string
 }
 
 func (o Options) withDefaults() Options {
@@ -124,7 +130,7 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 	for _, p := range opts.Platforms {
 		out := filepath.Join(tmp, p.OS+"-"+p.Architecture)
 		start := time.Now()
-		if err := compile(ctx, opts.Go, src.Root, p, opts.Specs, out); err != nil {
+		if err := compile(ctx, opts.Go, src.Root, p, opts.Specs, opts.LinkStrings, out); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(opts.Progress, "compiled %d binaries for %s with %s in %s\n", len(opts.Specs), p, goVersion, time.Since(start).Round(100*time.Millisecond))

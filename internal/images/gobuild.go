@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
+	"slices"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -35,17 +37,75 @@ func goEnv(p v1.Platform) []string {
 	)
 }
 
-// compile builds every spec's package for p into outDir with one go
-// command, so packages compile in parallel and each only once, and returns
-// nothing but an error: the binaries are outDir/<Name>. The Go build cache
-// makes a second build of unchanged sources a link only.
-func compile(ctx context.Context, goCmd, root string, p v1.Platform, specs []Spec, outDir string) error {
-	args := append([]string{"build"}, GoFlags...)
-	args = append(args, "-o", outDir+string(os.PathSeparator))
+// compile builds every spec's package for p into outDir and returns nothing
+// but an error: the binaries are outDir/<Name>. The specs without link
+// strings build in one go command, so their packages compile in parallel
+// and each only once; a spec with link strings (Options.LinkStrings) links
+// in a command of its own, which reuses the same compiled packages. The Go
+// build cache makes a second build of unchanged sources a link only.
+func compile(ctx context.Context, goCmd, root string, p v1.Platform, specs []Spec, link map[string]map[string]string, outDir string) error {
+	var shared []Spec
 	for _, s := range specs {
 		if path.Base(s.Package) != s.Name {
 			return fmt.Errorf("image %s: package %s would build a binary named %s", s.Name, s.Package, path.Base(s.Package))
 		}
+		if len(link[s.Name]) == 0 {
+			shared = append(shared, s)
+		}
+	}
+	for name := range link {
+		if !slices.ContainsFunc(specs, func(s Spec) bool { return s.Name == name }) {
+			return fmt.Errorf("link strings for image %q, which this build does not make", name)
+		}
+	}
+	if len(shared) > 0 {
+		if err := goBuild(ctx, goCmd, root, p, GoFlags, shared, outDir); err != nil {
+			return err
+		}
+	}
+	for _, s := range specs {
+		vars := link[s.Name]
+		if len(vars) == 0 {
+			continue
+		}
+		flags, err := linkFlags(vars)
+		if err != nil {
+			return fmt.Errorf("image %s: %w", s.Name, err)
+		}
+		if err := goBuild(ctx, goCmd, root, p, flags, []Spec{s}, outDir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unsafeInLDFlags are the characters the go command's -ldflags splitting
+// would act on.
+const unsafeInLDFlags = " \t\r\n'\"\\"
+
+// linkFlags are GoFlags with -X for each variable, in symbol order.
+func linkFlags(vars map[string]string) ([]string, error) {
+	for i, f := range GoFlags {
+		if ldflags, ok := strings.CutPrefix(f, "-ldflags="); ok {
+			flags := slices.Clone(GoFlags)
+			for _, sym := range slices.Sorted(maps.Keys(vars)) {
+				val := vars[sym]
+				if sym == "" || strings.ContainsAny(sym, unsafeInLDFlags+"=") || strings.ContainsAny(val, unsafeInLDFlags) {
+					return nil, fmt.Errorf("link string %q: the symbol may not be empty or hold spaces, quotes or '=', nor the value spaces or quotes", sym)
+				}
+				ldflags += " -X " + sym + "=" + val
+			}
+			flags[i] = "-ldflags=" + ldflags
+			return flags, nil
+		}
+	}
+	return nil, fmt.Errorf("GoFlags has no -ldflags to add -X to")
+}
+
+func goBuild(ctx context.Context, goCmd, root string, p v1.Platform, flags []string, specs []Spec, outDir string) error {
+	args := append([]string{"build"}, flags...)
+	args = append(args, "-o", outDir+string(os.PathSeparator))
+	for _, s := range specs {
 		args = append(args, s.Package)
 	}
 	cmd := exec.CommandContext(ctx, goCmd, args...)

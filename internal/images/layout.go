@@ -242,6 +242,12 @@ func (r *Result) only(specs []Spec) *Result {
 // nothing but the write.
 func Cached(ctx context.Context, cacheDir string, opts Options) (res *Result, reused bool, err error) {
 	opts = opts.withDefaults()
+	if len(opts.LinkStrings) > 0 {
+		// The entry is keyed by the source alone: a binary with other link
+		// strings (a release's catalog) must never be taken for it.
+		res, err = Build(ctx, opts)
+		return res, false, err
+	}
 	dir := filepath.Join(cacheDir, opts.Source.Key())
 	goVersion, err := GoVersion(ctx, opts.Go, opts.Source.Root)
 	if err != nil {
