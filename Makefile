@@ -166,6 +166,10 @@ images: ## Build the operator, egress-proxy, openfief-core, nbp-fx, ibkr-flex an
 sign: ## Sign the images the last `make images REGISTRY=...` pushed with KEY, a cosign-compatible PEM private key (COSIGN_PASSWORD unlocks an encrypted one), attached as OCI referrers.
 	$(GO) run ./hack/images sign --key "$(KEY)"
 
+.PHONY: release
+release: ## Make release VERSION (vX.Y.Z) into REGISTRY, signed with KEY: every image built from this commit (both platforms), pushed and signed, the catalog pinning nbp-fx and ibkr-flex linked into the operator, and install.yaml, plugins.json, images.json, RELEASE.md and SHA256SUMS in .cache/release/VERSION (docs/images.md, Releases).
+	$(GO) run ./hack/release make --version "$(VERSION)" --registry "$(REGISTRY)" --key "$(KEY)"
+
 .PHONY: release-overlay
 release-overlay: ## Write a kustomize overlay of the whole platform (OUT, default .cache/release) pinned to the pushed digests and labelled with the build's version; REGISTRY_CONFIG=1 adds the registry-config component, API_SERVER_CIDR=a,b names the API server (docs/operator.md).
 	$(GO) run ./hack/release $(if $(OUT),--out "$(OUT)") $(if $(REGISTRY_CONFIG),--registry-config) $(if $(API_SERVER_CIDR),--api-server-cidr "$(API_SERVER_CIDR)")

@@ -11,3 +11,9 @@ const ReleaseConfigMap = "openfief-release"
 // image of the release, <repository>@sha256:<hex>, which `openfief check
 // --isolation` runs as two Plugins (OF-29).
 const ReleaseKeyCheckProbe = "check-probe"
+
+// ReleaseKeyCatalog is ReleaseConfigMap's key holding the catalog a release
+// linked into its operator (plugins.json, OF-30), which `openfief catalog
+// list` and `openfief plugin install --catalog` read. The operator never
+// reads it: editing it cannot make an image Verified.
+const ReleaseKeyCatalog = "catalog"

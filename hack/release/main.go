@@ -1,4 +1,14 @@
-// Command release writes a kustomize overlay of the whole platform:
+// Command release makes a release (make release, OF-30) or writes a
+// kustomize overlay of the last build (make release-overlay).
+//
+//	go run ./hack/release make --version vX.Y.Z --registry PREFIX --key FILE [--publisher NAME] [--out DIR] [--platform P,...] [--insecure]
+//
+// make builds every image from this commit, pushes and signs it, links the
+// catalog that pins the first-party plugins into the operator and writes
+// install.yaml, plugins.json, images.json, RELEASE.md and SHA256SUMS into
+// .cache/release/<version> (internal/release, docs/images.md).
+//
+// Without make, it writes a kustomize overlay of the whole platform:
 // deploy/crds, deploy/admission, deploy/core, deploy/egress-proxy and
 // deploy/operator, with the images pinned to the digests the last
 // `make images REGISTRY=...` pushed (internal/images; docs/images.md) and
@@ -27,7 +37,12 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	args := os.Args[1:]
+	run := overlay
+	if len(args) > 0 && args[0] == "make" {
+		run, args = makeRelease, args[1:]
+	}
+	if err := run(args); err != nil {
 		fmt.Fprintln(os.Stderr, "release:", err)
 		os.Exit(1)
 	}
@@ -45,7 +60,8 @@ func (l *cidrList) Set(v string) error {
 	return nil
 }
 
-func run(args []string) error {
+// overlay writes the platform overlay of the last build.
+func overlay(args []string) error {
 	fs := flag.NewFlagSet("release", flag.ContinueOnError)
 	out := fs.String("out", "", "directory of the overlay (default <repository>/.cache/release)")
 	dir := fs.String("dir", "", "build directory (default: the latest build in <repository>/.cache/images)")

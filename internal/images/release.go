@@ -1,6 +1,8 @@
 package images
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -67,6 +69,10 @@ type Release struct {
 	RegistryConfig bool
 	// Header is written as comment lines on top.
 	Header string
+	// Catalog, when set, is the plugins.json the release linked into its
+	// operator (OF-30); the ConfigMap deploy.ReleaseConfigMap carries it,
+	// compacted, under deploy.ReleaseKeyCatalog.
+	Catalog []byte
 }
 
 // WritePlatformOverlay writes outDir/kustomization.yaml for the whole
@@ -131,8 +137,10 @@ func writeOverlay(outDir, deployDir string, r Release, platform bool) error {
 		k.Images = append(k.Images, types.Image{Name: Unpinned[image], NewName: ref.Name(), Digest: ref.Digest()})
 		want[ref.String()] = true
 	}
-	if ref, ok := r.Refs[ReleaseCheckProbe]; ok {
-		k.ConfigMapGenerator = append(k.ConfigMapGenerator, releaseConfigMap(ref))
+	if cm, err := releaseConfigMap(r); err != nil {
+		return err
+	} else if len(cm.LiteralSources) > 0 {
+		k.ConfigMapGenerator = append(k.ConfigMapGenerator, cm)
 	}
 	if platform {
 		k.Labels = []types.Label{{Pairs: map[string]string{versionLabel: r.Version}}}
@@ -191,17 +199,27 @@ func writeOverlay(outDir, deployDir string, r Release, platform bool) error {
 const ReleaseCheckProbe = "check-probe"
 
 // releaseConfigMap generates deploy.ReleaseConfigMap in the openfief
-// namespace with the check probe's reference, under a fixed name (no hash
-// suffix), so the CLI reads it by name.
-func releaseConfigMap(probe plugins.ImageRef) types.ConfigMapArgs {
+// namespace with the check probe's reference and the release's catalog,
+// those r has, under a fixed name (no hash suffix), so the CLI reads it by
+// name.
+func releaseConfigMap(r Release) (types.ConfigMapArgs, error) {
+	var literals []string
+	if len(r.Catalog) > 0 {
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, r.Catalog); err != nil {
+			return types.ConfigMapArgs{}, fmt.Errorf("the release's catalog: %w", err)
+		}
+		literals = append(literals, deploy.ReleaseKeyCatalog+"="+compact.String())
+	}
+	if probe, ok := r.Refs[ReleaseCheckProbe]; ok {
+		literals = append(literals, deploy.ReleaseKeyCheckProbe+"="+probe.String())
+	}
 	return types.ConfigMapArgs{GeneratorArgs: types.GeneratorArgs{
-		Namespace: plugins.Namespace,
-		Name:      deploy.ReleaseConfigMap,
-		KvPairSources: types.KvPairSources{
-			LiteralSources: []string{deploy.ReleaseKeyCheckProbe + "=" + probe.String()},
-		},
-		Options: &types.GeneratorOptions{DisableNameSuffixHash: true},
-	}}
+		Namespace:     plugins.Namespace,
+		Name:          deploy.ReleaseConfigMap,
+		KvPairSources: types.KvPairSources{LiteralSources: literals},
+		Options:       &types.GeneratorOptions{DisableNameSuffixHash: true},
+	}}, nil
 }
 
 // versionLabel carries a platform overlay's version on every object.

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/arkadiuss/openfief/internal/images"
+	"github.com/arkadiuss/openfief/internal/ocisign"
+	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/release"
+)
+
+// makeRelease is `release make`: the whole release, signed with a key.
+func makeRelease(args []string) error {
+	fs := flag.NewFlagSet("release make", flag.ContinueOnError)
+	version := fs.String("version", "", "the release's version, vMAJOR.MINOR.PATCH[-pre] (required)")
+	registry := fs.String("registry", "", "where the images go: PREFIX/openfief/<name>, PREFIX being host[:port][/path] (required)")
+	keyFile := fs.String("key", "", "PEM private key that signs every image and publishes the catalog's plugins (ECDSA P-256; COSIGN_PASSWORD unlocks an encrypted one) (required)")
+	publisher := fs.String("publisher", "openfief", "the publisher's name in the catalog")
+	out := fs.String("out", "", "directory of the release's files, which must not exist (default <repository>/.cache/release/<version>)")
+	platforms := fs.String("platform", "", "platforms of every image, comma-separated (default linux/amd64,linux/arm64)")
+	insecure := fs.Bool("insecure", false, "push over plain HTTP (loopback registries always are)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("release make takes no arguments, got %q", fs.Args())
+	}
+	if *keyFile == "" {
+		return errors.New("--key is required: a PEM private key (docs/images.md, Releases)")
+	}
+	root, err := images.FindRoot(".")
+	if err != nil {
+		return err
+	}
+	raw, err := os.ReadFile(*keyFile)
+	if err != nil {
+		return fmt.Errorf("--key: %w", err)
+	}
+	signer, err := ocisign.NewKeySignerFromPEM(raw, password)
+	if err != nil {
+		return fmt.Errorf("--key %s: %w", *keyFile, err)
+	}
+	pub, err := signer.PublicKeyPEM()
+	if err != nil {
+		return err
+	}
+	var ps []v1.Platform
+	if *platforms != "" {
+		for p := range strings.SplitSeq(*platforms, ",") {
+			pl, err := images.ParsePlatform(strings.TrimSpace(p))
+			if err != nil {
+				return fmt.Errorf("--platform: %w", err)
+			}
+			ps = append(ps, pl)
+		}
+	}
+	if *out == "" {
+		*out = filepath.Join(root, ".cache", "release", *version)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := release.Make(ctx, release.Options{
+		Root: root, Version: *version, Registry: *registry, Insecure: *insecure, Signer: signer,
+		Publisher: plugins.Signer{Name: *publisher, Kind: plugins.SignerPublisher, Identity: plugins.SignerIdentity{PublicKeyPEM: pub}},
+		Out:       *out, Platforms: ps, Progress: os.Stdout,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("release %s in %s\ninstall with: openfief platform install --overlay %s\n", res.Version, res.Out, res.Out)
+	return nil
+}
+
+// password is COSIGN_PASSWORD, as cosign reads it.
+func password() ([]byte, error) {
+	pw, ok := os.LookupEnv("COSIGN_PASSWORD")
+	if !ok {
+		return nil, errors.New("the key is encrypted: set COSIGN_PASSWORD")
+	}
+	return []byte(pw), nil
+}

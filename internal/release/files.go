@@ -1,0 +1,180 @@
+package release
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/arkadiuss/openfief/deploy"
+	"github.com/arkadiuss/openfief/internal/images"
+	"github.com/arkadiuss/openfief/internal/plugins"
+)
+
+// The files of a release, in Out.
+const (
+	// InstallFile holds every object of the platform, images pinned by
+	// digest, in the order kustomize renders them.
+	InstallFile = "install.yaml"
+	// KustomizationFile names InstallFile, so that the release directory is
+	// an overlay: `openfief platform install --overlay DIR` and `kubectl
+	// apply --server-side -k DIR` take it.
+	KustomizationFile = "kustomization.yaml"
+	// CatalogFile is the catalog linked into the operator.
+	CatalogFile = "plugins.json"
+	// ImagesFile lists every image of the release by name.
+	ImagesFile = "images.json"
+	// NotesFile is the release notes.
+	NotesFile = "RELEASE.md"
+	// PublisherKeyFile is the publisher's public key, when it is a key.
+	PublisherKeyFile = "publisher.pub"
+	// ChecksumsFile holds the SHA-256 of every other file, as sha256sum
+	// writes them.
+	ChecksumsFile = "SHA256SUMS"
+)
+
+// writeFiles writes the release's files into o.Out and returns their
+// names, sorted.
+func writeFiles(o Options, src images.Source, res *Result) ([]string, error) {
+	install, err := renderInstall(o, res)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{
+		InstallFile:       install,
+		KustomizationFile: []byte(kustomization(res.Version)),
+		CatalogFile:       res.Catalog,
+		NotesFile:         []byte(notes(o, src, res)),
+	}
+	if files[ImagesFile], err = imagesJSON(res.Images); err != nil {
+		return nil, err
+	}
+	if pem := o.Publisher.Identity.PublicKeyPEM; pem != "" {
+		files[PublisherKeyFile] = []byte(pem)
+	}
+	names := slices.Sorted(maps.Keys(files))
+	var sums strings.Builder
+	for _, n := range names {
+		sum := sha256.Sum256(files[n])
+		fmt.Fprintf(&sums, "%s  %s\n", hex.EncodeToString(sum[:]), n)
+	}
+	files[ChecksumsFile] = []byte(sums.String())
+	names = append(names, ChecksumsFile)
+	slices.Sort(names)
+	for _, n := range names {
+		if err := write(o.Out, n, files[n]); err != nil {
+			return nil, err
+		}
+	}
+	fmt.Fprintf(o.Progress, "wrote %s: %s\n", o.Out, strings.Join(names, ", "))
+	return names, nil
+}
+
+// renderInstall writes the platform overlay of the release into a
+// temporary directory, as `make release-overlay` writes one, and renders
+// it into one YAML stream.
+func renderInstall(o Options, res *Result) ([]byte, error) {
+	tmp, err := os.MkdirTemp("", "openfief-release-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = os.RemoveAll(tmp) }()
+	refs := map[string]plugins.ImageRef{}
+	for _, name := range append(append([]string(nil), platformImages...), images.ReleaseCheckProbe) {
+		refs[name] = res.Images[name]
+	}
+	if err := images.WritePlatformOverlay(tmp, filepath.Join(o.Root, "deploy"), images.Release{
+		Refs: refs, Version: res.Version, Catalog: res.Catalog,
+	}); err != nil {
+		return nil, err
+	}
+	objs, err := deploy.Render(tmp)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# OpenFief %s: every object of the platform, images pinned by digest.\n", res.Version)
+	b.WriteString("# Install: openfief platform install --overlay <the release directory> (docs/operator.md)\n")
+	for _, u := range objs {
+		raw, err := yaml.Marshal(u.Object)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+		b.WriteString("---\n")
+		b.Write(raw)
+	}
+	return b.Bytes(), nil
+}
+
+func kustomization(version string) string {
+	return "# OpenFief " + version + ": the release as an overlay (openfief platform install --overlay DIR).\n" +
+		"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- " + InstallFile + "\n"
+}
+
+// imageEntry is one line of images.json.
+type imageEntry struct {
+	Name string `json:"name"`
+	Ref  string `json:"ref"`
+}
+
+func imagesJSON(refs map[string]plugins.ImageRef) ([]byte, error) {
+	var list []imageEntry
+	for _, name := range sortedNames(refs) {
+		list = append(list, imageEntry{Name: name, Ref: refs[name].String()})
+	}
+	raw, err := json.MarshalIndent(map[string]any{"images": list}, "", "  ")
+	return append(raw, '\n'), err
+}
+
+func sortedNames(refs map[string]plugins.ImageRef) []string {
+	return slices.Sorted(maps.Keys(refs))
+}
+
+// notes are the release notes: what was built from what, every digest, and
+// how to check and install it.
+func notes(o Options, src images.Source, res *Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# OpenFief %s\n\nBuilt from commit %s of %s.\n\n", res.Version, src.Commit, images.SourceURL)
+	b.WriteString("## Images\n\nEvery image is an index for ")
+	platforms := o.Platforms
+	if platforms == nil {
+		platforms = images.Platforms()
+	}
+	var ps []string
+	for _, p := range platforms {
+		ps = append(ps, p.String())
+	}
+	fmt.Fprintf(&b, "%s, signed by %s.\n\n| image | reference |\n|---|---|\n", strings.Join(ps, " and "), publisherText(o.Publisher))
+	for _, name := range sortedNames(res.Images) {
+		fmt.Fprintf(&b, "| %s | `%s` |\n", name, res.Images[name])
+	}
+	b.WriteString("\n## Catalog\n\nThe operator of this release holds `" + CatalogFile + "`, which makes these plugins Verified\n(D-43, D-44): ")
+	b.WriteString(strings.Join(CatalogPlugins, ", ") + ". Install one by name:\n\n```sh\nopenfief catalog list\nopenfief plugin install fx --catalog nbp-fx\n```\n")
+	b.WriteString("\n## Install\n\n```sh\nsha256sum -c " + ChecksumsFile + "\nopenfief platform install --overlay .\n```\n")
+	b.WriteString("\n## Verify\n\n")
+	id := o.Publisher.Identity
+	if id.PublicKeyPEM != "" {
+		fmt.Fprintf(&b, "With cosign (v3) and the publisher's key, `%s`:\n\n```sh\ncosign verify --key %s --insecure-ignore-tlog=true %s\n```\n",
+			PublisherKeyFile, PublisherKeyFile, res.Images["operator"])
+	} else {
+		fmt.Fprintf(&b, "With cosign (v3):\n\n```sh\ncosign verify --certificate-identity %s --certificate-oidc-issuer %s %s\n```\n",
+			id.Subject, id.Issuer, res.Images["operator"])
+	}
+	b.WriteString("\nWith OpenFief's own verifier, as the operator checks a plugin:\n\n```sh\nopenfief plugin verify " + res.Images["nbp-fx"].String() + "\n```\n")
+	return b.String()
+}
+
+func publisherText(p plugins.Signer) string {
+	if p.Identity.PublicKeyPEM != "" {
+		return fmt.Sprintf("%s (a key, %s)", p.Name, PublisherKeyFile)
+	}
+	return fmt.Sprintf("%s (keyless: %s, issuer %s)", p.Name, p.Identity.Subject, p.Identity.Issuer)
+}

@@ -1,0 +1,237 @@
+package release
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"golang.org/x/mod/semver"
+
+	"github.com/arkadiuss/openfief/internal/images"
+	"github.com/arkadiuss/openfief/internal/ocisign"
+	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/trust/catalog"
+)
+
+// Signer signs an in-toto statement into a Sigstore bundle: a key
+// (ocisign.KeySigner) or, in the release workflow, a keyless identity.
+type Signer interface {
+	Bundle(ctx context.Context, statement []byte) ([]byte, error)
+}
+
+// Options says what to release and where.
+type Options struct {
+	// Root is the repository's root.
+	Root string
+	// Version is the release's version, vMAJOR.MINOR.PATCH with an optional
+	// pre-release: the images' version annotation and the platform's
+	// version label.
+	Version string
+	// Registry is the prefix the images go under:
+	// <Registry>/openfief/<name>.
+	Registry string
+	// Insecure pushes over plain HTTP (loopback registries always are).
+	Insecure bool
+	// Signer signs every image index.
+	Signer Signer
+	// Publisher is the identity Signer signs as, with the name the catalog
+	// shows: the publisher of the first-party plugins in the catalog.
+	Publisher plugins.Signer
+	// Out is the directory of the release's files; it must not exist yet.
+	Out string
+	// Platforms are the images' platforms; nil means images.Platforms().
+	Platforms []v1.Platform
+	// AllowDirty releases a tree with uncommitted changes; tests only. A
+	// release is of a commit, which is what makes it reproducible.
+	AllowDirty bool
+	// Progress receives a line per step; nil discards them.
+	Progress io.Writer
+}
+
+// CatalogPlugins are the first-party plugins a release pins in its
+// catalog (D-43), in the catalog's order.
+var CatalogPlugins = []string{"nbp-fx", "ibkr-flex"}
+
+// pluginImages are built and signed before the catalog is written: the
+// catalog's plugins and the check probe (OF-29), which the release names
+// in its ConfigMap.
+var pluginImages = append(append([]string(nil), CatalogPlugins...), images.ReleaseCheckProbe)
+
+// platformImages are built after the catalog, the operator with it.
+var platformImages = []string{"operator", "egress-proxy", "openfief-core"}
+
+// Result is a finished release.
+type Result struct {
+	Version string
+	// Out is the directory of the release's files.
+	Out string
+	// Images are every image index pushed and signed, by name.
+	Images map[string]plugins.ImageRef
+	// Catalog is the plugins.json linked into the operator.
+	Catalog []byte
+	// Files are the release's files, relative to Out, sorted.
+	Files []string
+}
+
+// Make makes the release o describes. Nothing is written to Out unless
+// every image was built, pushed and signed; a failure after that leaves
+// Out partly written, and the images pushed (a registry keeps what it got).
+func Make(ctx context.Context, o Options) (*Result, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	src, err := images.ReadSource(ctx, o.Root)
+	if err != nil {
+		return nil, err
+	}
+	if src.Dirty != "" && !o.AllowDirty {
+		return nil, fmt.Errorf("the tree has uncommitted changes: a release is made from a commit (git status)")
+	}
+	src.Version = o.Version
+	res := &Result{Version: o.Version, Out: o.Out, Images: map[string]plugins.ImageRef{}}
+
+	fmt.Fprintf(o.Progress, "release %s of %s (commit %s)\n", o.Version, src.Root, src.Commit)
+	if err := o.buildPushSign(ctx, src, pluginImages, nil, res); err != nil {
+		return nil, err
+	}
+	if res.Catalog, err = Catalog(o.Publisher, res.Images); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(o.Progress, "catalog: %d plugins published by %s\n", len(CatalogPlugins), o.Publisher.Name)
+	link := map[string]map[string]string{"operator": {catalog.Symbol: catalog.Encode(res.Catalog)}}
+	if err := o.buildPushSign(ctx, src, platformImages, link, res); err != nil {
+		return nil, err
+	}
+	if res.Files, err = writeFiles(o, src, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (o Options) check() error {
+	var errs []error
+	if o.Root == "" {
+		errs = append(errs, errors.New("Root: required"))
+	}
+	if !semver.IsValid(o.Version) || semver.Build(o.Version) != "" || semver.Canonical(o.Version) != o.Version {
+		errs = append(errs, fmt.Errorf("version %q: want vMAJOR.MINOR.PATCH, optionally with a pre-release (v1.2.0, v1.3.0-rc.1)", o.Version))
+	}
+	if o.Registry == "" {
+		errs = append(errs, errors.New("registry: required (host[:port][/path])"))
+	}
+	if o.Signer == nil {
+		errs = append(errs, errors.New("signer: required (a key or keyless)"))
+	}
+	if o.Publisher.Name == "" {
+		errs = append(errs, errors.New("publisher: the signer's identity and name are required"))
+	}
+	if o.Out == "" {
+		errs = append(errs, errors.New("out: required"))
+	} else if _, err := os.Stat(o.Out); err == nil {
+		errs = append(errs, fmt.Errorf("out: %s already exists; a release never overwrites another's files", o.Out))
+	}
+	return errors.Join(errs...)
+}
+
+// buildPushSign builds the named images for every platform, pushes their
+// indexes and signs each, recording the references in res.Images.
+func (o Options) buildPushSign(ctx context.Context, src images.Source, names []string, link map[string]map[string]string, res *Result) error {
+	specs, err := images.SelectSpecs(names...)
+	if err != nil {
+		return err
+	}
+	built, err := images.Build(ctx, images.Options{Source: src, Specs: specs, Platforms: o.Platforms, Progress: o.Progress, LinkStrings: link})
+	if err != nil {
+		return err
+	}
+	pushed, err := images.Push(ctx, built, o.Registry, images.PushOptions{Insecure: o.Insecure, Tag: src.Tag(), Progress: o.Progress})
+	if err != nil {
+		return err
+	}
+	for _, p := range pushed {
+		ref, err := plugins.ParseImageRef(p.Ref)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.Name, err)
+		}
+		if err := sign(ctx, o.Signer, ref); err != nil {
+			return fmt.Errorf("sign %s: %w", p.Name, err)
+		}
+		fmt.Fprintf(o.Progress, "signed %s\n", ref)
+		res.Images[p.Name] = ref
+	}
+	return nil
+}
+
+// sign signs ref's digest as `cosign sign` does and attaches the bundle as
+// a referrer of it (ocisign.KeySigner.Sign, for any Signer).
+func sign(ctx context.Context, s Signer, ref plugins.ImageRef) error {
+	stmt, err := ocisign.Statement(ref.Digest(), plugins.SignPredicateType)
+	if err != nil {
+		return err
+	}
+	bundle, err := s.Bundle(ctx, stmt)
+	if err != nil {
+		return err
+	}
+	_, err = ocisign.Attach(ctx, ref, bundle, plugins.SignPredicateType)
+	return err
+}
+
+// catalogFile and its entries are plugins.json's shape (plugins.ParseCatalog).
+type catalogFile struct {
+	Plugins []catalogEntry `json:"plugins"`
+}
+
+type catalogEntry struct {
+	Name      string        `json:"name"`
+	Image     string        `json:"image"`
+	Publisher publisherJSON `json:"publisher"`
+}
+
+type publisherJSON struct {
+	Name      string `json:"name"`
+	Issuer    string `json:"issuer,omitempty"`
+	Subject   string `json:"subject,omitempty"`
+	PublicKey string `json:"publicKey,omitempty"`
+}
+
+// Catalog writes the catalog of a release: every one of CatalogPlugins,
+// pinned to its image in refs and published by publisher, whose identity
+// must be exact (D-44). The result parses with plugins.ParseCatalog.
+func Catalog(publisher plugins.Signer, refs map[string]plugins.ImageRef) ([]byte, error) {
+	id := publisher.Identity
+	pub := publisherJSON{Name: publisher.Name, Issuer: id.Issuer, Subject: id.Subject, PublicKey: id.PublicKeyPEM}
+	f := catalogFile{}
+	for _, name := range CatalogPlugins {
+		ref, ok := refs[name]
+		if !ok {
+			return nil, fmt.Errorf("catalog: no image for %s", name)
+		}
+		f.Plugins = append(f.Plugins, catalogEntry{Name: name, Image: ref.String(), Publisher: pub})
+	}
+	raw, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	raw = append(raw, '\n')
+	if _, err := plugins.ParseCatalog(raw); err != nil {
+		return nil, fmt.Errorf("the release's catalog does not parse: %w", err)
+	}
+	return raw, nil
+}
+
+// write writes name under dir, creating dir.
+func write(dir, name string, data []byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, name), data, 0o644)
+}

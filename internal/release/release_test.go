@@ -1,0 +1,314 @@
+package release
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/deploy"
+	"github.com/arkadiuss/openfief/internal/images"
+	"github.com/arkadiuss/openfief/internal/ocisign"
+	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
+	"github.com/arkadiuss/openfief/internal/trust"
+	"github.com/arkadiuss/openfief/internal/trust/catalog"
+	"github.com/arkadiuss/openfief/internal/trust/cosign"
+)
+
+// TestMake makes a release for this machine's platform into an in-process
+// registry, signed with a fresh key, and checks what a user gets: the
+// catalog pins the plugins to the key, the operator's binary holds that
+// catalog, the plugins verify as Verified against it, the files are
+// consistent, and a second release of the same tree has the same digests.
+func TestMake(t *testing.T) {
+	ctx := context.Background()
+	host := newRegistry(t)
+	signer, err := ocisign.NewKeySigner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := signer.PublicKeyPEM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	publisher := plugins.Signer{Name: "openfief-release-test", Kind: plugins.SignerPublisher, Identity: plugins.SignerIdentity{PublicKeyPEM: pub}}
+	opts := Options{
+		Root: testutil.MustRepoRoot(), Version: "v0.9.0-test.1", Registry: host + "/rel", Signer: signer, Publisher: publisher,
+		Out: filepath.Join(t.TempDir(), "first"), Platforms: []v1.Platform{images.HostPlatform()}, AllowDirty: true,
+		Progress: testWriter{t},
+	}
+	res, err := Make(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	want := []string{"ibkr-flex", "nbp-fx", "check-probe", "openfief-core", "egress-proxy", "operator"}
+	for _, n := range want {
+		if ref, ok := res.Images[n]; !ok || !strings.HasPrefix(ref.String(), host+"/rel/openfief/"+n+"@sha256:") {
+			t.Errorf("image %s: %q", n, ref)
+		}
+	}
+	wantFiles := []string{CatalogFile, ChecksumsFile, ImagesFile, InstallFile, NotesFile, PublisherKeyFile, KustomizationFile}
+	slices.Sort(wantFiles)
+	if !slices.Equal(res.Files, wantFiles) {
+		t.Errorf("files %v, want %v", res.Files, wantFiles)
+	}
+	checkSums(t, opts.Out)
+
+	cat, err := plugins.ParseCatalog(res.Catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range cat.Entries() {
+		names = append(names, e.Name)
+		if e.Image != res.Images[e.Name] || e.Publisher.Identity.PublicKeyPEM != pub || e.Publisher.Name != publisher.Name {
+			t.Errorf("catalog entry %s: %+v", e.Name, e)
+		}
+	}
+	if !slices.Equal(names, CatalogPlugins) {
+		t.Errorf("catalog lists %v, want %v", names, CatalogPlugins)
+	}
+	if onDisk, _ := os.ReadFile(filepath.Join(opts.Out, CatalogFile)); !bytes.Equal(onDisk, res.Catalog) {
+		t.Error("plugins.json on disk differs from the catalog linked into the operator")
+	}
+
+	// The operator's binary carries the catalog, linked in.
+	bin := fileInImage(t, res.Images["operator"], "operator")
+	if !bytes.Contains(bin, []byte(catalog.Encode(res.Catalog))) {
+		t.Error("the operator's binary does not hold the release's catalog")
+	}
+	if bytes.Contains(fileInImage(t, res.Images["egress-proxy"], "egress-proxy"), []byte(catalog.Encode(res.Catalog))) {
+		t.Error("the egress proxy's binary holds the catalog too")
+	}
+
+	// As the operator of this release decides: nbp-fx is Verified, by the
+	// release's publisher; the operator image is signed by it too, but no
+	// entry pins it.
+	policy, err := plugins.NewTrustPolicy(cat, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := trust.NewImageVerifier(policy, cosign.WithInsecureRegistries(host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := trust.NewPolicyVerifier(v, policy)
+	for name, reason := range map[string]string{"nbp-fx": v1alpha1.ReasonVerified, "ibkr-flex": v1alpha1.ReasonVerified, "operator": v1alpha1.ReasonSignedByTrustedSigner} {
+		got := check.Check(ctx, res.Images[name], nil)
+		if !got.Verified() || got.Reason != reason || got.Signer != publisher.Name {
+			t.Errorf("%s: %+v, want %s by %s", name, got, reason, publisher.Name)
+		}
+	}
+
+	// The release directory is an overlay: it renders the pinned images and
+	// the ConfigMap with the catalog and the check probe.
+	objs, err := deploy.Render(opts.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm map[string]any
+	for _, u := range objs {
+		if u.GetKind() == "ConfigMap" && u.GetName() == deploy.ReleaseConfigMap {
+			cm, _ = u.Object["data"].(map[string]any)
+		}
+		if got := u.GetLabels()["app.kubernetes.io/version"]; got != opts.Version && u.GetKind() != "CustomResourceDefinition" {
+			t.Errorf("%s %s has version label %q", u.GetKind(), u.GetName(), got)
+		}
+	}
+	if cm == nil {
+		t.Fatal("no ConfigMap " + deploy.ReleaseConfigMap)
+	}
+	if c, err := plugins.ParseCatalog([]byte(cm[deploy.ReleaseKeyCatalog].(string))); err != nil || c.Len() != cat.Len() {
+		t.Errorf("the ConfigMap's catalog: %d entries, %v", c.Len(), err)
+	}
+	if cm[deploy.ReleaseKeyCheckProbe] != res.Images["check-probe"].String() {
+		t.Errorf("the ConfigMap names check probe %v", cm[deploy.ReleaseKeyCheckProbe])
+	}
+	imgs, err := images.RenderedImages(opts.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, img := range imgs {
+		if !slices.ContainsFunc(want, func(n string) bool { return res.Images[n].String() == img }) {
+			t.Errorf("install.yaml runs %s, not an image of the release", img)
+		}
+	}
+	notes, _ := os.ReadFile(filepath.Join(opts.Out, NotesFile))
+	for _, n := range want {
+		if !bytes.Contains(notes, []byte(res.Images[n].String())) {
+			t.Errorf("the release notes do not name %s", res.Images[n])
+		}
+	}
+
+	// Again, into another directory: the same digests and the same files
+	// (the signatures differ, and are not part of any digest).
+	again := opts
+	again.Out = filepath.Join(t.TempDir(), "second")
+	res2, err := Make(ctx, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range want {
+		if res.Images[n] != res2.Images[n] {
+			t.Errorf("%s: %s, then %s", n, res.Images[n], res2.Images[n])
+		}
+	}
+	for _, f := range res.Files {
+		a, _ := os.ReadFile(filepath.Join(opts.Out, f))
+		b, _ := os.ReadFile(filepath.Join(again.Out, f))
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s differs between the two releases", f)
+		}
+	}
+}
+
+// TestMakeRefuses: bad options are refused before anything is built.
+func TestMakeRefuses(t *testing.T) {
+	signer, err := ocisign.NewKeySigner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	existing := t.TempDir()
+	base := Options{Root: "/nonexistent", Version: "v1.0.0", Registry: "127.0.0.1:1", Signer: signer,
+		Publisher: plugins.Signer{Name: "p"}, Out: filepath.Join(existing, "out")}
+	for name, tc := range map[string]struct {
+		edit func(*Options)
+		want string
+	}{
+		"no v":          {func(o *Options) { o.Version = "1.0.0" }, "version"},
+		"short":         {func(o *Options) { o.Version = "v1.0" }, "version"},
+		"build":         {func(o *Options) { o.Version = "v1.0.0+meta" }, "version"},
+		"no registry":   {func(o *Options) { o.Registry = "" }, "registry"},
+		"no signer":     {func(o *Options) { o.Signer = nil }, "signer"},
+		"no publisher":  {func(o *Options) { o.Publisher = plugins.Signer{} }, "publisher"},
+		"existing out":  {func(o *Options) { o.Out = existing }, "already exists"},
+		"several wrong": {func(o *Options) { o.Version, o.Registry = "x", "" }, "registry"},
+	} {
+		o := base
+		tc.edit(&o)
+		if _, err := Make(context.Background(), o); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming %q", name, err, tc.want)
+		}
+	}
+}
+
+// TestCatalogRefusesAPattern: a publisher's identity is exact (D-44).
+func TestCatalogRefusesAPattern(t *testing.T) {
+	refs := map[string]plugins.ImageRef{}
+	for i, n := range CatalogPlugins {
+		ref, err := plugins.ParseImageRef("r.example/openfief/" + n + "@sha256:" + strings.Repeat(string(rune('1'+i)), 64))
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs[n] = ref
+	}
+	ci := plugins.OpenFiefCI()
+	if raw, err := Catalog(ci, refs); err != nil || !bytes.Contains(raw, []byte(plugins.OpenFiefCISubject)) {
+		t.Errorf("a catalog published by OpenFief's CI: %v\n%s", err, raw)
+	}
+	ci.Identity.Subject, ci.Identity.SubjectPattern = "", ".*"
+	if _, err := Catalog(ci, refs); err == nil {
+		t.Error("a publisher with a subject pattern was accepted")
+	}
+	delete(refs, "ibkr-flex")
+	if _, err := Catalog(plugins.OpenFiefCI(), refs); err == nil {
+		t.Error("a catalog without ibkr-flex's image was written")
+	}
+}
+
+func checkSums(t *testing.T, dir string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, ChecksumsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for line := range strings.Lines(string(raw)) {
+		sum, file, ok := strings.Cut(strings.TrimSpace(line), "  ")
+		data, err := os.ReadFile(filepath.Join(dir, file))
+		if !ok || err != nil {
+			t.Fatalf("%s: line %q: %v", ChecksumsFile, line, err)
+		}
+		got := sha256.Sum256(data)
+		if hex.EncodeToString(got[:]) != sum {
+			t.Errorf("%s: %s does not match", ChecksumsFile, file)
+		}
+		n++
+	}
+	if entries, _ := os.ReadDir(dir); n != len(entries)-1 {
+		t.Errorf("%s lists %d files of %d", ChecksumsFile, n, len(entries)-1)
+	}
+}
+
+// fileInImage reads /<file> from the host platform's image of ref.
+func fileInImage(t *testing.T, ref plugins.ImageRef, file string) []byte {
+	t.Helper()
+	d, err := name.NewDigest(ref.String(), name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := remote.Index(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := idx.Image(im.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			t.Fatalf("%s has no /%s", ref, file)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimPrefix(hdr.Name, "./") == file {
+			data, err := io.ReadAll(io.LimitReader(tr, 256<<20))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return data
+		}
+	}
+}
+
+func newRegistry(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(registry.New(registry.WithReferrersSupport(true), registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
