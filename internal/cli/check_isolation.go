@@ -87,12 +87,7 @@ func (e *Env) isolation(ctx context.Context, o isolationOptions) (rows []check.R
 	}
 	// Checked as plugin install checks an image, without its report on
 	// standard output, which holds only the check's document.
-	var t trust
-	if o.trust.signersFile != "" {
-		t, err = policyFromFile(o.trust.signersFile)
-	} else {
-		t, err = policyFromCluster(ctx, c, e.Namespace)
-	}
+	t, err := e.trustForCluster(ctx, c, o.trust)
 	if err != nil {
 		return nil, err
 	}

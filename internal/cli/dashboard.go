@@ -12,7 +12,6 @@ import (
 	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/dashboard"
 	"github.com/arkadiuss/openfief/internal/plugins"
-	"github.com/arkadiuss/openfief/internal/trust/catalog"
 )
 
 // newDashboardCommand builds `openfief dashboard`: the local verification
@@ -53,9 +52,14 @@ Ctrl-C.`,
 			if err != nil {
 				return err
 			}
-			cat, err := catalog.Load()
+			c, err := env.Client()
 			if err != nil {
-				return exitf(ExitFailure, "embedded catalog: %w", err)
+				return err
+			}
+			// The installed release's catalog, as the operator holds it.
+			cat, _, err := catalogFor(cmd.Context(), c, env.Namespace, "")
+			if err != nil {
+				return err
 			}
 			opts := dashboard.Options{Config: cfg, Namespace: env.Namespace, Catalog: cat, ApproveCommand: env.ApproveCommand, Now: env.Now}
 			if allowApprove {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -25,14 +26,17 @@ import (
 // the signed label as spec.manifest (D-42, D-57).
 func newInstallCommand(env *Env) *cobra.Command {
 	var (
-		tf         trustFlags
-		image      string
-		configFile string
+		tf           trustFlags
+		image        string
+		catalogEntry string
+		configFile   string
 	)
 	cmd := &cobra.Command{
-		Use:   "install NAME --image IMAGE [--config FILE]",
-		Short: "Install a plugin instance from a signed image",
-		Long: `Create the Plugin NAME from IMAGE (repository@sha256:<hex>).
+		Use:   "install NAME (--image IMAGE | --catalog ENTRY) [--config FILE]",
+		Short: "Install a plugin instance from a signed image or from the catalog",
+		Long: `Create the Plugin NAME from IMAGE (repository@sha256:<hex>), or from the image
+the catalog pins for ENTRY (--catalog; 'openfief catalog list' shows them), which
+must then be Verified: signed by the publisher the catalog names for it.
 
 Before anything is written, the image is checked as the operator checks it
 (refused unless a trusted signer signed it), its signed manifest label is read,
@@ -48,7 +52,8 @@ NAME names the instance (a DNS label of at most 56 characters starting with a
 letter); one image may be installed under several names. The plugin runs
 nothing until you approve what it asks for with 'openfief plugin approve'.
 An existing NAME is refused: use 'openfief plugin upgrade' to change it.`,
-		Example: `  openfief plugin install nbp-fx --image ghcr.io/example/nbp-fx@sha256:<hex>
+		Example: `  openfief plugin install fx --catalog nbp-fx
+  openfief plugin install nbp-fx --image ghcr.io/example/nbp-fx@sha256:<hex>
   openfief plugin install ibkr-main --image ghcr.io/example/ibkr-flex@sha256:<hex> --config ibkr-main.yaml`,
 		Args: exactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
@@ -56,9 +61,17 @@ An existing NAME is refused: use 'openfief plugin upgrade' to change it.`,
 			if err := plugins.ValidateName(name); err != nil {
 				return exitf(ExitInvalid, "NAME: %w", err)
 			}
-			ref, err := parseImage("--image", image)
-			if err != nil {
-				return err
+			if (image == "") == (catalogEntry == "") {
+				return exitf(ExitUsage, "give exactly one of --image IMAGE and --catalog ENTRY")
+			}
+			var (
+				ref plugins.ImageRef
+				err error
+			)
+			if image != "" {
+				if ref, err = parseImage("--image", image); err != nil {
+					return err
+				}
 			}
 			var config json.RawMessage
 			if configFile != "" {
@@ -77,9 +90,25 @@ An existing NAME is refused: use 'openfief plugin upgrade' to change it.`,
 			} else if ExitCode(err) != ExitNotFound {
 				return err
 			}
-			res, err := env.verifyForCluster(ctx, c, ref, tf)
+			t, err := env.trustForCluster(ctx, c, tf)
 			if err != nil {
 				return err
+			}
+			var entry *plugins.CatalogEntry
+			if catalogEntry != "" {
+				if entry, err = lookupCatalog(t, catalogEntry); err != nil {
+					return err
+				}
+				ref = entry.Image
+			}
+			res, err := env.verifyWith(ctx, ref, t, tf)
+			if err != nil {
+				return err
+			}
+			if entry != nil {
+				if err := checkCatalogTrust(env.Out, res, t, *entry); err != nil {
+					return err
+				}
 			}
 			if err := checkPlugin(name, ref, *res.Manifest, config, configFile); err != nil {
 				return err
@@ -99,11 +128,40 @@ An existing NAME is refused: use 'openfief plugin upgrade' to change it.`,
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&image, "image", "", "the plugin image, pinned by digest: repository@sha256:<hex> (required)")
+	f.StringVar(&image, "image", "", "the plugin image, pinned by digest: repository@sha256:<hex> (this or --catalog)")
+	f.StringVar(&catalogEntry, "catalog", "", "the catalog entry to install: its pinned image, which must be Verified (this or --image; openfief catalog list)")
 	f.StringVar(&configFile, "config", "", "the instance's config, a JSON or YAML object checked against the manifest's config schema")
 	tf.register(f, true)
-	_ = cmd.MarkFlagRequired("image")
 	return cmd
+}
+
+// lookupCatalog finds the catalog entry named name in t's catalog.
+func lookupCatalog(t trust, name string) (*plugins.CatalogEntry, error) {
+	var names []string
+	for _, e := range t.policy.Catalog().Entries() {
+		if e.Name == name {
+			return &e, nil
+		}
+		names = append(names, e.Name)
+	}
+	have := "it lists no plugin"
+	if len(names) > 0 {
+		have = "it lists " + strings.Join(names, ", ")
+	}
+	return nil, exitf(ExitNotFound, "--catalog %s: no such entry in the %s: %s (openfief catalog list)", display.Text(name), display.Text(t.catalog), have)
+}
+
+// checkCatalogTrust refuses an image installed by catalog name unless it is
+// Verified by the entry's publisher: the owner asked for the plugin the
+// catalog vouches for, not for whatever a trusted signer signed.
+func checkCatalogTrust(w io.Writer, res imageCheck, t trust, entry plugins.CatalogEntry) error {
+	v := res.Verification
+	if v.Reason == v1alpha1.ReasonVerified && res.Signer != nil && res.Signer.Name == entry.Publisher.Name {
+		return nil
+	}
+	printCheck(w, res, t)
+	return exitf(ExitUntrustedSigner, "--catalog %s: the image the catalog pins is %s, not Verified by %s, the publisher the catalog names: refused",
+		display.Text(entry.Name), display.Text(v.Reason), display.Text(entry.Publisher.Name))
 }
 
 // newUpgradeCommand builds `openfief plugin upgrade`: move an installed
@@ -182,18 +240,40 @@ you approve the difference with 'openfief plugin approve NAME'.`,
 // verifyForCluster checks ref with the trust the operator of this cluster
 // holds (or --signers), printing the full report only on refusal.
 func (e *Env) verifyForCluster(ctx context.Context, c client.Client, ref plugins.ImageRef, tf trustFlags) (imageCheck, error) {
-	var (
-		t   trust
-		err error
-	)
-	if tf.signersFile != "" {
-		t, err = policyFromFile(tf.signersFile)
-	} else {
-		t, err = policyFromCluster(ctx, c, e.Namespace)
-	}
+	t, err := e.trustForCluster(ctx, c, tf)
 	if err != nil {
 		return imageCheck{}, err
 	}
+	return e.verifyWith(ctx, ref, t, tf)
+}
+
+// trustForCluster is the trust policy the commands that write to the
+// cluster check with: the owner's signers of --signers, else the cluster's,
+// and the catalog of --catalog-file, else the installed release's.
+func (e *Env) trustForCluster(ctx context.Context, c client.Client, tf trustFlags) (trust, error) {
+	if tf.signersFile != "" {
+		if tf.catalogFile != "" {
+			return policyFromFile(tf.signersFile, tf.catalogFile)
+		}
+		cat, catSource, err := catalogFor(ctx, c, e.Namespace, "")
+		if err != nil {
+			return trust{}, err
+		}
+		t, err := policyFromFile(tf.signersFile, "")
+		if err != nil {
+			return trust{}, err
+		}
+		if t.policy, err = imagetrust.NewPolicyWithCatalog(cat, t.owner); err != nil {
+			return trust{}, exitf(ExitInvalid, "--signers: %w", err)
+		}
+		t.catalog = catSource
+		return t, nil
+	}
+	return policyFromCluster(ctx, c, e.Namespace, tf.catalogFile)
+}
+
+// verifyWith checks ref with t as verifyForCluster does.
+func (e *Env) verifyWith(ctx context.Context, ref plugins.ImageRef, t trust, tf trustFlags) (imageCheck, error) {
 	res, err := e.checkImage(ctx, ref, t, tf)
 	if err != nil {
 		return imageCheck{}, err

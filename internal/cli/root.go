@@ -72,7 +72,7 @@ type CommandFactory func(env *Env) *cobra.Command
 // Commands that live outside this package (`openfief dev`, in
 // internal/devstack, which links the operator) are passed as extra
 // factories by cmd/openfief.
-var commandFactories = []CommandFactory{newPluginCommand, newDashboardCommand, newPlatformCommand, newCheckCommand}
+var commandFactories = []CommandFactory{newPluginCommand, newCatalogCommand, newDashboardCommand, newPlatformCommand, newCheckCommand}
 
 // NewRootCommand builds `openfief` with its global flags, the registered
 // top-level commands and any extra ones, all on env.

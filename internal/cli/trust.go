@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -15,9 +17,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/deploy"
 	"github.com/arkadiuss/openfief/internal/display"
+	"github.com/arkadiuss/openfief/internal/platform"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	imagetrust "github.com/arkadiuss/openfief/internal/trust"
+	"github.com/arkadiuss/openfief/internal/trust/catalog"
 	"github.com/arkadiuss/openfief/internal/trust/cosign"
 )
 
@@ -26,6 +31,7 @@ import (
 // credentials.
 type trustFlags struct {
 	signersFile    string
+	catalogFile    string
 	insecure       []string
 	registryConfig string
 }
@@ -36,6 +42,11 @@ func (f *trustFlags) register(fs *pflag.FlagSet, clusterDefault bool) {
 		help += " (default: that ConfigMap's signers.json in the cluster, as the operator trusts)"
 	}
 	fs.StringVar(&f.signersFile, "signers", "", help)
+	catalogHelp := "a release's catalog, its plugins.json (default: this CLI's built-in catalog"
+	if clusterDefault {
+		catalogHelp = "a release's catalog, its plugins.json (default: the installed release's, from ConfigMap " + deploy.ReleaseConfigMap + ", else this CLI's built-in one"
+	}
+	fs.StringVar(&f.catalogFile, "catalog-file", "", catalogHelp+"; the operator decides with the catalog built into it)")
 	fs.StringArrayVar(&f.insecure, "insecure-registry", insecureFromEnv(), "a registry host[:port] read over plain HTTP (repeatable; loopback registries always are; default: $"+EnvInsecureRegistries+", comma-separated)")
 	fs.StringVar(&f.registryConfig, "registry-config", "", "a docker config.json with registry credentials (default: the owner's docker config, ~/.docker/config.json or $DOCKER_CONFIG, with its credential helpers, as crane and cosign read it)")
 }
@@ -75,39 +86,138 @@ func (f *trustFlags) keychain() (authn.Keychain, error) {
 	return kc, nil
 }
 
-// trust is a loaded trust policy and where its owner signers came from.
+// trust is a loaded trust policy and where its owner signers and its
+// catalog came from.
 type trust struct {
 	policy plugins.TrustPolicy
 	// source names where the owner's signers came from, for the report.
 	source string
+	// catalog names where the catalog came from, for the report.
+	catalog string
+	// owner is the owner's signers.json the policy holds, if any.
+	owner []byte
 }
 
 // policyFromFile builds the operator's trust policy with the owner signers
-// of file (D-45), through the same trust.LoadPolicy the operator uses. Unlike
-// the operator, a file the owner names must exist.
-func policyFromFile(file string) (trust, error) {
+// of file (D-45), as trust.LoadPolicy reads them for the operator, and the
+// catalog of catalogFile, else this binary's. Unlike the operator, a file
+// the owner names must exist.
+func policyFromFile(file, catalogFile string) (trust, error) {
+	cat, catSource, err := catalogFromFile(catalogFile)
+	if err != nil {
+		return trust{}, err
+	}
+	var owner []byte
+	source := "no owner signers"
 	if file != "" {
-		if _, err := os.Stat(file); err != nil {
+		if owner, err = readBounded(file, maxSignersFile); err != nil {
 			return trust{}, exitf(ExitUsage, "--signers: %w", err)
 		}
+		source = "owner signers from " + file
 	}
-	p, err := imagetrust.LoadPolicy(file)
+	p, err := imagetrust.NewPolicyWithCatalog(cat, owner)
 	if err != nil {
 		return trust{}, exitf(ExitInvalid, "--signers: %w", err)
 	}
-	source := "no owner signers"
-	if file != "" {
-		source = "owner signers from " + file
+	return trust{policy: p, source: source, catalog: catSource, owner: owner}, nil
+}
+
+// maxSignersFile bounds a signers.json or plugins.json read from disk; the
+// domain refuses either when it is longer than it allows.
+const maxSignersFile = 1 << 20
+
+// readBounded reads at most limit bytes of file and refuses a longer one.
+func readBounded(file string, limit int64) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
 	}
-	return trust{policy: p, source: source}, nil
+	defer func() { _ = f.Close() }()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is longer than %d bytes", file, limit)
+	}
+	return data, nil
+}
+
+// catalogFromFile reads the catalog of file, a release's plugins.json, or
+// returns this binary's when file is empty.
+func catalogFromFile(file string) (plugins.Catalog, string, error) {
+	if file == "" {
+		cat, err := catalog.Load()
+		if err != nil {
+			return plugins.Catalog{}, "", exitf(ExitFailure, "this CLI's built-in catalog: %w", err)
+		}
+		return cat, builtinCatalogSource(cat), nil
+	}
+	data, err := readBounded(file, maxSignersFile)
+	if err != nil {
+		return plugins.Catalog{}, "", exitf(ExitUsage, "--catalog-file: %w", err)
+	}
+	cat, err := plugins.ParseCatalog(data)
+	if err != nil {
+		return plugins.Catalog{}, "", exitf(ExitInvalid, "--catalog-file %s: %w", file, err)
+	}
+	return cat, fmt.Sprintf("catalog from %s (%d plugins)", file, cat.Len()), nil
+}
+
+func builtinCatalogSource(cat plugins.Catalog) string {
+	return fmt.Sprintf("this CLI's built-in catalog (%d plugins)", cat.Len())
+}
+
+// installedCatalog is the catalog of the installed release: the ConfigMap
+// deploy.ReleaseConfigMap's deploy.ReleaseKeyCatalog, with the release's
+// version; found is false when the cluster has no such ConfigMap or key.
+func installedCatalog(ctx context.Context, c client.Client, namespace string) (cat plugins.Catalog, version string, found bool, err error) {
+	var cm corev1.ConfigMap
+	err = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: deploy.ReleaseConfigMap}, &cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		return plugins.Catalog{}, "", false, nil
+	case err != nil:
+		return plugins.Catalog{}, "", false, exitf(ExitFailure, "reading ConfigMap %s: %w", deploy.ReleaseConfigMap, err)
+	}
+	data, ok := cm.Data[deploy.ReleaseKeyCatalog]
+	if !ok {
+		return plugins.Catalog{}, "", false, nil
+	}
+	if cat, err = plugins.ParseCatalog([]byte(data)); err != nil {
+		return plugins.Catalog{}, "", false, exitf(ExitInvalid, "ConfigMap %s, key %s: %w", deploy.ReleaseConfigMap, deploy.ReleaseKeyCatalog, err)
+	}
+	return cat, cm.Labels[platform.LabelVersion], true, nil
+}
+
+// catalogFor is the catalog a command that reaches the cluster checks
+// images with: --catalog-file's, else the installed release's, else this
+// binary's.
+func catalogFor(ctx context.Context, c client.Client, namespace, file string) (plugins.Catalog, string, error) {
+	if file != "" {
+		return catalogFromFile(file)
+	}
+	cat, version, found, err := installedCatalog(ctx, c, namespace)
+	if err != nil {
+		return plugins.Catalog{}, "", err
+	}
+	if !found {
+		return catalogFromFile("")
+	}
+	return cat, fmt.Sprintf("catalog of the installed release %s (ConfigMap %s, %d plugins)", orDash(version), deploy.ReleaseConfigMap, cat.Len()), nil
 }
 
 // policyFromCluster builds the trust policy the operator holds: OpenFief's
-// CI, the embedded catalog and the signers.json of the
-// openfief-trusted-signers ConfigMap, which may be missing.
-func policyFromCluster(ctx context.Context, c client.Client, namespace string) (trust, error) {
+// CI, the installed release's catalog (or --catalog-file's) and the
+// signers.json of the openfief-trusted-signers ConfigMap, which may be
+// missing.
+func policyFromCluster(ctx context.Context, c client.Client, namespace, catalogFile string) (trust, error) {
+	cat, catSource, err := catalogFor(ctx, c, namespace, catalogFile)
+	if err != nil {
+		return trust{}, err
+	}
 	var cm corev1.ConfigMap
-	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: plugins.OwnerSignersConfigMap}, &cm)
+	err = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: plugins.OwnerSignersConfigMap}, &cm)
 	source := "owner signers from ConfigMap " + plugins.OwnerSignersConfigMap
 	var owner []byte
 	switch {
@@ -123,11 +233,11 @@ func policyFromCluster(ctx context.Context, c client.Client, namespace string) (
 		}
 		owner = []byte(data)
 	}
-	p, err := imagetrust.NewPolicy(owner)
+	p, err := imagetrust.NewPolicyWithCatalog(cat, owner)
 	if err != nil {
 		return trust{}, exitf(ExitInvalid, "ConfigMap %s: %w", plugins.OwnerSignersConfigMap, err)
 	}
-	return trust{policy: p, source: source}, nil
+	return trust{policy: p, source: source, catalog: catSource, owner: owner}, nil
 }
 
 // imageCheck is the outcome of the operator's check of one image, with what

@@ -41,7 +41,7 @@ operator would refuse the image, and the exit code says which:
 			if err != nil {
 				return err
 			}
-			t, err := policyFromFile(tf.signersFile)
+			t, err := policyFromFile(tf.signersFile, tf.catalogFile)
 			if err != nil {
 				return err
 			}
@@ -96,7 +96,7 @@ func describeTrusted(t trust) string {
 	for _, s := range t.policy.Signers() {
 		names = append(names, s.Name)
 	}
-	return display.Join(names, ", ") + " (" + display.Text(t.source) + ")"
+	return display.Join(names, ", ") + " (" + display.Text(t.source) + "; " + display.Text(t.catalog) + ")"
 }
 
 // describeIdentity says how a signer is identified; all of it is public.

@@ -24,7 +24,17 @@ func NewPolicy(ownerSigners []byte) (plugins.TrustPolicy, error) {
 	if err != nil {
 		return plugins.TrustPolicy{}, fmt.Errorf("embedded catalog: %w", err)
 	}
-	var owner []plugins.Signer
+	return NewPolicyWithCatalog(cat, ownerSigners)
+}
+
+// NewPolicyWithCatalog is NewPolicy with another catalog than the binary's:
+// the CLI checks images with the catalog of the installed release, which
+// its own binary may not hold (OF-30). The operator never uses it.
+func NewPolicyWithCatalog(cat plugins.Catalog, ownerSigners []byte) (plugins.TrustPolicy, error) {
+	var (
+		owner []plugins.Signer
+		err   error
+	)
 	if len(ownerSigners) > 0 {
 		if owner, err = plugins.ParseOwnerSigners(ownerSigners); err != nil {
 			return plugins.TrustPolicy{}, err

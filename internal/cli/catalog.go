@@ -1,0 +1,187 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/display"
+	"github.com/arkadiuss/openfief/internal/plugins"
+)
+
+// newCatalogCommand builds `openfief catalog` and its subcommands.
+func newCatalogCommand(env *Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "catalog",
+		Short: "List the plugins of the catalog, which OpenFief vouches for",
+		Long: `The catalog lists first-party and verified plugins, each pinned to one image
+digest and the publisher whose signature makes it Verified (D-43, D-44). The
+operator decides with the catalog built into it by its release; the CLI reads
+the same catalog from the installed release (ConfigMap openfief-release), or
+from --catalog-file, a release's plugins.json.`,
+		Example: `  openfief catalog list
+  openfief plugin install fx --catalog nbp-fx`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newCatalogListCommand(env))
+	return cmd
+}
+
+// catalogRow is one catalog entry as `catalog list` shows it.
+type catalogRow struct {
+	Name      string `json:"name"`
+	Publisher string `json:"publisher"`
+	// Identity says how the publisher is identified: a public key, or an
+	// OIDC issuer and subject.
+	Identity string `json:"identity"`
+	Image    string `json:"image"`
+	// Status is the image's check with the catalog's policy: Verified, or
+	// the reason it is not (SignedByTrustedSigner, UntrustedSigner,
+	// RegistryUnavailable, ...).
+	Status  string `json:"status"`
+	Message string `json:"message,omitempty"`
+	// Manifest is the image's signed label, read only from a Verified image.
+	Manifest *plugins.Manifest `json:"manifest,omitempty"`
+}
+
+// catalogListing is `catalog list -o json`.
+type catalogListing struct {
+	// Source says where the catalog came from.
+	Source string `json:"source"`
+	// Version is the installed release's version, when the catalog is its.
+	Version string       `json:"version,omitempty"`
+	Plugins []catalogRow `json:"plugins"`
+}
+
+func newCatalogListCommand(env *Env) *cobra.Command {
+	var (
+		tf     trustFlags
+		output string
+	)
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List the catalog's plugins, each checked as the operator checks it",
+		Long: `List the catalog's plugins in the catalog's order:
+
+  NAME       the catalog name: install it with 'openfief plugin install NAME --catalog ENTRY'
+  PUBLISHER  whose signature makes it Verified
+  VERSION    the release the catalog comes from ("-" for a file or this CLI's own)
+  STATUS     the image checked now with the catalog's policy: Verified, or why not
+  ASKS FOR   what its signed manifest asks: capabilities, egress hosts, Secrets, data tiers
+  IMAGE      the pinned image, its digest shortened to 12 hex digits
+
+Each image is read from its registry and its signature verified offline, as
+'openfief plugin verify' does; nothing is installed. -o json prints every
+field, the signed manifests whole.`,
+		Example: `  openfief catalog list
+  openfief catalog list --catalog-file release/plugins.json -o json`,
+		Args: exactArgs(0),
+		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			if output != outputTable && output != "json" {
+				return exitf(ExitUsage, "--output %q: want json (default: a table)", output)
+			}
+			ctx := cmd.Context()
+			var (
+				t       trust
+				version string
+				err     error
+			)
+			if tf.signersFile != "" && tf.catalogFile != "" {
+				t, err = policyFromFile(tf.signersFile, tf.catalogFile)
+			} else {
+				c, cerr := env.Client()
+				if cerr != nil {
+					return cerr
+				}
+				if t, err = env.trustForCluster(ctx, c, tf); err == nil && tf.catalogFile == "" {
+					_, version, _, err = installedCatalog(ctx, c, env.Namespace)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			listing := catalogListing{Source: t.catalog, Version: version, Plugins: []catalogRow{}}
+			for _, e := range t.policy.Catalog().Entries() {
+				res, err := env.checkImage(ctx, e.Image, t, tf)
+				if err != nil {
+					return err
+				}
+				row := catalogRow{Name: e.Name, Publisher: e.Publisher.Name, Identity: describeIdentity(e.Publisher.Identity),
+					Image: e.Image.String(), Status: res.Verification.Reason}
+				if res.Verification.Reason == v1alpha1.ReasonVerified {
+					row.Manifest = res.Manifest
+				} else {
+					row.Message = res.Verification.Message
+				}
+				listing.Plugins = append(listing.Plugins, row)
+			}
+			if output == "json" {
+				enc := json.NewEncoder(env.Out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(listing)
+			}
+			return printCatalog(env.Out, env.ErrOut, listing)
+		}),
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json (default: a table)")
+	tf.register(cmd.Flags(), true)
+	return cmd
+}
+
+// printCatalog writes the table of `catalog list`.
+func printCatalog(out, errOut io.Writer, l catalogListing) error {
+	fmt.Fprintf(errOut, "Catalog: %s\n", display.Text(l.Source))
+	if len(l.Plugins) == 0 {
+		fmt.Fprintln(errOut, "The catalog lists no plugin.")
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPUBLISHER\tVERSION\tSTATUS\tASKS FOR\tIMAGE")
+	for _, r := range l.Plugins {
+		asks := "-"
+		if r.Manifest != nil {
+			asks = asksFor(*r.Manifest)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", display.Text(r.Name), cell(display.Text(r.Publisher)), cell(orDash(display.Text(l.Version))),
+			cell(display.Text(r.Status)), cell(asks), shortImage(r.Image))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range l.Plugins {
+		if r.Message != "" {
+			fmt.Fprintf(errOut, "%s: %s\n", display.Text(r.Name), display.Message(r.Message))
+		}
+	}
+	return nil
+}
+
+// asksFor sums up a signed manifest in one line.
+func asksFor(m plugins.Manifest) string {
+	var caps []string
+	for _, c := range m.Capabilities {
+		caps = append(caps, string(c))
+	}
+	parts := []string{strings.Join(caps, "+")}
+	if len(m.Egress) > 0 {
+		parts = append(parts, "egress "+strings.Join(canonical(m.Egress), ","))
+	}
+	if len(m.Secrets) > 0 {
+		var names []string
+		for _, s := range m.Secrets {
+			names = append(names, s.Name)
+		}
+		parts = append(parts, "secrets "+strings.Join(names, ","))
+	}
+	if len(m.DataTiers) > 0 {
+		parts = append(parts, "data "+strings.Join(m.DataTiers, ","))
+	}
+	return display.Text(strings.Join(parts, "; "))
+}
