@@ -157,12 +157,16 @@ func proxy(target string) string {
 	return fmt.Sprintf("status %d", resp.StatusCode)
 }
 
-// result names what a failed connection met.
+// result names what a failed connection met. A dial that runs out of time
+// fails with os.ErrDeadlineExceeded or, when the timeout is noticed outside
+// the poller (a loaded machine), with the net package's own timeout error,
+// which is not that value: both are a timeout.
 func result(err error) string {
+	var ne net.Error
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "refused"
-	case errors.Is(err, os.ErrDeadlineExceeded):
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return "timeout"
 	default:
 		return "error: " + err.Error()
