@@ -14,13 +14,14 @@ import (
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
-// newCatalogCommand builds `openfief catalog` and its subcommands.
+// newCatalogCommand builds `openfief catalog` and its subcommands (D-43,
+// D-44, OF-30).
 func newCatalogCommand(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "catalog",
 		Short: "List the plugins of the catalog, which OpenFief vouches for",
 		Long: `The catalog lists first-party and verified plugins, each pinned to one image
-digest and the publisher whose signature makes it Verified (D-43, D-44). The
+digest and the publisher whose signature makes it Verified. The
 operator decides with the catalog built into it by its release; the CLI reads
 the same catalog from the installed release (ConfigMap openfief-release), or
 from --catalog-file, a release's plugins.json.`,

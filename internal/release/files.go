@@ -139,7 +139,8 @@ func sortedNames(refs map[string]plugins.ImageRef) []string {
 }
 
 // notes are the release notes: what was built from what, every digest, and
-// how to check and install it.
+// how to check and install it. The catalog section says what D-43 and D-44
+// make of it.
 func notes(o Options, src images.Source, res *Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# OpenFief %s\n\nBuilt from commit %s of %s.\n\n", res.Version, src.Commit, images.SourceURL)
@@ -156,7 +157,7 @@ func notes(o Options, src images.Source, res *Result) string {
 	for _, name := range sortedNames(res.Images) {
 		fmt.Fprintf(&b, "| %s | `%s` |\n", name, res.Images[name])
 	}
-	b.WriteString("\n## Catalog\n\nThe operator of this release holds `" + CatalogFile + "`, which makes these plugins Verified\n(D-43, D-44): ")
+	b.WriteString("\n## Catalog\n\nThe operator of this release holds `" + CatalogFile + "`, which makes these plugins Verified\n(its publisher signed the digests it pins): ")
 	b.WriteString(strings.Join(CatalogPlugins, ", ") + ". Install one by name:\n\n```sh\nopenfief catalog list\nopenfief plugin install fx --catalog nbp-fx\n```\n")
 	b.WriteString("\n## Install\n\n```sh\nsha256sum -c " + ChecksumsFile + "\nopenfief platform install --overlay .\n```\n")
 	b.WriteString("\n## Verify\n\n")
