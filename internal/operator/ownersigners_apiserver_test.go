@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
@@ -208,4 +209,63 @@ func equalJSON(a, b any) bool { return mustJSONAny(a) == mustJSONAny(b) }
 func mustJSONAny(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestOwnerSignersInvalidAtStart starts the operator while
+// openfief-trusted-signers is invalid (OF-31): it starts, trusts no owner
+// signer (the owner-signed plugin does not run), records a Warning Event on
+// the ConfigMap, and runs the plugin once the ConfigMap is made valid.
+func TestOwnerSignersInvalidAtStart(t *testing.T) {
+	c, cl := testCluster(t)
+	ctx := context.Background()
+	key := cosigntest.NewKey(t)
+	reg := cosigntest.NewRegistry(t, false)
+	m := plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityConnector}}
+	ref := reg.PushImage(t, "plugins/start-invalid", cosigntest.ManifestLabel(t, m))
+	reg.Sign(t, ref, key)
+
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: plugins.OwnerSignersConfigMap, Namespace: plugins.Namespace},
+		Data:       map[string]string{plugins.OwnerSignersKey: `{"signers":[{"name":"owner","publicKey":"not a key"}]}`},
+	}
+	if err := cl.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Delete(context.Background(), cm) })
+
+	o := DefaultOptions()
+	o.Images = nil
+	startManager(t, c, 0, func(mgr ctrl.Manager) error { _, err := AddToManager(mgr, o); return err })
+	f := &fixture{t: t, cluster: c, cl: cl, images: newFakeImages()}
+	p := testutil.MakePlugin("start-invalid", ref.String()).Obj()
+	g := testutil.GrantFor(p).Obj()
+	f.create(p, g)
+	t.Cleanup(func() { _ = cl.Delete(context.Background(), p); _ = cl.Delete(context.Background(), g) })
+
+	f.waitPlugin(p.Name, "not verified", func(p *v1alpha1.Plugin) (bool, string) {
+		sc := apimeta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionSignatureVerified)
+		if sc == nil {
+			return false, "no SignatureVerified"
+		}
+		return sc.Status == metav1.ConditionFalse && p.Status.ObservedGeneration == p.Generation, sc.Reason + ": " + sc.Message
+	})
+	if f.exists(p.Name, &appsv1.Deployment{}) {
+		t.Error("the owner-signed plugin runs while the signers are invalid")
+	}
+	testutil.Eventually(t, waitTimeout, "a Warning Event on the ConfigMap", func() (bool, string) {
+		var list eventsv1.EventList
+		if err := cl.List(ctx, &list, client.InNamespace(plugins.Namespace)); err != nil {
+			return false, err.Error()
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Name == plugins.OwnerSignersConfigMap && e.Reason == EventTrustedSignersInvalid &&
+				e.Regarding.UID == cm.UID && strings.Contains(e.Note, "signers[0].publicKey") {
+				return true, ""
+			}
+		}
+		return false, "no TrustedSignersInvalid Event naming signers[0].publicKey"
+	})
+
+	update(t, cl, cm, func(cm *corev1.ConfigMap) { cm.Data = map[string]string{plugins.OwnerSignersKey: string(key.SignersJSON(t, "owner"))} })
+	f.waitReady(p.Name, v1alpha1.ReasonProgressing)
 }
