@@ -266,6 +266,8 @@ func TestOwnerSignersInvalidAtStart(t *testing.T) {
 		return false, "no TrustedSignersInvalid Event naming signers[0].publicKey"
 	})
 
-	update(t, cl, cm, func(cm *corev1.ConfigMap) { cm.Data = map[string]string{plugins.OwnerSignersKey: string(key.SignersJSON(t, "owner"))} })
+	update(t, cl, cm, func(cm *corev1.ConfigMap) {
+		cm.Data = map[string]string{plugins.OwnerSignersKey: string(key.SignersJSON(t, "owner"))}
+	})
 	f.waitReady(p.Name, v1alpha1.ReasonProgressing)
 }
