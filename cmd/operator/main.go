@@ -32,7 +32,7 @@ func main() {
 	flag.StringVar(&o.Cluster.ProxyPort, "proxy-port", o.Cluster.ProxyPort, "name of the egress proxy Service's port")
 	flag.StringVar(&o.Cluster.CoreSubject, "core-service-account", o.Cluster.CoreSubject, "username of the core's ServiceAccount, which plugins accept calls from")
 	flag.IntVar(&o.Cluster.PluginPort, "plugin-port", o.Cluster.PluginPort, "port plugins listen on")
-	flag.StringVar(&o.TrustedSignersFile, "trusted-signers", o.TrustedSignersFile, "owner's signers.json; missing adds no signer, invalid refuses to start")
+	flag.StringVar(&o.TrustedSignersFile, "trusted-signers", o.TrustedSignersFile, "a fixed owner's signers.json read once at start (missing adds no signer, invalid refuses to start); empty follows the ConfigMap openfief-trusted-signers live")
 	flag.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address of the metrics endpoint; 0 turns it off")
 	flag.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "address of /healthz and /readyz")
 	flag.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "elect a leader so only one replica acts")

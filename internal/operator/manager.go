@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -70,11 +71,28 @@ type Reconcilers struct {
 // less or more than the owner said.
 func AddToManager(mgr ctrl.Manager, o Options) (*Reconcilers, error) {
 	images := o.Images
-	if images == nil {
+	recorder := mgr.GetEventRecorder(EventReportingController)
+	var signers *ownerSigners
+	switch {
+	case images != nil:
+	case o.TrustedSignersFile != "":
 		var err error
 		if images, err = NewImageChecker(o); err != nil {
 			return nil, err
 		}
+	default:
+		opts, err := registryOptions(o)
+		if err != nil {
+			return nil, err
+		}
+		newImages := func(p plugins.TrustPolicy) (cosign.ImageVerifier, error) { return trust.NewImageVerifier(p, opts...) }
+		ctx, cancel := context.WithTimeout(context.Background(), startReadTimeout)
+		defer cancel()
+		signers, err = newOwnerSigners(ctx, mgr.GetAPIReader(), newImages, recorder, mgr.GetLogger().WithName("trusted-signers"))
+		if err != nil {
+			return nil, err
+		}
+		images = signers.verifier
 	}
 	discovery, err := NewAPIServerDiscovery(mgr.GetConfig())
 	if err != nil {
@@ -88,7 +106,7 @@ func AddToManager(mgr ctrl.Manager, o Options) (*Reconcilers, error) {
 	r := &Reconcilers{
 		Plugins: &PluginReconciler{Client: c, Reader: mgr.GetAPIReader(), Images: images, Cluster: o.Cluster, AllowList: allowList,
 			MaxConcurrentReconciles: o.MaxConcurrentReconciles, ReconcileTimeout: o.ReconcileTimeout,
-			Recorder: mgr.GetEventRecorder(EventReportingController)},
+			Recorder: recorder, signers: signers},
 		Grants:      &GrantReconciler{Client: c},
 		Pruner:      &AllowListPruner{Client: c},
 		SigningKeys: &SigningKeysPublisher{Client: c, Discovery: discovery, Refresh: o.SigningKeysRefresh},
@@ -114,17 +132,36 @@ func AddToManager(mgr ctrl.Manager, o Options) (*Reconcilers, error) {
 	return r, nil
 }
 
-// NewImageChecker builds the image checker of the binary from o (D-57): the
-// trust policy of OpenFief's CI, the embedded catalog and the owner's
-// signers from o.TrustedSignersFile (D-45), over a registry verifier that
-// reads o.InsecureRegistries over plain HTTP, with the credentials of
-// o.RegistryConfigFile when set, and gives up after o.RegistryTimeout. It
-// ignores o.Images.
+// startReadTimeout bounds the read of the owner's signers at start.
+const startReadTimeout = 30 * time.Second
+
+// NewImageChecker builds the image checker of the binary from o (D-57) with
+// a fixed owner: the trust policy of OpenFief's CI, the embedded catalog and
+// the owner's signers from o.TrustedSignersFile (D-45), read once, over a
+// registry verifier as registryOptions sets it up. It ignores o.Images.
+// Without a file, AddToManager builds the checker itself and follows the
+// ConfigMap openfief-trusted-signers (OF-31).
 func NewImageChecker(o Options) (*trust.PolicyVerifier, error) {
 	policy, err := trust.LoadPolicy(o.TrustedSignersFile)
 	if err != nil {
 		return nil, err
 	}
+	opts, err := registryOptions(o)
+	if err != nil {
+		return nil, err
+	}
+	images, err := trust.NewImageVerifier(policy, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return trust.NewPolicyVerifier(images, policy), nil
+}
+
+// registryOptions are the registry verifier's options from o: plain HTTP
+// for o.InsecureRegistries, the credentials of o.RegistryConfigFile when
+// set (one keychain, shared by every verifier built from the options) and
+// o.RegistryTimeout.
+func registryOptions(o Options) ([]cosign.Option, error) {
 	timeout := o.RegistryTimeout
 	if timeout <= 0 {
 		timeout = DefaultRegistryTimeout
@@ -137,9 +174,5 @@ func NewImageChecker(o Options) (*trust.PolicyVerifier, error) {
 		}
 		opts = append(opts, cosign.WithKeychain(kc))
 	}
-	images, err := trust.NewImageVerifier(policy, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return trust.NewPolicyVerifier(images, policy), nil
+	return opts, nil
 }

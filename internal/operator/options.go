@@ -13,7 +13,7 @@ import (
 // rather than Options. Three live where more than the operator needs them:
 // plugins.DefaultCoreSubject (--core-service-account) and
 // plugins.DefaultPluginPort (--plugin-port), which the compiled workload
-// falls back on, and trust.DefaultSignersFile (--trusted-signers).
+// falls back on.
 const (
 	// DefaultCoreService and DefaultCorePort name the core's Service in
 	// openfief and its port plugins call (--core-service, --core-port).
@@ -71,10 +71,13 @@ type Options struct {
 	// every plugin pod is told about the core (--core-service, --core-port,
 	// --proxy-service, --proxy-port, --core-service-account, --plugin-port).
 	Cluster ClusterConfig
-	// TrustedSignersFile is the owner's signers.json (--trusted-signers,
-	// D-45): a missing file adds no signer, an unreadable or invalid one
-	// makes AddToManager fail, so the operator refuses to start. Unused when
-	// Images is set.
+	// TrustedSignersFile, when set, is a fixed signers.json read once at
+	// start in place of the ConfigMap openfief-trusted-signers
+	// (--trusted-signers, D-45): a missing file adds no signer, an
+	// unreadable or invalid one makes AddToManager fail, so the operator
+	// refuses to start, and a change needs a restart. Empty (the default)
+	// follows the ConfigMap through the API and applies each change live
+	// (OF-31). Unused when Images is set.
 	TrustedSignersFile string
 	// InsecureRegistries are the registry host[:port]s read over plain HTTP
 	// (--insecure-registry); loopback registries always are. Unused when
@@ -129,7 +132,7 @@ type Options struct {
 }
 
 // DefaultOptions returns the Options of cmd/operator's flag defaults: the
-// default Service names, the signers file where the deployment mounts it,
+// default Service names, the owner's signers followed through the API,
 // metrics on :8080, probes on :8081 and leader election on, timed as
 // controller-runtime would.
 func DefaultOptions() Options {
@@ -142,7 +145,6 @@ func DefaultOptions() Options {
 			CoreSubject:  plugins.DefaultCoreSubject,
 			PluginPort:   plugins.DefaultPluginPort,
 		},
-		TrustedSignersFile:      trust.DefaultSignersFile,
 		RegistryTimeout:         DefaultRegistryTimeout,
 		MaxConcurrentReconciles: DefaultMaxConcurrentReconciles,
 		ReconcileTimeout:        DefaultReconcileTimeout,

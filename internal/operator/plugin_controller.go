@@ -90,6 +90,10 @@ type PluginReconciler struct {
 	// Recorder records the Events of what the reconciler decides, once per
 	// change of status (events.go); none when nil.
 	Recorder events.EventRecorder
+
+	// signers, when set, follows the owner's signers ConfigMap and swaps
+	// Images' policy as it changes, then queues every Plugin (OF-31).
+	signers *ownerSigners
 }
 
 // SetupWithManager registers the PluginReconciler. A Plugin reconciles on a
@@ -98,10 +102,12 @@ type PluginReconciler struct {
 // deletion or a change of its spec ahead of everything else queued, OF-15),
 // and, for
 // every Plugin, on a change to the core's or the proxy's Service or to the
-// allow-list ConfigMap. Requests outside openfief are ignored.
+// allow-list ConfigMap, and, when it follows them, on a change of the
+// owner's trusted signers (ahead of everything else queued, OF-31).
+// Requests outside openfief are ignored.
 func (r *PluginReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == plugins.Namespace })
-	everyPlugin := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+	listPlugins := func(ctx context.Context) []reconcile.Request {
 		var list v1alpha1.PluginList
 		if err := mgr.GetClient().List(ctx, &list, client.InNamespace(plugins.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 			return nil
@@ -111,6 +117,9 @@ func (r *PluginReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
 		}
 		return reqs
+	}
+	everyPlugin := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		return listPlugins(ctx)
 	})
 	named := func(names ...string) predicate.Predicate {
 		return predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -130,7 +139,7 @@ func (r *PluginReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if timeout <= 0 {
 		timeout = DefaultReconcileTimeout
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("plugin").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers, ReconciliationTimeout: timeout, UsePriorityQueue: ptr.To(true)}).
 		For(&v1alpha1.Plugin{}, builder.WithPredicates(inNamespace)).
@@ -141,8 +150,11 @@ func (r *PluginReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&appsv1.Deployment{}).
 		Watches(&v1alpha1.PluginGrant{}, grantChanges(), builder.WithPredicates(inNamespace)).
 		Watches(&corev1.Service{}, everyPlugin, builder.WithPredicates(inNamespace, named(r.Cluster.CoreService, r.Cluster.ProxyService))).
-		Watches(&corev1.ConfigMap{}, allowListChanges(everyPlugin), builder.WithPredicates(inNamespace, named(plugins.AllowListConfigMap))).
-		Complete(r)
+		Watches(&corev1.ConfigMap{}, allowListChanges(everyPlugin), builder.WithPredicates(inNamespace, named(plugins.AllowListConfigMap)))
+	if r.signers != nil {
+		b = b.Watches(&corev1.ConfigMap{}, r.signers.changes(listPlugins), builder.WithPredicates(inNamespace, named(plugins.OwnerSignersConfigMap)))
+	}
+	return b.Complete(r)
 }
 
 // pass is what one reconcile learns, step by step, before it writes status.

@@ -11,10 +11,6 @@ import (
 	"github.com/arkadiuss/openfief/internal/trust/cosign"
 )
 
-// DefaultSignersFile is where the optional openfief-trusted-signers ConfigMap
-// is mounted in the operator's pod.
-const DefaultSignersFile = "/etc/openfief/trust/signers.json"
-
 // NewPolicy builds the trust policy (D-45): OpenFief's CI, every publisher in
 // the embedded catalog (D-43), and the owner's signers from ownerSigners, the
 // content of a signers.json file. Nil or empty ownerSigners adds no owner
@@ -44,9 +40,9 @@ func NewPolicyWithCatalog(cat plugins.Catalog, ownerSigners []byte) (plugins.Tru
 }
 
 // LoadPolicy builds the trust policy with the owner's signers read from
-// signersFile, as the operator does once at start. A missing file adds no
-// signer; an unreadable or invalid one is an error, and the operator refuses
-// to start.
+// signersFile, as the operator does once at start when --trusted-signers
+// names a file. A missing file adds no signer; an unreadable or invalid one
+// is an error, and the operator refuses to start.
 func LoadPolicy(signersFile string) (plugins.TrustPolicy, error) {
 	var data []byte
 	if signersFile != "" {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -56,22 +58,61 @@ type ImageChecker interface {
 // images by digest (at most maxSignedImages, the least recently checked
 // dropped first; an unsigned or unreadable result is never cached), and
 // coalesces concurrent checks of one image into one registry round.
+//
+// Replace swaps the policy and its registry reader while checks run (the
+// owner's signers changed live, OF-31): a check uses one policy from start
+// to end, and the cache goes with the policy it was filled under, since
+// which signatures the reader verifies depends on the keys the policy holds.
 type PolicyVerifier struct {
+	state  atomic.Pointer[verifierState]
+	serial atomic.Uint64
+	flight singleflight.Group
+}
+
+// verifierState is one policy with the reader of its keys and the signed
+// images read through that reader.
+type verifierState struct {
+	serial uint64 // tells apart the states in the singleflight keys
 	images cosign.ImageVerifier
 	policy plugins.TrustPolicy
-
-	flight singleflight.Group
 	cache  *lru.Cache // digest → plugins.SignedImage
 }
 
 // NewPolicyVerifier builds a PolicyVerifier over a registry reader and a trust policy.
 func NewPolicyVerifier(images cosign.ImageVerifier, policy plugins.TrustPolicy) *PolicyVerifier {
-	return &PolicyVerifier{images: images, policy: policy, cache: lru.New(maxSignedImages)}
+	v := &PolicyVerifier{}
+	v.Replace(images, policy)
+	return v
+}
+
+// Replace makes every check that starts from now on use policy, reading
+// signatures through images (built for policy, NewImageVerifier), with an
+// empty cache. Checks already under way finish with the policy they began
+// with.
+func (v *PolicyVerifier) Replace(images cosign.ImageVerifier, policy plugins.TrustPolicy) {
+	v.state.Store(&verifierState{serial: v.serial.Add(1), images: images, policy: policy, cache: lru.New(maxSignedImages)})
+}
+
+// Narrow is Replace for a policy that trusts no signer the current one does
+// not (signers were only removed): it keeps the signed images cached so
+// far. What they hold was verified, so it stays true; only the decision
+// changes, and each check makes it again under policy. So an image whose
+// only trusted signer was removed is refused as UntrustedSigner without a
+// registry round, where a fresh read with fewer keys would find it unsigned.
+// Narrowing towards a policy that trusts more would be wrong: the reader of
+// fewer keys left out signatures and labels the new one needs.
+func (v *PolicyVerifier) Narrow(images cosign.ImageVerifier, policy plugins.TrustPolicy) {
+	cache := lru.New(maxSignedImages)
+	if old := v.state.Load(); old != nil {
+		cache = old.cache
+	}
+	v.state.Store(&verifierState{serial: v.serial.Add(1), images: images, policy: policy, cache: cache})
 }
 
 // Check decides whether ref may run with the declared manifest.
 func (v *PolicyVerifier) Check(ctx context.Context, ref plugins.ImageRef, declared *plugins.Manifest) Verification {
-	signed, err := v.signedImage(ctx, ref)
+	st := v.state.Load()
+	signed, err := v.signedImage(ctx, st, ref)
 	if err != nil {
 		// A refused read wraps ErrRegistryUnavailable too: test it first.
 		if errors.Is(err, cosign.ErrRegistryUnauthorized) {
@@ -86,7 +127,7 @@ func (v *PolicyVerifier) Check(ctx context.Context, ref plugins.ImageRef, declar
 		}
 		return Verification{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalidImage, Message: err.Error()}
 	}
-	return decide(v.policy, signed, declared)
+	return decide(st.policy, signed, declared)
 }
 
 // decide maps the trust policy's answer onto the condition.
@@ -148,19 +189,22 @@ func SignerFromMessage(reason, message string) string {
 	return name
 }
 
-// signedImage returns the verified signatures and label of ref's digest,
-// from the cache when an earlier check found it signed.
-func (v *PolicyVerifier) signedImage(ctx context.Context, ref plugins.ImageRef) (plugins.SignedImage, error) {
-	if img, ok := v.cache.Get(ref.Digest()); ok {
+// signedImage returns the verified signatures and label of ref's digest
+// under st, from st's cache when an earlier check found it signed. Checks
+// of one image under one state share a registry round; under different
+// states they do not, so no check sees signatures read with other keys.
+func (v *PolicyVerifier) signedImage(ctx context.Context, st *verifierState, ref plugins.ImageRef) (plugins.SignedImage, error) {
+	if img, ok := st.cache.Get(ref.Digest()); ok {
 		return img.(plugins.SignedImage), nil
 	}
-	res, err, _ := v.flight.Do(ref.String(), func() (any, error) {
-		img, _, err := v.images.Verify(ctx, ref)
+	key := strconv.FormatUint(st.serial, 10) + " " + ref.String()
+	res, err, _ := v.flight.Do(key, func() (any, error) {
+		img, _, err := st.images.Verify(ctx, ref)
 		if err != nil {
 			return plugins.SignedImage{}, err
 		}
 		if len(img.Signatures) > 0 {
-			v.cache.Add(ref.Digest(), img)
+			st.cache.Add(ref.Digest(), img)
 		}
 		return img, nil
 	})

@@ -159,13 +159,13 @@ func TestPolicyVerifierCacheIsBounded(t *testing.T) {
 		check(i)
 		check(0) // image 0 stays the most recently checked
 	}
-	if n := v.cache.Len(); n != maxSignedImages {
+	if n := v.state.Load().cache.Len(); n != maxSignedImages {
 		t.Fatalf("cache holds %d images, want %d", n, maxSignedImages)
 	}
 	if calls := check(maxSignedImages); calls != 1 {
 		t.Errorf("a new image made %d registry rounds, want 1", calls)
 	}
-	if n := v.cache.Len(); n != maxSignedImages {
+	if n := v.state.Load().cache.Len(); n != maxSignedImages {
 		t.Errorf("after one more image the cache holds %d, want %d", n, maxSignedImages)
 	}
 	if calls := check(0); calls != 0 {
