@@ -75,6 +75,8 @@ var platformImages = []string{"operator", "egress-proxy", "openfief-core"}
 // Result is a finished release.
 type Result struct {
 	Version string
+	// Commit is the commit the release was built from.
+	Commit string
 	// Out is the directory of the release's files.
 	Out string
 	// Images are every image index pushed and signed, by name.
@@ -106,7 +108,7 @@ func Make(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("the tree has uncommitted changes: a release is made from a commit (git status)")
 	}
 	src.Version = o.Version
-	res := &Result{Version: o.Version, Out: o.Out, Images: map[string]plugins.ImageRef{}, Attestations: map[string]images.Attested{}}
+	res := &Result{Version: o.Version, Commit: src.Commit, Out: o.Out, Images: map[string]plugins.ImageRef{}, Attestations: map[string]images.Attested{}}
 
 	fmt.Fprintf(o.Progress, "release %s of %s (commit %s)\n", o.Version, src.Root, src.Commit)
 	if err := o.buildPushSign(ctx, src, pluginImages, nil, res); err != nil {
