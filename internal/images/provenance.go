@@ -1,6 +1,8 @@
 package images
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +37,10 @@ type Provenance struct {
 	// Command is the exact command that built the index, such as
 	// `make release VERSION=v1.2.3`; required.
 	Command string
+	// LinkStrings are the Options.LinkStrings of the build, by image name
+	// then symbol: each value's SHA-256 is recorded (a release links its
+	// catalog into the operator, and the catalog is published beside it).
+	LinkStrings map[string]map[string]string
 	// StartedOn and FinishedOn are recorded only when set: the predicate
 	// has no wall-clock time of its own, so the same build gives the same
 	// bytes.
@@ -54,8 +60,8 @@ func (p Provenance) check() error {
 
 // Predicate is the SLSA v1 provenance predicate of b, built from res: the
 // build type, the image, version, platforms and command as external
-// parameters, the Go version, SOURCE_DATE_EPOCH, GoFlags and the fixed
-// environment as internal ones, and the source commit as the one resolved
+// parameters, the Go version, SOURCE_DATE_EPOCH, GoFlags, the fixed
+// environment and the hashes of any link strings as internal ones, and the source commit as the one resolved
 // dependency (the images have no base image: every file in them is built
 // from the source). Its JSON keys are sorted and it is compact, so the same
 // build gives the same bytes.
@@ -94,6 +100,14 @@ func (p Provenance) Predicate(res *Result, b Built) ([]byte, error) {
 	}
 	if src.Dirty != "" {
 		internal["uncommittedChanges"] = src.Dirty
+	}
+	if vars := p.LinkStrings[b.Spec.Name]; len(vars) > 0 {
+		linked := map[string]any{}
+		for sym, v := range vars {
+			sum := sha256.Sum256([]byte(v))
+			linked[sym] = "sha256:" + hex.EncodeToString(sum[:])
+		}
+		internal["linkStrings"] = linked
 	}
 	in, err := structpb.NewStruct(internal)
 	if err != nil {

@@ -186,7 +186,7 @@ func (o Options) buildPushSign(ctx context.Context, src images.Source, names []s
 		fmt.Fprintf(o.Progress, "signed %s\n", ref)
 		res.Images[p.Name] = ref
 	}
-	attested, err := images.Attest(ctx, built, pushed, o.Signer, images.Provenance{BuilderID: o.BuilderID, Command: o.Command}, o.Progress)
+	attested, err := images.Attest(ctx, built, pushed, o.Signer, images.Provenance{BuilderID: o.BuilderID, Command: o.Command, LinkStrings: link}, o.Progress)
 	if err != nil {
 		return err
 	}

@@ -192,7 +192,13 @@ func TestMake(t *testing.T) {
 		if err != nil || len(provs) != 1 || provs[0].Referrer != res.Attestations[n].Provenance {
 			t.Fatalf("%s: provenance %+v, %+v: %v", n, provs, rep, err)
 		}
-		for _, s := range []string{res.Commit, opts.Command, opts.BuilderID, `"image":"` + n + `"`} {
+		want := []string{res.Commit, opts.Command, opts.BuilderID, `"image":"` + n + `"`}
+		if n == "operator" {
+			// The catalog linked into the operator, by its hash.
+			sum := sha256.Sum256([]byte(catalog.Encode(res.Catalog)))
+			want = append(want, `"linkStrings":{"`+catalog.Symbol+`":"sha256:`+hex.EncodeToString(sum[:])+`"}`)
+		}
+		for _, s := range want {
 			if !bytes.Contains(provs[0].Predicate, []byte(s)) {
 				t.Errorf("%s: the provenance does not hold %s", n, s)
 			}
