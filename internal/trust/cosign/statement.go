@@ -13,10 +13,10 @@ import (
 // inTotoStatementType is the only statement type an attestation may have.
 const inTotoStatementType = "https://in-toto.io/Statement/v1"
 
-// ErrMalformedStatement: an attestation's bundle verified but its in-toto
-// statement is not one this package accepts: not strict in-toto v1 JSON,
-// more or other subjects than exactly the image's digest, or a predicate
-// that is not one JSON object.
+// ErrMalformedStatement is why an attestation whose bundle verified is
+// skipped when its in-toto statement is not one this package accepts: not
+// strict in-toto v1 JSON, more or other subjects than exactly the image's
+// digest, or a predicate that is not one JSON object.
 var ErrMalformedStatement = errors.New("malformed in-toto statement")
 
 // statementJSON is an in-toto v1 statement, field for field; any other
