@@ -168,7 +168,8 @@ func notes(o Options, src images.Source, res *Result) string {
 		a := res.Attestations[name]
 		fmt.Fprintf(&b, "| %s | `%s` | `%s` |\n", name, a.SBOM, a.Provenance)
 	}
-	b.WriteString("\n## Catalog\n\nThe operator of this release holds `" + CatalogFile + "`, which makes these plugins Verified\n(D-43, D-44): ")
+	// Verified as D-43 and D-44 define it, said in words for the reader.
+	b.WriteString("\n## Catalog\n\nThe operator of this release holds `" + CatalogFile + "`, which makes these plugins Verified\n(their digests are pinned in it, and its publisher signed them): ")
 	b.WriteString(strings.Join(CatalogPlugins, ", ") + ". Install one by name:\n\n```sh\nopenfief catalog list\nopenfief plugin install fx --catalog nbp-fx\n```\n")
 	b.WriteString("\n## Install\n\n```sh\nsha256sum -c " + ChecksumsFile + "\nopenfief platform install --overlay .\n```\n")
 	b.WriteString("\n## Verify\n\n")
