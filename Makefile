@@ -166,9 +166,13 @@ images: ## Build the operator, egress-proxy, openfief-core, nbp-fx, ibkr-flex an
 sign: ## Sign the images the last `make images REGISTRY=...` pushed with KEY, a cosign-compatible PEM private key (COSIGN_PASSWORD unlocks an encrypted one), attached as OCI referrers.
 	$(GO) run ./hack/images sign --key "$(KEY)"
 
+.PHONY: attest
+attest: ## Attach a signed CycloneDX SBOM and SLSA v1 provenance, as OCI referrers, to every image the last `make images REGISTRY=...` pushed, signed with KEY like `make sign`; BUILDER_ID names the builder in the provenance (docs/images.md, Attestations).
+	$(GO) run ./hack/images attest --key "$(KEY)" $(if $(BUILDER_ID),--builder-id "$(BUILDER_ID)") --command "make images$(if $(REGISTRY), REGISTRY=$(REGISTRY))"
+
 .PHONY: release
-release: ## Make release VERSION (vX.Y.Z) into REGISTRY, signed with KEY: every image built from this commit (both platforms), pushed and signed, the catalog pinning nbp-fx and ibkr-flex linked into the operator, and install.yaml, plugins.json, images.json, RELEASE.md and SHA256SUMS in .cache/release/VERSION (docs/images.md, Releases).
-	$(GO) run ./hack/release make --version "$(VERSION)" --registry "$(REGISTRY)" --key "$(KEY)"
+release: ## Make release VERSION (vX.Y.Z) into REGISTRY, signed with KEY: every image built from this commit (both platforms), pushed, signed and attested (a signed SBOM and SLSA provenance each; BUILDER_ID names the builder), the catalog pinning nbp-fx and ibkr-flex linked into the operator, and install.yaml, plugins.json, images.json, RELEASE.md and SHA256SUMS in .cache/release/VERSION (docs/images.md, Releases).
+	$(GO) run ./hack/release make --version "$(VERSION)" --registry "$(REGISTRY)" --key "$(KEY)" $(if $(BUILDER_ID),--builder-id "$(BUILDER_ID)")
 
 .PHONY: release-overlay
 release-overlay: ## Write a kustomize overlay of the whole platform (OUT, default .cache/release) pinned to the pushed digests and labelled with the build's version; REGISTRY_CONFIG=1 adds the registry-config component, API_SERVER_CIDR=a,b names the API server (docs/operator.md).

@@ -81,7 +81,7 @@ func build(ctx context.Context, args []string) error {
 		if err := images.WritePushRecord(dir, images.PushRecord{Prefix: *push, Images: pushed}); err != nil {
 			return err
 		}
-		fmt.Println("next: make sign KEY=<cosign key>, then make release-overlay")
+		fmt.Println("next: make sign KEY=<cosign key>, make attest KEY=<cosign key>, then make release-overlay")
 	}
 	fmt.Printf("done in %s\n", time.Since(start).Round(100*time.Millisecond))
 	return nil

@@ -3,11 +3,13 @@
 //
 //	go run ./hack/images build [--push PREFIX] [--platform P,...] [--image NAME,...] [--insecure]
 //	go run ./hack/images sign --key FILE [--dir DIR]
+//	go run ./hack/images attest --key FILE [--dir DIR] [--builder-id URI] [--command CMD]
 //	go run ./hack/images keygen [--out PREFIX] [--name NAME]
 //
 // build writes an OCI layout to .cache/images/<revision> and, with --push,
 // sends every image index to PREFIX/openfief/<name> (make images
-// REGISTRY=...). sign signs what the last build pushed (make sign). keygen
+// REGISTRY=...). sign signs what the last build pushed (make sign); attest
+// attaches its signed SBOM and SLSA provenance (make attest). keygen
 // makes a cosign-compatible key pair. The private key is never printed.
 package main
 
@@ -32,6 +34,7 @@ func main() {
 const usage = `usage:
   images build [--push PREFIX] [--platform linux/amd64,linux/arm64] [--image NAME,...] [--insecure] [--cache DIR]
   images sign --key FILE [--dir DIR] [--cache DIR]
+  images attest --key FILE [--dir DIR] [--cache DIR] [--builder-id URI] [--command CMD]
   images keygen [--out PREFIX] [--name NAME]`
 
 func run(ctx context.Context, args []string) error {
@@ -43,6 +46,8 @@ func run(ctx context.Context, args []string) error {
 		return build(ctx, args[1:])
 	case "sign":
 		return sign(ctx, args[1:])
+	case "attest":
+		return attest(ctx, args[1:])
 	case "keygen":
 		return keygen(args[1:])
 	default:

@@ -29,6 +29,8 @@ func makeRelease(args []string) error {
 	out := fs.String("out", "", "directory of the release's files, which must not exist (default <repository>/.cache/release/<version>)")
 	platforms := fs.String("platform", "", "platforms of every image, comma-separated (default linux/amd64,linux/arm64)")
 	insecure := fs.Bool("insecure", false, "push over plain HTTP (loopback registries always are)")
+	builderID := fs.String("builder-id", images.LocalBuilderID, "the builder the images' SLSA provenance names (CI passes its workflow's URI)")
+	command := fs.String("command", "", "the command recorded in the provenance (default `make release VERSION=<version>`)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -67,10 +69,14 @@ func makeRelease(args []string) error {
 	if *out == "" {
 		*out = filepath.Join(root, ".cache", "release", *version)
 	}
+	if *command == "" {
+		*command = "make release VERSION=" + *version
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := release.Make(ctx, release.Options{
 		Root: root, Version: *version, Registry: *registry, Insecure: *insecure, Signer: signer,
+		BuilderID: *builderID, Command: *command,
 		Publisher: plugins.Signer{Name: *publisher, Kind: plugins.SignerPublisher, Identity: plugins.SignerIdentity{PublicKeyPEM: pub}},
 		Out:       *out, Platforms: ps, Progress: os.Stdout,
 	})

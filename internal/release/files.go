@@ -54,7 +54,7 @@ func writeFiles(o Options, src images.Source, res *Result) ([]string, error) {
 		CatalogFile:       res.Catalog,
 		NotesFile:         []byte(notes(o, src, res)),
 	}
-	if files[ImagesFile], err = imagesJSON(res.Images); err != nil {
+	if files[ImagesFile], err = imagesJSON(res); err != nil {
 		return nil, err
 	}
 	if pem := o.Publisher.Identity.PublicKeyPEM; pem != "" {
@@ -119,16 +119,20 @@ func kustomization(version string) string {
 		"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- " + InstallFile + "\n"
 }
 
-// imageEntry is one line of images.json.
+// imageEntry is one line of images.json: the index and the referrer
+// manifests of its signed SBOM and provenance.
 type imageEntry struct {
-	Name string `json:"name"`
-	Ref  string `json:"ref"`
+	Name       string `json:"name"`
+	Ref        string `json:"ref"`
+	SBOM       string `json:"sbom,omitempty"`
+	Provenance string `json:"provenance,omitempty"`
 }
 
-func imagesJSON(refs map[string]plugins.ImageRef) ([]byte, error) {
+func imagesJSON(res *Result) ([]byte, error) {
 	var list []imageEntry
-	for _, name := range sortedNames(refs) {
-		list = append(list, imageEntry{Name: name, Ref: refs[name].String()})
+	for _, name := range sortedNames(res.Images) {
+		a := res.Attestations[name]
+		list = append(list, imageEntry{Name: name, Ref: res.Images[name].String(), SBOM: a.SBOM, Provenance: a.Provenance})
 	}
 	raw, err := json.MarshalIndent(map[string]any{"images": list}, "", "  ")
 	return append(raw, '\n'), err
@@ -157,18 +161,31 @@ func notes(o Options, src images.Source, res *Result) string {
 	for _, name := range sortedNames(res.Images) {
 		fmt.Fprintf(&b, "| %s | `%s` |\n", name, res.Images[name])
 	}
-	b.WriteString("\n## Catalog\n\nThe operator of this release holds `" + CatalogFile + "`, which makes these plugins Verified\n(its publisher signed the digests it pins): ")
+	b.WriteString("\n## Attestations\n\nEvery index has a CycloneDX SBOM of its binary's Go build information and SLSA v1\n" +
+		"provenance, each an in-toto statement about the index's digest signed by the publisher and\n" +
+		"attached as an OCI referrer (docs/images.md, Attestations). Their referrer manifests:\n\n" +
+		"| image | SBOM | provenance |\n|---|---|---|\n")
+	for _, name := range sortedNames(res.Images) {
+		a := res.Attestations[name]
+		fmt.Fprintf(&b, "| %s | `%s` | `%s` |\n", name, a.SBOM, a.Provenance)
+	}
+	// Verified as D-43 and D-44 define it, said in words for the reader.
+	b.WriteString("\n## Catalog\n\nThe operator of this release holds `" + CatalogFile + "`, which makes these plugins Verified\n(their digests are pinned in it, and its publisher signed them): ")
 	b.WriteString(strings.Join(CatalogPlugins, ", ") + ". Install one by name:\n\n```sh\nopenfief catalog list\nopenfief plugin install fx --catalog nbp-fx\n```\n")
 	b.WriteString("\n## Install\n\n```sh\nsha256sum -c " + ChecksumsFile + "\nopenfief platform install --overlay .\n```\n")
 	b.WriteString("\n## Verify\n\n")
 	id := o.Publisher.Identity
+	var who string
 	if id.PublicKeyPEM != "" {
-		fmt.Fprintf(&b, "With cosign (v3) and the publisher's key, `%s`:\n\n```sh\ncosign verify --key %s --insecure-ignore-tlog=true %s\n```\n",
-			PublisherKeyFile, PublisherKeyFile, res.Images["operator"])
+		who = "--key " + PublisherKeyFile + " --insecure-ignore-tlog=true"
+		fmt.Fprintf(&b, "With cosign (v3) and the publisher's key, `%s`:\n\n", PublisherKeyFile)
 	} else {
-		fmt.Fprintf(&b, "With cosign (v3):\n\n```sh\ncosign verify --certificate-identity %s --certificate-oidc-issuer %s %s\n```\n",
-			id.Subject, id.Issuer, res.Images["operator"])
+		who = "--certificate-identity " + id.Subject + " --certificate-oidc-issuer " + id.Issuer
+		b.WriteString("With cosign (v3):\n\n")
 	}
+	op := res.Images["operator"]
+	fmt.Fprintf(&b, "```sh\ncosign verify %s %s\ncosign verify-attestation --type cyclonedx %s %s\ncosign verify-attestation --type slsaprovenance1 %s %s\n```\n",
+		who, op, who, op, who, op)
 	b.WriteString("\nWith OpenFief's own verifier, as the operator checks a plugin:\n\n```sh\nopenfief plugin verify " + res.Images["nbp-fx"].String() + "\n```\n")
 	return b.String()
 }

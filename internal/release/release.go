@@ -37,8 +37,15 @@ type Options struct {
 	Registry string
 	// Insecure pushes over plain HTTP (loopback registries always are).
 	Insecure bool
-	// Signer signs every image index.
+	// Signer signs every image index and its attestations.
 	Signer Signer
+	// BuilderID is the builder the images' SLSA provenance names
+	// (runDetails.builder.id): CI's workflow URI, or images.LocalBuilderID
+	// for a release made on a developer's machine; required.
+	BuilderID string
+	// Command is the exact command that made the release, recorded in the
+	// provenance (`make release VERSION=v1.2.3`); required.
+	Command string
 	// Publisher is the identity Signer signs as, with the name the catalog
 	// shows: the publisher of the first-party plugins in the catalog.
 	Publisher plugins.Signer
@@ -68,10 +75,15 @@ var platformImages = []string{"operator", "egress-proxy", "openfief-core"}
 // Result is a finished release.
 type Result struct {
 	Version string
+	// Commit is the commit the release was built from.
+	Commit string
 	// Out is the directory of the release's files.
 	Out string
 	// Images are every image index pushed and signed, by name.
 	Images map[string]plugins.ImageRef
+	// Attestations are the referrers carrying each index's signed SBOM and
+	// provenance, by image name.
+	Attestations map[string]images.Attested
 	// Catalog is the plugins.json linked into the operator.
 	Catalog []byte
 	// Files are the release's files, relative to Out, sorted.
@@ -96,7 +108,7 @@ func Make(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("the tree has uncommitted changes: a release is made from a commit (git status)")
 	}
 	src.Version = o.Version
-	res := &Result{Version: o.Version, Out: o.Out, Images: map[string]plugins.ImageRef{}}
+	res := &Result{Version: o.Version, Commit: src.Commit, Out: o.Out, Images: map[string]plugins.ImageRef{}, Attestations: map[string]images.Attested{}}
 
 	fmt.Fprintf(o.Progress, "release %s of %s (commit %s)\n", o.Version, src.Root, src.Commit)
 	if err := o.buildPushSign(ctx, src, pluginImages, nil, res); err != nil {
@@ -119,7 +131,7 @@ func Make(ctx context.Context, o Options) (*Result, error) {
 func (o Options) check() error {
 	var errs []error
 	if o.Root == "" {
-		errs = append(errs, errors.New("root: the repository root is required"))
+		errs = append(errs, errors.New("root: required (the repository)"))
 	}
 	if !semver.IsValid(o.Version) || semver.Build(o.Version) != "" || semver.Canonical(o.Version) != o.Version {
 		errs = append(errs, fmt.Errorf("version %q: want vMAJOR.MINOR.PATCH, optionally with a pre-release (v1.2.0, v1.3.0-rc.1)", o.Version))
@@ -129,6 +141,12 @@ func (o Options) check() error {
 	}
 	if o.Signer == nil {
 		errs = append(errs, errors.New("signer: required (a key or keyless)"))
+	}
+	if o.BuilderID == "" {
+		errs = append(errs, errors.New("builder id: required (the provenance's runDetails.builder.id)"))
+	}
+	if o.Command == "" {
+		errs = append(errs, errors.New("command: required (the provenance's build command)"))
 	}
 	if o.Publisher.Name == "" {
 		errs = append(errs, errors.New("publisher: the signer's identity and name are required"))
@@ -142,7 +160,8 @@ func (o Options) check() error {
 }
 
 // buildPushSign builds the named images for every platform, pushes their
-// indexes and signs each, recording the references in res.Images.
+// indexes, signs each and attaches its signed SBOM and provenance,
+// recording the references in res.Images and res.Attestations.
 func (o Options) buildPushSign(ctx context.Context, src images.Source, names []string, link map[string]map[string]string, res *Result) error {
 	specs, err := images.SelectSpecs(names...)
 	if err != nil {
@@ -166,6 +185,13 @@ func (o Options) buildPushSign(ctx context.Context, src images.Source, names []s
 		}
 		fmt.Fprintf(o.Progress, "signed %s\n", ref)
 		res.Images[p.Name] = ref
+	}
+	attested, err := images.Attest(ctx, built, pushed, o.Signer, images.Provenance{BuilderID: o.BuilderID, Command: o.Command, LinkStrings: link}, o.Progress)
+	if err != nil {
+		return err
+	}
+	for _, a := range attested {
+		res.Attestations[a.Name] = a
 	}
 	return nil
 }

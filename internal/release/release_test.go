@@ -21,6 +21,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"golang.org/x/mod/modfile"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/deploy"
@@ -52,6 +53,7 @@ func TestMake(t *testing.T) {
 	publisher := plugins.Signer{Name: "openfief-release-test", Kind: plugins.SignerPublisher, Identity: plugins.SignerIdentity{PublicKeyPEM: pub}}
 	opts := Options{
 		Root: testutil.MustRepoRoot(), Version: "v0.9.0-test.1", Registry: host + "/rel", Signer: signer, Publisher: publisher,
+		BuilderID: images.LocalBuilderID, Command: "make release VERSION=v0.9.0-test.1",
 		Out: filepath.Join(t.TempDir(), "first"), Platforms: []v1.Platform{images.HostPlatform()}, AllowDirty: true,
 		Progress: testWriter{t},
 	}
@@ -159,8 +161,53 @@ func TestMake(t *testing.T) {
 		}
 	}
 
+	// Every index has a signed SBOM and provenance, listed in images.json
+	// and RELEASE.md; one plugin's and one platform image's verify.
+	imagesFile, _ := os.ReadFile(filepath.Join(opts.Out, ImagesFile))
+	for _, n := range want {
+		a := res.Attestations[n]
+		if a.SBOM == "" || a.Provenance == "" || !bytes.Contains(imagesFile, []byte(a.SBOM)) || !bytes.Contains(imagesFile, []byte(a.Provenance)) ||
+			!bytes.Contains(notes, []byte(a.SBOM)) || !bytes.Contains(notes, []byte(a.Provenance)) {
+			t.Errorf("%s: attestations %+v not listed in %s and %s", n, a, ImagesFile, NotesFile)
+		}
+	}
+	av, err := cosign.NewVerifier(cosign.WithPublicKeys([]string{pub}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ggcr := "pkg:golang/github.com/google/go-containerregistry@" + goModVersion(t, opts.Root, "github.com/google/go-containerregistry")
+	for _, n := range []string{"nbp-fx", "operator"} {
+		ref := res.Images[n]
+		sboms, rep, err := av.VerifyAttestations(ctx, ref, plugins.SBOMPredicateType)
+		if err != nil || len(sboms) != 1 || sboms[0].Referrer != res.Attestations[n].SBOM || sboms[0].Signer.PublicKeyPEM != pub {
+			t.Fatalf("%s: SBOMs %+v, %+v: %v", n, sboms, rep, err)
+		}
+		if !bytes.Contains(sboms[0].Predicate, []byte(`"bomFormat":"CycloneDX"`)) || !bytes.Contains(sboms[0].Predicate, []byte(`"version":"`+opts.Version+`"`)) {
+			t.Errorf("%s: the SBOM does not name the release's version", n)
+		}
+		if n == "operator" && !bytes.Contains(sboms[0].Predicate, []byte(`"purl":"`+ggcr+`"`)) {
+			t.Errorf("the operator's SBOM lists no %s", ggcr)
+		}
+		provs, rep, err := av.VerifyAttestations(ctx, ref, plugins.ProvenancePredicateType)
+		if err != nil || len(provs) != 1 || provs[0].Referrer != res.Attestations[n].Provenance {
+			t.Fatalf("%s: provenance %+v, %+v: %v", n, provs, rep, err)
+		}
+		want := []string{res.Commit, opts.Command, opts.BuilderID, `"image":"` + n + `"`}
+		if n == "operator" {
+			// The catalog linked into the operator, by its hash.
+			sum := sha256.Sum256([]byte(catalog.Encode(res.Catalog)))
+			want = append(want, `"linkStrings":{"`+catalog.Symbol+`":"sha256:`+hex.EncodeToString(sum[:])+`"}`)
+		}
+		for _, s := range want {
+			if !bytes.Contains(provs[0].Predicate, []byte(s)) {
+				t.Errorf("%s: the provenance does not hold %s", n, s)
+			}
+		}
+	}
+
 	// Again, into another directory: the same digests and the same files
-	// (the signatures differ, and are not part of any digest).
+	// but for those listing the attestations' referrers (a signature is
+	// randomised; none is part of an image's digest).
 	again := opts
 	again.Out = filepath.Join(t.TempDir(), "second")
 	res2, err := Make(ctx, again)
@@ -173,6 +220,9 @@ func TestMake(t *testing.T) {
 		}
 	}
 	for _, f := range res.Files {
+		if f == ImagesFile || f == NotesFile || f == ChecksumsFile {
+			continue
+		}
 		a, _ := os.ReadFile(filepath.Join(opts.Out, f))
 		b, _ := os.ReadFile(filepath.Join(again.Out, f))
 		if !bytes.Equal(a, b) {
@@ -189,6 +239,7 @@ func TestMakeRefuses(t *testing.T) {
 	}
 	existing := t.TempDir()
 	base := Options{Root: "/nonexistent", Version: "v1.0.0", Registry: "127.0.0.1:1", Signer: signer,
+		BuilderID: images.LocalBuilderID, Command: "make release VERSION=v1.0.0",
 		Publisher: plugins.Signer{Name: "p"}, Out: filepath.Join(existing, "out")}
 	for name, tc := range map[string]struct {
 		edit func(*Options)
@@ -200,6 +251,8 @@ func TestMakeRefuses(t *testing.T) {
 		"no registry":   {func(o *Options) { o.Registry = "" }, "registry"},
 		"no signer":     {func(o *Options) { o.Signer = nil }, "signer"},
 		"no publisher":  {func(o *Options) { o.Publisher = plugins.Signer{} }, "publisher"},
+		"no builder":    {func(o *Options) { o.BuilderID = "" }, "builder id"},
+		"no command":    {func(o *Options) { o.Command = "" }, "command"},
 		"existing out":  {func(o *Options) { o.Out = existing }, "already exists"},
 		"several wrong": {func(o *Options) { o.Version, o.Registry = "x", "" }, "registry"},
 	} {
@@ -297,6 +350,26 @@ func fileInImage(t *testing.T, ref plugins.ImageRef, file string) []byte {
 			return data
 		}
 	}
+}
+
+// goModVersion is the version go.mod requires of module.
+func goModVersion(t *testing.T, root, module string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modfile.ParseLax("go.mod", raw, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.Require {
+		if r.Mod.Path == module {
+			return r.Mod.Version
+		}
+	}
+	t.Fatalf("go.mod requires no %s", module)
+	return ""
 }
 
 func newRegistry(t *testing.T) string {

@@ -97,25 +97,32 @@ func newKeyVerifier(pemText string) (keyVerifier, error) {
 // certificate, or the PEM of the trusted key that verified. Errors wrap
 // ErrMalformedBundle, ErrUnverifiedBundle or ErrPredicateType.
 func (bv *bundleVerifier) verify(raw []byte, digest string) (plugins.SignatureIdentity, error) {
+	id, _, err := bv.verifyAs(raw, digest, bv.predicateType)
+	return id, err
+}
+
+// verifyAs is verify for a statement of predicateType. It also returns the
+// bundle, whose DSSE payload is the statement that verified.
+func (bv *bundleVerifier) verifyAs(raw []byte, digest, predicateType string) (plugins.SignatureIdentity, *bundle.Bundle, error) {
 	hexDigest, ok := strings.CutPrefix(digest, "sha256:")
 	if !ok {
-		return plugins.SignatureIdentity{}, fmt.Errorf("digest %q is not sha256", digest)
+		return plugins.SignatureIdentity{}, nil, fmt.Errorf("digest %q is not sha256", digest)
 	}
 	sum, err := hex.DecodeString(hexDigest)
 	if err != nil || len(sum) != crypto.SHA256.Size() {
-		return plugins.SignatureIdentity{}, fmt.Errorf("digest %q is not 64 hex digits", digest)
+		return plugins.SignatureIdentity{}, nil, fmt.Errorf("digest %q is not 64 hex digits", digest)
 	}
 
 	var b bundle.Bundle
 	if err := b.UnmarshalJSON(raw); err != nil {
-		return plugins.SignatureIdentity{}, fmt.Errorf("%w: %w", ErrMalformedBundle, err)
+		return plugins.SignatureIdentity{}, nil, fmt.Errorf("%w: %w", ErrMalformedBundle, err)
 	}
 	if !b.MinVersion("v0.3") {
-		return plugins.SignatureIdentity{}, fmt.Errorf("%w: bundle older than v0.3", ErrMalformedBundle)
+		return plugins.SignatureIdentity{}, nil, fmt.Errorf("%w: bundle older than v0.3", ErrMalformedBundle)
 	}
 	vc, err := b.VerificationContent()
 	if err != nil {
-		return plugins.SignatureIdentity{}, fmt.Errorf("%w: %w", ErrMalformedBundle, err)
+		return plugins.SignatureIdentity{}, nil, fmt.Errorf("%w: %w", ErrMalformedBundle, err)
 	}
 	artifact := verify.WithArtifactDigest("sha256", sum)
 
@@ -123,21 +130,21 @@ func (bv *bundleVerifier) verify(raw []byte, digest string) (plugins.SignatureId
 	case vc.Certificate() != nil:
 		res, err := bv.keyless.Verify(&b, verify.NewPolicy(artifact, verify.WithoutIdentitiesUnsafe()))
 		if err != nil {
-			return plugins.SignatureIdentity{}, fmt.Errorf("%w: %w", ErrUnverifiedBundle, err)
+			return plugins.SignatureIdentity{}, nil, fmt.Errorf("%w: %w", ErrUnverifiedBundle, err)
 		}
-		if err := bv.checkStatement(res); err != nil {
-			return plugins.SignatureIdentity{}, err
+		if err := checkStatement(res, predicateType); err != nil {
+			return plugins.SignatureIdentity{}, nil, err
 		}
 		// The identity is reported, not matched: TrustPolicy.Decide judges it.
 		cert := res.Signature.Certificate
 		if cert == nil || cert.Extensions.Issuer == "" || cert.SubjectAlternativeName == "" {
-			return plugins.SignatureIdentity{}, fmt.Errorf("%w: certificate names no OIDC issuer or subject", ErrUnverifiedBundle)
+			return plugins.SignatureIdentity{}, nil, fmt.Errorf("%w: certificate names no OIDC issuer or subject", ErrUnverifiedBundle)
 		}
-		return plugins.SignatureIdentity{Issuer: cert.Extensions.Issuer, Subject: cert.SubjectAlternativeName}, nil
+		return plugins.SignatureIdentity{Issuer: cert.Extensions.Issuer, Subject: cert.SubjectAlternativeName}, &b, nil
 
 	case vc.PublicKey() != nil:
 		if len(bv.keys) == 0 {
-			return plugins.SignatureIdentity{}, fmt.Errorf("%w: signed with a key, and no public key is trusted", ErrUnverifiedBundle)
+			return plugins.SignatureIdentity{}, nil, fmt.Errorf("%w: signed with a key, and no public key is trusted", ErrUnverifiedBundle)
 		}
 		var errs []error
 		for _, k := range bv.keys {
@@ -146,27 +153,27 @@ func (bv *bundleVerifier) verify(raw []byte, digest string) (plugins.SignatureId
 				errs = append(errs, err)
 				continue
 			}
-			if err := bv.checkStatement(res); err != nil {
-				return plugins.SignatureIdentity{}, err
+			if err := checkStatement(res, predicateType); err != nil {
+				return plugins.SignatureIdentity{}, nil, err
 			}
-			return plugins.SignatureIdentity{PublicKeyPEM: k.pem}, nil
+			return plugins.SignatureIdentity{PublicKeyPEM: k.pem}, &b, nil
 		}
-		return plugins.SignatureIdentity{}, fmt.Errorf("%w: none of %d trusted public keys verified it: %w", ErrUnverifiedBundle, len(bv.keys), errors.Join(errs...))
+		return plugins.SignatureIdentity{}, nil, fmt.Errorf("%w: none of %d trusted public keys verified it: %w", ErrUnverifiedBundle, len(bv.keys), errors.Join(errs...))
 
 	default:
-		return plugins.SignatureIdentity{}, fmt.Errorf("%w: neither a certificate nor a public key", ErrMalformedBundle)
+		return plugins.SignatureIdentity{}, nil, fmt.Errorf("%w: neither a certificate nor a public key", ErrMalformedBundle)
 	}
 }
 
-// checkStatement requires a DSSE in-toto statement of the cosign signature
-// predicate type. sigstore-go's policy checks the subject digest, not the
-// predicate type.
-func (bv *bundleVerifier) checkStatement(res *verify.VerificationResult) error {
+// checkStatement requires a DSSE in-toto statement of predicateType (the
+// cosign signature type for a signature). sigstore-go's policy checks the
+// subject digest, not the predicate type.
+func checkStatement(res *verify.VerificationResult, predicateType string) error {
 	if res.Statement == nil {
 		return fmt.Errorf("%w: a message signature, not an in-toto statement", ErrPredicateType)
 	}
-	if got := res.Statement.GetPredicateType(); got != bv.predicateType {
-		return fmt.Errorf("%w: predicate type %q, want %q", ErrPredicateType, got, bv.predicateType)
+	if got := res.Statement.GetPredicateType(); got != predicateType {
+		return fmt.Errorf("%w: predicate type %q, want %q", ErrPredicateType, got, predicateType)
 	}
 	return nil
 }

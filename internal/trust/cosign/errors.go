@@ -42,7 +42,12 @@ var (
 	// ErrPredicateType: the bundle verified but its in-toto statement is not
 	// a cosign signature (https://sigstore.dev/cosign/sign/v1), such as an
 	// SBOM or provenance attestation, or it is not a DSSE statement at all.
+	// For VerifyAttestations: a statement of another predicate type than
+	// the one asked for.
 	ErrPredicateType = errors.New("not a cosign signature statement")
+	// ErrMalformedStatement (statement.go) is the reason of an attestation
+	// whose statement ParseStatement refuses.
+	//
 	// ErrTooManyReferrers: the digest has more candidate referrers than the
 	// verifier reads; the rest were not looked at.
 	ErrTooManyReferrers = errors.New("too many referrers")

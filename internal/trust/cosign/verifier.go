@@ -112,18 +112,7 @@ func (v *Verifier) Verify(ctx context.Context, ref plugins.ImageRef) (plugins.Si
 	}
 	ctx, cancel := context.WithTimeout(ctx, v.timeout)
 	defer cancel()
-
-	var nameOpts []name.Option
-	if v.insecure[ref.Registry()] || isLoopback(ref.Registry()) {
-		nameOpts = append(nameOpts, name.Insecure)
-	}
-	d, err := name.NewDigest(ref.String(), nameOpts...)
-	if err != nil {
-		return out, Report{}, fmt.Errorf("%w: %w", plugins.ErrInvalidImage, err)
-	}
-	// One puller per call: it pings the registry and fetches a token once
-	// for all of the call's reads.
-	p, err := remote.NewPuller(append([]remote.Option{remote.WithTransport(v.transport)}, v.remote...)...)
+	d, p, err := v.open(ref)
 	if err != nil {
 		return out, Report{}, err
 	}
@@ -155,6 +144,28 @@ func (v *Verifier) Verify(ctx context.Context, ref plugins.ImageRef) (plugins.Si
 	}
 	out.Manifest = m
 	return out, rep, nil
+}
+
+// open names ref's digest, over plain HTTP for an insecure or loopback
+// registry, and makes the call's puller: one per call, which pings the
+// registry and fetches a token once for all of the call's reads.
+func (v *Verifier) open(ref plugins.ImageRef) (name.Digest, *remote.Puller, error) {
+	if ref.IsZero() {
+		return name.Digest{}, nil, fmt.Errorf("%w: empty image reference", plugins.ErrInvalidImage)
+	}
+	var nameOpts []name.Option
+	if v.insecure[ref.Registry()] || isLoopback(ref.Registry()) {
+		nameOpts = append(nameOpts, name.Insecure)
+	}
+	d, err := name.NewDigest(ref.String(), nameOpts...)
+	if err != nil {
+		return name.Digest{}, nil, fmt.Errorf("%w: %w", plugins.ErrInvalidImage, err)
+	}
+	p, err := remote.NewPuller(append([]remote.Option{remote.WithTransport(v.transport)}, v.remote...)...)
+	if err != nil {
+		return name.Digest{}, nil, err
+	}
+	return d, p, nil
 }
 
 // sortedUnique orders identities deterministically and drops repeats, such
