@@ -172,8 +172,8 @@ sign: ## Sign the images the last `make images REGISTRY=...` pushed with KEY, a 
 	$(GO) run ./hack/images sign --key "$(KEY)"
 
 .PHONY: release
-release: ## Make release VERSION (vX.Y.Z) into REGISTRY, signed with KEY: every image built from this commit (both platforms), pushed and signed, the catalog pinning nbp-fx and ibkr-flex linked into the operator, and install.yaml, plugins.json, images.json, RELEASE.md and SHA256SUMS in .cache/release/VERSION (docs/images.md, Releases).
-	$(GO) run ./hack/release make --version "$(VERSION)" --registry "$(REGISTRY)" --key "$(KEY)"
+release: ## Make release VERSION (vX.Y.Z) into REGISTRY, signed with KEY (or SIGN=keyless in the release workflow: as that workflow, with the job's OIDC token): every image built from this commit (both platforms), pushed and signed, the catalog pinning nbp-fx and ibkr-flex linked into the operator, and install.yaml, plugins.json, images.json, RELEASE.md and SHA256SUMS in .cache/release/VERSION (docs/images.md, Releases).
+	$(GO) run ./hack/release make --version "$(VERSION)" --registry "$(REGISTRY)" $(if $(filter keyless,$(SIGN)),--keyless,--key "$(KEY)")
 
 .PHONY: release-overlay
 release-overlay: ## Write a kustomize overlay of the whole platform (OUT, default .cache/release) pinned to the pushed digests and labelled with the build's version; REGISTRY_CONFIG=1 adds the registry-config component, API_SERVER_CIDR=a,b names the API server (docs/operator.md).
