@@ -7,7 +7,7 @@
 #   hack/actionlint.sh [actionlint flags...]   check every workflow
 #   hack/actionlint.sh tool                    only build the binary
 #
-# shellcheck is required, not optional: without it actionlint silently skips
+# ShellCheck is required, not optional: without it actionlint silently skips
 # the run: scripts, so the same tree would pass on one machine and fail on
 # another. It is a Debian package; hack/apt-install.sh installs it when
 # missing (as root; otherwise it names the package and this fails).

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # gotool.sh: build one Go tool pinned in a tool module into the per-user tools
 # cache and link it into .bin/, sourced by hack/lint.sh (golangci-lint) and
 # hack/actionlint.sh (actionlint).
