@@ -119,7 +119,7 @@ func Make(ctx context.Context, o Options) (*Result, error) {
 func (o Options) check() error {
 	var errs []error
 	if o.Root == "" {
-		errs = append(errs, errors.New("Root: required"))
+		errs = append(errs, errors.New("root: required"))
 	}
 	if !semver.IsValid(o.Version) || semver.Build(o.Version) != "" || semver.Canonical(o.Version) != o.Version {
 		errs = append(errs, fmt.Errorf("version %q: want vMAJOR.MINOR.PATCH, optionally with a pre-release (v1.2.0, v1.3.0-rc.1)", o.Version))
