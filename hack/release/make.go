@@ -17,6 +17,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/ocisign"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/release"
+	"github.com/arkadiuss/openfief/internal/trust/cosign"
 )
 
 // makeRelease is `release make`: the whole release, signed with a key or,
@@ -86,7 +87,11 @@ func releaseSigner(keyFile string, keyless bool, name string) (release.Signer, p
 		if err != nil {
 			return nil, plugins.Signer{}, fmt.Errorf("--keyless: %w", err)
 		}
-		s, err := ocisign.NewKeylessSigner(ocisign.KeylessOptions{Tokens: tokens})
+		tr, err := cosign.PublicGoodTrustedRoot()
+		if err != nil {
+			return nil, plugins.Signer{}, err
+		}
+		s, err := ocisign.NewKeylessSigner(ocisign.KeylessOptions{Tokens: tokens, TrustedRoot: tr})
 		if err != nil {
 			return nil, plugins.Signer{}, err
 		}

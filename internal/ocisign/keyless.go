@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/sign"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -35,6 +36,11 @@ type KeylessOptions struct {
 	FulcioURL string
 	// RekorURL is the transparency log (Rekor v1 API), https.
 	RekorURL string
+	// TrustedRoot checks every bundle before it is returned: the
+	// certificate chains to its Fulcio, the Rekor entry and the SCT verify
+	// (required; for the public-good instance,
+	// internal/trust/cosign.PublicGoodTrustedRoot, which the operator embeds).
+	TrustedRoot root.TrustedMaterial
 }
 
 // KeylessSigner signs like `cosign sign` in CI: for each bundle a fresh
@@ -46,6 +52,7 @@ type KeylessSigner struct {
 	tokens TokenSource
 	fulcio string
 	rekor  string
+	root   root.TrustedMaterial
 	// transport reaches Fulcio (nil: http.DefaultTransport); tests set it.
 	transport http.RoundTripper
 }
@@ -55,7 +62,10 @@ func NewKeylessSigner(opts KeylessOptions) (*KeylessSigner, error) {
 	if opts.Tokens == nil {
 		return nil, errors.New("keyless signing needs an OIDC token source")
 	}
-	s := &KeylessSigner{tokens: opts.Tokens, fulcio: opts.FulcioURL, rekor: opts.RekorURL}
+	s := &KeylessSigner{tokens: opts.Tokens, fulcio: opts.FulcioURL, rekor: opts.RekorURL, root: opts.TrustedRoot}
+	if s.root == nil {
+		return nil, errors.New("keyless signing needs the trusted root its bundles are checked against")
+	}
 	if s.fulcio == "" {
 		s.fulcio = PublicGoodFulcio
 	}
@@ -77,7 +87,8 @@ func (s *KeylessSigner) Sign(ctx context.Context, ref plugins.ImageRef) error {
 }
 
 // Bundle signs statement in a DSSE envelope with a fresh key certified by
-// Fulcio and logged in Rekor, and returns the Sigstore bundle (JSON). Errors
+// Fulcio and logged in Rekor, verifies the result against the trusted root,
+// and returns the Sigstore bundle (JSON). Errors
 // carry neither the token nor the services' answers verbatim.
 func (s *KeylessSigner) Bundle(ctx context.Context, statement []byte) ([]byte, error) {
 	token, err := s.tokens.Token(ctx)
@@ -97,6 +108,7 @@ func (s *KeylessSigner) Bundle(ctx context.Context, statement []byte) ([]byte, e
 		CertificateProviderOptions: &sign.CertificateProviderOptions{IDToken: token},
 		TransparencyLogs:           []sign.Transparency{sign.NewRekor(&sign.RekorOptions{BaseURL: s.rekor, Retries: 2})},
 		Context:                    ctx,
+		TrustedRoot:                s.root,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("keyless signing: %s", redact(err.Error(), token))

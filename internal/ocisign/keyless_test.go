@@ -6,7 +6,20 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/sigstore/sigstore-go/pkg/testing/ca"
 )
+
+// testRoot is a virtual Sigstore's trusted material, for options that
+// require a root.
+func testRoot(t *testing.T) *ca.VirtualSigstore {
+	t.Helper()
+	vs, err := ca.NewVirtualSigstore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
 
 // The keyless signer has the shape internal/release's Signer and the
 // attestation signer expect.
@@ -22,23 +35,27 @@ type staticTokens struct {
 func (s staticTokens) Token(context.Context) (string, error) { return s.token, s.err }
 
 func TestNewKeylessSigner(t *testing.T) {
-	if _, err := NewKeylessSigner(KeylessOptions{}); err == nil {
+	vs := testRoot(t)
+	if _, err := NewKeylessSigner(KeylessOptions{TrustedRoot: vs}); err == nil {
 		t.Error("no token source accepted")
 	}
-	if _, err := NewKeylessSigner(KeylessOptions{Tokens: staticTokens{}, FulcioURL: "http://fulcio.example"}); err == nil {
+	if _, err := NewKeylessSigner(KeylessOptions{Tokens: staticTokens{}}); err == nil {
+		t.Error("no trusted root accepted")
+	}
+	if _, err := NewKeylessSigner(KeylessOptions{Tokens: staticTokens{}, TrustedRoot: vs, FulcioURL: "http://fulcio.example"}); err == nil {
 		t.Error("an http Fulcio accepted")
 	}
-	if _, err := NewKeylessSigner(KeylessOptions{Tokens: staticTokens{}, RekorURL: "http://rekor.example"}); err == nil {
+	if _, err := NewKeylessSigner(KeylessOptions{Tokens: staticTokens{}, TrustedRoot: vs, RekorURL: "http://rekor.example"}); err == nil {
 		t.Error("an http Rekor accepted")
 	}
-	s, err := NewKeylessSigner(KeylessOptions{Tokens: staticTokens{}})
+	s, err := NewKeylessSigner(KeylessOptions{Tokens: staticTokens{}, TrustedRoot: vs})
 	if err != nil || s.fulcio != PublicGoodFulcio || s.rekor != PublicGoodRekor {
 		t.Errorf("defaults: %+v, %v", s, err)
 	}
 }
 
 func TestKeylessSignerNeedsToken(t *testing.T) {
-	s, err := NewKeylessSigner(KeylessOptions{Tokens: staticTokens{err: ErrNoGitHubToken}})
+	s, err := NewKeylessSigner(KeylessOptions{Tokens: staticTokens{err: ErrNoGitHubToken}, TrustedRoot: testRoot(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +91,7 @@ func TestKeylessSignerFulcioErrors(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			fulcio, requests := tokenServer(t, c.handle)
-			s, err := NewKeylessSigner(KeylessOptions{Tokens: staticTokens{token: testJWT}, FulcioURL: fulcio.URL})
+			s, err := NewKeylessSigner(KeylessOptions{Tokens: staticTokens{token: testJWT}, FulcioURL: fulcio.URL, TrustedRoot: testRoot(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
