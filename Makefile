@@ -16,7 +16,7 @@ GO ?= go
 TREE_ENV := CGO_ENABLED=0 GOFLAGS="-trimpath -ldflags=-w $(GOFLAGS)"
 # Modules of the workspace (go.work), and the tool modules outside it.
 MODULES := . sdk/go
-TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto hack/tools/lint hack/tools/smokescreen hack/tools/benchstat hack/tools/node hack/tools/containerd hack/tools/kube-router hack/tools/coredns hack/tools/kubectl
+TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto hack/tools/lint hack/tools/actionlint hack/tools/smokescreen hack/tools/benchstat hack/tools/node hack/tools/containerd hack/tools/kube-router hack/tools/coredns hack/tools/kubectl
 CONTROLLER_GEN := .bin/controller-gen
 # Build tag of the tests that need the control plane, the local real node or
 # root: make test passes it, make test-unit does not (hack/check-test-tags.sh).
@@ -24,7 +24,7 @@ CLUSTER_TAG := cluster
 FUZZTIME ?= 60s
 SCALE_PROFILES ?= .bench/scale
 # Packages with fuzz targets (parsers of outside input).
-FUZZ_PACKAGES := ./internal/plugins/ ./internal/trust/cosign/ ./internal/configschema/ ./internal/operator/ ./internal/egress/ ./internal/connectors/nbpfx/ ./internal/connectors/ibkrflex/ ./internal/core/ ./sdk/go/ ./sdk/go/delivery/ ./internal/core/store/ ./internal/display/ ./internal/cli/
+FUZZ_PACKAGES := ./internal/plugins/ ./internal/trust/cosign/ ./internal/ocisign/ ./internal/configschema/ ./internal/operator/ ./internal/egress/ ./internal/connectors/nbpfx/ ./internal/connectors/ibkrflex/ ./internal/core/ ./sdk/go/ ./sdk/go/delivery/ ./internal/core/store/ ./internal/display/ ./internal/cli/
 
 .PHONY: all
 all: build
@@ -142,8 +142,12 @@ lint: ## golangci-lint (pinned in hack/tools/lint) on both modules, offline: .go
 lint-arch: ## Only the Layout rules of `make lint` (depguard: who may import what); fast, for the edit loop; make verify runs the whole of make lint.
 	hack/lint.sh --enable-only depguard
 
+.PHONY: actionlint
+actionlint: ## actionlint (pinned in hack/tools/actionlint) with shellcheck on .github/workflows/*.yml: syntax, expressions, permissions, every run: script (installs shellcheck from Debian when missing, as root).
+	hack/actionlint.sh
+
 .PHONY: verify
-verify: generate ## gofmt, go vet (with and without the cluster tag), golangci-lint (make lint), go mod tidy, buf lint/breaking, decision citations, the cluster tag on tests that need it, no pipe into grep -q, the docs' links and paths (hack/doclinks) and generated files must leave no diff.
+verify: generate ## gofmt, go vet (with and without the cluster tag), golangci-lint (make lint), actionlint on the workflows (make actionlint), go mod tidy, buf lint/breaking, decision citations, the cluster tag on tests that need it, no pipe into grep -q, the docs' links and paths (hack/doclinks) and generated files must leave no diff.
 	@test -z "$$(git status --porcelain -- api deploy)" || { git status --short -- api deploy; echo "generated files are stale or uncommitted: run make generate and commit"; exit 1; }
 	hack/proto.sh check
 	hack/plugin-labels.sh check
@@ -153,6 +157,7 @@ verify: generate ## gofmt, go vet (with and without the cluster tag), golangci-l
 	hack/check-test-tags.sh
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(TREE_ENV) hack/lint.sh
+	hack/actionlint.sh
 	@for m in $(MODULES); do (cd $$m && $(TREE_ENV) $(GO) vet ./... && $(TREE_ENV) $(GO) vet -tags $(CLUSTER_TAG) ./...); done
 	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
 	@for m in $(TOOL_MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
@@ -171,8 +176,8 @@ attest: ## Attach a signed CycloneDX SBOM and SLSA v1 provenance, as OCI referre
 	$(GO) run ./hack/images attest --key "$(KEY)" $(if $(BUILDER_ID),--builder-id "$(BUILDER_ID)") --command "make images$(if $(REGISTRY), REGISTRY=$(REGISTRY))"
 
 .PHONY: release
-release: ## Make release VERSION (vX.Y.Z) into REGISTRY, signed with KEY: every image built from this commit (both platforms), pushed, signed and attested (a signed SBOM and SLSA provenance each; BUILDER_ID names the builder), the catalog pinning nbp-fx and ibkr-flex linked into the operator, and install.yaml, plugins.json, images.json, RELEASE.md and SHA256SUMS in .cache/release/VERSION (docs/images.md, Releases).
-	$(GO) run ./hack/release make --version "$(VERSION)" --registry "$(REGISTRY)" --key "$(KEY)" $(if $(BUILDER_ID),--builder-id "$(BUILDER_ID)")
+release: ## Make release VERSION (vX.Y.Z) into REGISTRY, signed with KEY (or SIGN=keyless in the release workflow: as that workflow, with the job's OIDC token): every image built from this commit (both platforms), pushed, signed and attested (a signed SBOM and SLSA provenance each; BUILDER_ID names the builder), the catalog pinning nbp-fx and ibkr-flex linked into the operator, and install.yaml, plugins.json, images.json, RELEASE.md and SHA256SUMS in .cache/release/VERSION (docs/images.md, Releases).
+	$(GO) run ./hack/release make --version "$(VERSION)" --registry "$(REGISTRY)" $(if $(filter keyless,$(SIGN)),--keyless,--key "$(KEY)") $(if $(BUILDER_ID),--builder-id "$(BUILDER_ID)")
 
 .PHONY: release-overlay
 release-overlay: ## Write a kustomize overlay of the whole platform (OUT, default .cache/release) pinned to the pushed digests and labelled with the build's version; REGISTRY_CONFIG=1 adds the registry-config component, API_SERVER_CIDR=a,b names the API server (docs/operator.md).

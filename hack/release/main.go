@@ -1,7 +1,7 @@
 // Command release makes a release (make release, OF-30) or writes a
 // kustomize overlay of the last build (make release-overlay).
 //
-//	go run ./hack/release make --version vX.Y.Z --registry PREFIX --key FILE [--publisher NAME] [--out DIR] [--platform P,...] [--insecure]
+//	go run ./hack/release make --version vX.Y.Z --registry PREFIX (--key FILE | --keyless) [--publisher NAME] [--out DIR] [--platform P,...] [--insecure]
 //
 // make builds every image from this commit, pushes and signs it, links the
 // catalog that pins the first-party plugins into the operator and writes

@@ -17,14 +17,17 @@ import (
 	"github.com/arkadiuss/openfief/internal/ocisign"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/release"
+	"github.com/arkadiuss/openfief/internal/trust/cosign"
 )
 
-// makeRelease is `release make`: the whole release, signed with a key.
+// makeRelease is `release make`: the whole release, signed with a key or,
+// in the release workflow, keyless as that workflow (--keyless).
 func makeRelease(args []string) error {
 	fs := flag.NewFlagSet("release make", flag.ContinueOnError)
 	version := fs.String("version", "", "the release's version, vMAJOR.MINOR.PATCH[-pre] (required)")
 	registry := fs.String("registry", "", "where the images go: PREFIX/openfief/<name>, PREFIX being host[:port][/path] (required)")
-	keyFile := fs.String("key", "", "PEM private key that signs every image and publishes the catalog's plugins (ECDSA P-256; COSIGN_PASSWORD unlocks an encrypted one) (required)")
+	keyFile := fs.String("key", "", "PEM private key that signs every image and publishes the catalog's plugins (ECDSA P-256; COSIGN_PASSWORD unlocks an encrypted one) (this or --keyless)")
+	keyless := fs.Bool("keyless", false, "sign keyless with the GitHub Actions job's OIDC token (public-good Fulcio and Rekor); the catalog's publisher is OpenFief's CI (only .github/workflows/images.yml on main signs as it) (this or --key)")
 	publisher := fs.String("publisher", "openfief", "the publisher's name in the catalog")
 	out := fs.String("out", "", "directory of the release's files, which must not exist (default <repository>/.cache/release/<version>)")
 	platforms := fs.String("platform", "", "platforms of every image, comma-separated (default linux/amd64,linux/arm64)")
@@ -37,22 +40,14 @@ func makeRelease(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("release make takes no arguments, got %q", fs.Args())
 	}
-	if *keyFile == "" {
-		return errors.New("--key is required: a PEM private key (docs/images.md, Releases)")
+	if (*keyFile == "") == !*keyless {
+		return errors.New("one of --key (a PEM private key) or --keyless is required (docs/images.md, Releases)")
 	}
 	root, err := images.FindRoot(".")
 	if err != nil {
 		return err
 	}
-	raw, err := os.ReadFile(*keyFile)
-	if err != nil {
-		return fmt.Errorf("--key: %w", err)
-	}
-	signer, err := ocisign.NewKeySignerFromPEM(raw, password)
-	if err != nil {
-		return fmt.Errorf("--key %s: %w", *keyFile, err)
-	}
-	pub, err := signer.PublicKeyPEM()
+	signer, publishedBy, err := releaseSigner(*keyFile, *keyless, *publisher)
 	if err != nil {
 		return err
 	}
@@ -77,7 +72,7 @@ func makeRelease(args []string) error {
 	res, err := release.Make(ctx, release.Options{
 		Root: root, Version: *version, Registry: *registry, Insecure: *insecure, Signer: signer,
 		BuilderID: *builderID, Command: *command,
-		Publisher: plugins.Signer{Name: *publisher, Kind: plugins.SignerPublisher, Identity: plugins.SignerIdentity{PublicKeyPEM: pub}},
+		Publisher: publishedBy,
 		Out:       *out, Platforms: ps, Progress: os.Stdout,
 	})
 	if err != nil {
@@ -85,6 +80,42 @@ func makeRelease(args []string) error {
 	}
 	fmt.Printf("release %s in %s\ninstall with: openfief platform install --overlay %s\n", res.Version, res.Out, res.Out)
 	return nil
+}
+
+// releaseSigner is the release's signer and the catalog publisher its
+// signatures verify as: the key file's key under name, or keyless as the
+// GitHub Actions job, published as OpenFief's CI (OF-30). A keyless run
+// anywhere but images.yml on main signs as another subject, so its plugins
+// would not verify against its own catalog: it fails closed.
+func releaseSigner(keyFile string, keyless bool, name string) (release.Signer, plugins.Signer, error) {
+	if keyless {
+		tokens, err := ocisign.GitHubTokenSourceFromEnv()
+		if err != nil {
+			return nil, plugins.Signer{}, fmt.Errorf("--keyless: %w", err)
+		}
+		tr, err := cosign.PublicGoodTrustedRoot()
+		if err != nil {
+			return nil, plugins.Signer{}, err
+		}
+		s, err := ocisign.NewKeylessSigner(ocisign.KeylessOptions{Tokens: tokens, TrustedRoot: tr})
+		if err != nil {
+			return nil, plugins.Signer{}, err
+		}
+		return s, plugins.OpenFiefCI(), nil
+	}
+	raw, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, plugins.Signer{}, fmt.Errorf("--key: %w", err)
+	}
+	s, err := ocisign.NewKeySignerFromPEM(raw, password)
+	if err != nil {
+		return nil, plugins.Signer{}, fmt.Errorf("--key %s: %w", keyFile, err)
+	}
+	pub, err := s.PublicKeyPEM()
+	if err != nil {
+		return nil, plugins.Signer{}, err
+	}
+	return s, plugins.Signer{Name: name, Kind: plugins.SignerPublisher, Identity: plugins.SignerIdentity{PublicKeyPEM: pub}}, nil
 }
 
 // password is COSIGN_PASSWORD, as cosign reads it.

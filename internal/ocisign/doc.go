@@ -3,5 +3,7 @@
 // io.openfief.plugin.manifest label (D-42), and a Sigstore bundle over its
 // digest stored as an OCI referrer (D-17). The local mode (`openfief dev`),
 // the demo and the tests use it to give the operator real signatures to
-// verify; production images are signed by CI with cosign.
+// verify, `make sign` and `make release` sign with a key file (KeySigner),
+// and the release workflow signs keyless as OpenFief's CI (KeylessSigner,
+// with GitHubTokenSource's OIDC token).
 package ocisign

@@ -59,11 +59,22 @@ func (s *KeySigner) SignersJSON(name string) ([]byte, error) {
 // Sign signs ref's digest and stores the bundle in the registry as a
 // referrer of that digest, exactly as cosign v3 does.
 func (s *KeySigner) Sign(ctx context.Context, ref plugins.ImageRef) error {
+	return signRef(ctx, ref, s)
+}
+
+// bundler makes a Sigstore bundle (JSON) of an in-toto statement: a
+// KeySigner or a KeylessSigner (and release.Signer).
+type bundler interface {
+	Bundle(ctx context.Context, statement []byte) ([]byte, error)
+}
+
+// signRef signs ref's digest with b and attaches the bundle to ref.
+func signRef(ctx context.Context, ref plugins.ImageRef, b bundler) error {
 	stmt, err := Statement(ref.Digest(), plugins.SignPredicateType)
 	if err != nil {
 		return err
 	}
-	bundle, err := s.Bundle(ctx, stmt)
+	bundle, err := b.Bundle(ctx, stmt)
 	if err != nil {
 		return fmt.Errorf("sign %s: %w", ref, err)
 	}
