@@ -49,11 +49,7 @@ func attest(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	raw, err := os.ReadFile(*keyFile)
-	if err != nil {
-		return fmt.Errorf("--key: %w", err)
-	}
-	signer, err := ocisign.NewKeySignerFromPEM(raw, password)
+	signer, err := ocisign.LoadKeySigner(*keyFile)
 	if err != nil {
 		return fmt.Errorf("--key %s: %w", *keyFile, err)
 	}

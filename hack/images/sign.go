@@ -39,11 +39,7 @@ func sign(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	raw, err := os.ReadFile(*keyFile)
-	if err != nil {
-		return fmt.Errorf("--key: %w", err)
-	}
-	signer, err := ocisign.NewKeySignerFromPEM(raw, password)
+	signer, err := ocisign.LoadKeySigner(*keyFile)
 	if err != nil {
 		return fmt.Errorf("--key %s: %w", *keyFile, err)
 	}
@@ -56,13 +52,4 @@ func sign(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("signed %d images; their signer's public key, for an owner's signers.json:\n%s", len(rec.Images), pub)
 	return nil
-}
-
-// password is COSIGN_PASSWORD, as cosign reads it.
-func password() ([]byte, error) {
-	pw, ok := os.LookupEnv("COSIGN_PASSWORD")
-	if !ok {
-		return nil, errors.New("the key is encrypted: set COSIGN_PASSWORD")
-	}
-	return []byte(pw), nil
 }

@@ -103,11 +103,7 @@ func releaseSigner(keyFile string, keyless bool, name string) (release.Signer, p
 		}
 		return s, plugins.OpenFiefCI(), nil
 	}
-	raw, err := os.ReadFile(keyFile)
-	if err != nil {
-		return nil, plugins.Signer{}, fmt.Errorf("--key: %w", err)
-	}
-	s, err := ocisign.NewKeySignerFromPEM(raw, password)
+	s, err := ocisign.LoadKeySigner(keyFile)
 	if err != nil {
 		return nil, plugins.Signer{}, fmt.Errorf("--key %s: %w", keyFile, err)
 	}
@@ -116,13 +112,4 @@ func releaseSigner(keyFile string, keyless bool, name string) (release.Signer, p
 		return nil, plugins.Signer{}, err
 	}
 	return s, plugins.Signer{Name: name, Kind: plugins.SignerPublisher, Identity: plugins.SignerIdentity{PublicKeyPEM: pub}}, nil
-}
-
-// password is COSIGN_PASSWORD, as cosign reads it.
-func password() ([]byte, error) {
-	pw, ok := os.LookupEnv("COSIGN_PASSWORD")
-	if !ok {
-		return nil, errors.New("the key is encrypted: set COSIGN_PASSWORD")
-	}
-	return []byte(pw), nil
 }

@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
+	"os"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -85,4 +86,21 @@ func (k *fileKeypair) SignData(_ context.Context, data []byte) ([]byte, []byte, 
 // (loopback test registries need none).
 func remoteOptions(ctx context.Context) []remote.Option {
 	return []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}
+}
+
+// LoadKeySigner reads a private key file for NewKeySignerFromPEM, unlocked
+// by COSIGN_PASSWORD as cosign reads it: what `make sign`, `make attest`
+// and `make release KEY=...` do with their --key.
+func LoadKeySigner(file string) (*KeySigner, error) {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return NewKeySignerFromPEM(raw, func() ([]byte, error) {
+		pw, ok := os.LookupEnv("COSIGN_PASSWORD")
+		if !ok {
+			return nil, errors.New("the key is encrypted: set COSIGN_PASSWORD")
+		}
+		return []byte(pw), nil
+	})
 }
