@@ -28,18 +28,13 @@ tools="${root}/hack/tools"
 bin_dir="${OPENFIEF_BIN_DIR:-${root}/.bin}"
 cache_root="${OPENFIEF_CONTROLPLANE_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/openfief/controlplane}"
 
-# The tools modules are not part of go.work; keep the workspace and any
-# caller's module flags out of their builds, and never touch their go.sum.
-export GOWORK=off
-export GOFLAGS="-mod=readonly -buildvcs=false"
-
 # shellcheck source=lib/buildcache.sh
 source "${root}/hack/lib/buildcache.sh"
 
 pins_hash() {
 	{
 		go version
-		go env GOOS GOARCH CGO_ENABLED
+		go env GOOS GOARCH CGO_ENABLED GOFLAGS
 		# Only the modules built here: hack/tools holds other modules too.
 		(cd "${root}" && find hack/tools/go.mod hack/tools/go.sum hack/tools/*.go hack/tools/cmd hack/tools/etcd hack/tools/kwok \
 			-type f \( -name go.mod -o -name go.sum -o -name '*.go' \) | LC_ALL=C sort |

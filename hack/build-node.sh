@@ -26,11 +26,6 @@ tools="${root}/hack/tools"
 bin_dir="${OPENFIEF_BIN_DIR:-${root}/.bin}"
 cache_root="${OPENFIEF_NODE_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/openfief/node}"
 
-# The tools modules are not part of go.work; keep the workspace and any
-# caller's module flags out of their builds, and never touch their go.sum.
-export GOWORK=off
-export GOFLAGS="-mod=readonly -buildvcs=false"
-
 # shellcheck source=lib/buildcache.sh
 source "${root}/hack/lib/buildcache.sh"
 
@@ -63,7 +58,7 @@ targets=(
 pins_hash() {
 	{
 		go version
-		go env GOOS GOARCH CGO_ENABLED
+		go env GOOS GOARCH CGO_ENABLED GOFLAGS
 		(cd "${root}" && find hack/tools/node hack/tools/containerd hack/tools/kube-router \
 			-type f \( -name go.mod -o -name go.sum -o -name '*.go' \) | LC_ALL=C sort |
 			while read -r f; do
@@ -100,7 +95,7 @@ if [[ ! -x ${pause} ]]; then
 	printf 'building pause... '
 	tmp="${pause}.tmp.$$"
 	tmp_files+=("${tmp}")
-	(cd "${root}" && GOWORK= CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -ldflags "-s -w" -o "${tmp}" ./hack/pause)
+	(cd "${root}" && GOWORK= GOFLAGS="-buildvcs=false -trimpath" go build -ldflags "-s -w" -o "${tmp}" ./hack/pause)
 	mv -f "${tmp}" "${pause}"
 	echo "done"
 	built=$((built + 1))
@@ -111,12 +106,10 @@ ln -sfn "${pause}" "${bin_dir}/pause"
 # hack/tools/coredns with only the plugins it links: static (it runs in an
 # image with nothing else) and without paths of this machine, under a cache
 # key of its own, so that it rebuilds none of the binaries above.
-CGO_ENABLED=0
-export CGO_ENABLED
 targets=("coredns|coredns|.|-s -w")
-cache="${cache_root}/coredns-$(module_hash "${targets[*]} -trimpath" hack/tools/coredns)"
+cache="${cache_root}/coredns-$(module_hash "${targets[*]}" hack/tools/coredns)"
 mkdir -p "${cache}"
-GOFLAGS="${GOFLAGS} -trimpath" build_targets
+build_targets
 
 if ((built == 0)); then
 	echo "node up to date in ${main_cache} (linked into ${bin_dir})"

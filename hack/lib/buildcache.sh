@@ -2,6 +2,18 @@
 # sourced by both. Each script sets root, tools (hack/tools), bin_dir, cache
 # (the per-pin cache folder) and targets before calling build_targets.
 
+# The tools modules are not part of go.work: keep the workspace and any
+# caller's module flags out of their builds, and never touch their go.sum.
+# Every binary is built as the tree's own are (the Makefile's TREE_ENV):
+# static, without cgo, and without this machine's paths. One configuration
+# lets the test binaries, vet, lint and the other tools reuse the packages
+# the control plane compiled (hack/tools/*/go.mod pin the libraries they
+# share to the same versions); a second one would compile each of them
+# again.
+export GOWORK=off
+export CGO_ENABLED=0
+export GOFLAGS="-mod=readonly -buildvcs=false -trimpath"
+
 # elapsed prints $1 seconds as 42s or 3m07s.
 elapsed() {
 	local s=$1
@@ -33,7 +45,7 @@ module_hash() {
 	shift
 	{
 		go version
-		go env GOOS GOARCH CGO_ENABLED
+		go env GOOS GOARCH CGO_ENABLED GOFLAGS
 		(cd "${root}" && find "$@" -type f \( -name go.mod -o -name go.sum -o -name '*.go' \) | LC_ALL=C sort |
 			while read -r f; do
 				printf '%s\n' "${f}"

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -8,6 +9,8 @@ import (
 
 	"github.com/arkadiuss/openfief/internal/display"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	imagetrust "github.com/arkadiuss/openfief/internal/trust"
+	"github.com/arkadiuss/openfief/internal/trust/cosign"
 )
 
 // newVerifyCommand builds `openfief plugin verify`: the operator's signature
@@ -25,7 +28,9 @@ the registry is contacted. No cluster is needed.
 
 On success it prints the signer, whether the image is Verified (a catalog entry
 pins the digest and its publisher signed it) or only signed by a trusted
-signer, and the signed manifest label. Otherwise it says exactly why the
+signer, the signed manifest label, and the SBOM and build provenance attached
+to the digest as attestations that signer signed: each by its reference in the
+registry, which cosign download attestation or crane manifest fetch. Otherwise it says exactly why the
 operator would refuse the image, and the exit code says which:
 3 unsigned, 4 untrusted signer, 5 manifest label missing or invalid,
 6 invalid image, 7 registry unavailable (unknown; try again),
@@ -50,7 +55,10 @@ operator would refuse the image, and the exit code says which:
 				return err
 			}
 			printCheck(env.Out, res, t)
-			return res.refusal()
+			if err := res.refusal(); err != nil {
+				return err
+			}
+			return env.printAttestations(cmd.Context(), env.Out, res, t, tf)
 		}),
 	}
 	tf.register(cmd.Flags(), false)
@@ -109,4 +117,50 @@ func describeIdentity(id plugins.SignerIdentity) string {
 	default:
 		return fmt.Sprintf("issuer %s, subject %s", id.Issuer, id.Subject)
 	}
+}
+
+// attestationKinds are the attestations plugin verify lists, in its order.
+var attestationKinds = []struct{ label, predicateType, format string }{
+	{"SBOM:      ", plugins.SBOMPredicateType, "CycloneDX"},
+	{"Provenance:", plugins.ProvenancePredicateType, "SLSA v1"},
+}
+
+// printAttestations lists the SBOM and provenance attestations of an
+// admitted image that its signer signed, each by the reference of the
+// referrer carrying it; one signed by anyone else is not the signer's word
+// and is left out. None is "none".
+func (e *Env) printAttestations(ctx context.Context, w io.Writer, res imageCheck, t trust, tf trustFlags) error {
+	if res.Signer == nil {
+		return nil
+	}
+	kc, err := tf.keychain()
+	if err != nil {
+		return err
+	}
+	opts := append([]cosign.Option{cosign.WithInsecureRegistries(tf.insecure...), cosign.WithKeychain(kc)}, e.verifierOptions...)
+	v, err := imagetrust.NewImageVerifier(t.policy, opts...)
+	if err != nil {
+		return exitf(ExitFailure, "image verifier: %w", err)
+	}
+	for _, k := range attestationKinds {
+		found, _, err := v.VerifyAttestations(ctx, res.Ref, k.predicateType)
+		if err != nil {
+			fmt.Fprintf(w, "%s unknown: %s\n", k.label, display.Message(err.Error()))
+			continue
+		}
+		var refs []string
+		for _, a := range found {
+			if res.Signer.Identity.Matches(a.Signer) {
+				refs = append(refs, res.Ref.Name()+"@"+a.Referrer)
+			}
+		}
+		if len(refs) == 0 {
+			fmt.Fprintf(w, "%s none signed by %s\n", k.label, display.Text(res.Signer.Name))
+			continue
+		}
+		for _, r := range refs {
+			fmt.Fprintf(w, "%s %s (%s, signed by %s)\n", k.label, display.Text(r), k.format, display.Text(res.Signer.Name))
+		}
+	}
+	return nil
 }

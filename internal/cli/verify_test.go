@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/arkadiuss/openfief/internal/ocisign"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/trust/cosign"
 	"github.com/arkadiuss/openfief/internal/trust/cosign/cosigntest"
@@ -34,9 +35,33 @@ func TestVerify(t *testing.T) {
 			"not a verified catalog plugin",
 			"Egress:        api.nbp.pl:443",
 			"Secrets:       fx-token at /etc/fx",
-			`"pattern": "^[A-Z]{3}$"`)
+			`"pattern": "^[A-Z]{3}$"`,
+			"SBOM:       none signed by owner",
+			"Provenance: none signed by owner")
 		if r.errOut != "" {
 			t.Errorf("stderr on success: %q", r.errOut)
+		}
+	})
+	t.Run("attestations of the signer, and only its", func(t *testing.T) {
+		ref := im.signed(t, "plugins/fx-attested", fxV1)
+		attest := func(s cosigntest.Signer, predicateType, predicate string) string {
+			st, err := ocisign.StatementWith(ref.Digest(), predicateType, []byte(predicate))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return im.reg.Attach(t, ref, s.Bundle(t, st), predicateType).String()
+		}
+		sbom := attest(im.key, plugins.SBOMPredicateType, `{"bomFormat":"CycloneDX"}`)
+		prov := attest(im.key, plugins.ProvenancePredicateType, `{"buildDefinition":{}}`)
+		// The stranger's SBOM verifies (its root is trusted material here)
+		// but the stranger is not the image's signer: not listed.
+		foreignSBOM := attest(stranger, plugins.SBOMPredicateType, `{"bomFormat":"CycloneDX"}`)
+		r := openfief(t, nil, trustStranger, "plugin", "verify", ref.String(), "--signers", im.signers)
+		expect(t, r, ExitOK,
+			"SBOM:       "+ref.Name()+"@"+sbom+" (CycloneDX, signed by owner)",
+			"Provenance: "+ref.Name()+"@"+prov+" (SLSA v1, signed by owner)")
+		if strings.Contains(r.out, foreignSBOM) {
+			t.Errorf("the stranger's SBOM is listed:\n%s", r.out)
 		}
 	})
 	t.Run("unsigned", func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"log"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -52,9 +53,9 @@ func TestMake(t *testing.T) {
 	}
 	publisher := plugins.Signer{Name: "openfief-release-test", Kind: plugins.SignerPublisher, Identity: plugins.SignerIdentity{PublicKeyPEM: pub}}
 	opts := Options{
-		Root: testutil.MustRepoRoot(), Version: "v0.9.0-test.1", Registry: host + "/rel", Signer: signer, Publisher: publisher,
+		Root: cloneHead(t, "a", "openfief"), Version: "v0.9.0-test.1", Registry: host + "/rel", Signer: signer, Publisher: publisher,
 		BuilderID: images.LocalBuilderID, Command: "make release VERSION=v0.9.0-test.1",
-		Out: filepath.Join(t.TempDir(), "first"), Platforms: []v1.Platform{images.HostPlatform()}, AllowDirty: true,
+		Out: filepath.Join(t.TempDir(), "first"), Platforms: []v1.Platform{images.HostPlatform()},
 		Progress: testWriter{t},
 	}
 	res, err := Make(ctx, opts)
@@ -205,10 +206,12 @@ func TestMake(t *testing.T) {
 		}
 	}
 
-	// Again, into another directory: the same digests and the same files
-	// but for those listing the attestations' referrers (a signature is
-	// randomised; none is part of an image's digest).
+	// Again, from another clone of the same commit in another directory,
+	// into another directory: the same digests and the same files but for
+	// those listing the attestations' referrers (a signature is randomised;
+	// none is part of an image's digest).
 	again := opts
+	again.Root = cloneHead(t, "b", "src", "elsewhere")
 	again.Out = filepath.Join(t.TempDir(), "second")
 	res2, err := Make(ctx, again)
 	if err != nil {
@@ -350,6 +353,19 @@ func fileInImage(t *testing.T, ref plugins.ImageRef, file string) []byte {
 			return data
 		}
 	}
+}
+
+// cloneHead clones the commit the repository is at into a new folder,
+// path under a temporary directory, and returns the clone's root: a
+// release is of a commit, whatever the working tree holds besides.
+func cloneHead(t *testing.T, path ...string) string {
+	t.Helper()
+	dir := filepath.Join(append([]string{t.TempDir()}, path...)...)
+	cmd := exec.Command("git", "clone", "--quiet", testutil.MustRepoRoot(), dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git clone: %v\n%s", err, out)
+	}
+	return dir
 }
 
 // goModVersion is the version go.mod requires of module.

@@ -62,7 +62,7 @@ type platformEnv struct {
 
 // phase is one part of TestPlatformInCluster. A phase leaves the platform
 // installed and every plugin it installed uninstalled, so the next starts
-// from the same place; only the last one uninstalls the platform.
+// from the same place; only the last two uninstall the platform.
 type phase struct {
 	name string
 	run  func(t *testing.T, e *platformEnv)
@@ -79,7 +79,8 @@ var phases = []phase{
 	{"check-isolation", testCheckIsolation},
 	{"upgrade", testUpgradeRollback},
 	{"faults", testFaults},
-	{"uninstall", testUninstall}, // last: the platform is gone afterwards
+	{"uninstall", testUninstall}, // the platform is gone afterwards
+	{"release", testRelease},     // installs a release on the empty node, and uninstalls it
 }
 
 // TestPlatformInCluster installs the platform on a real node as a user
