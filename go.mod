@@ -2,6 +2,11 @@ module github.com/arkadiuss/openfief
 
 go 1.26.0
 
+// The toolchain the images and releases are built with: the images' digests
+// depend on it, and the release workflow installs this one (setup-go reads
+// go-version-file: go.mod).
+toolchain go1.26.8
+
 require (
 	connectrpc.com/connect v1.21.1
 	github.com/CycloneDX/cyclonedx-go v0.12.0
