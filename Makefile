@@ -16,7 +16,6 @@ GO ?= go
 TREE_ENV := CGO_ENABLED=0 GOFLAGS="-trimpath -ldflags=-w $(GOFLAGS)"
 # Modules of the workspace (go.work), and the tool modules outside it.
 MODULES := . sdk/go
-MODULE_PATH := github.com/arkadiuss/openfief
 TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto hack/tools/lint hack/tools/actionlint hack/tools/smokescreen hack/tools/benchstat hack/tools/node hack/tools/containerd hack/tools/kube-router hack/tools/coredns hack/tools/kubectl
 CONTROLLER_GEN := .bin/controller-gen
 # Build tag of the tests that need the control plane, the local real node or
@@ -66,28 +65,21 @@ demo: controlplane ## The main job: the plugin lifecycle on a local platform, st
 demo-in-cluster: controlplane node ## The same lifecycle with the whole platform as pods of a real node (root).
 	hack/demo.sh --in-cluster
 
-# The real-node packages take turns on the machine's node lock, so each may
-# wait for the others' nodes: about ten minutes together, the in-cluster
-# suite six of them. NODE_LOCK_WAIT bounds one wait, TEST_TIMEOUT one test
-# binary.
+# The real-node packages (internal/devcluster, test/e2e/realnode,
+# test/e2e/incluster) run in parallel with the rest and take turns on the
+# machine's node lock, so each may wait for the others' nodes: about ten
+# minutes together, the in-cluster suite six of them. NODE_LOCK_WAIT bounds
+# one wait, TEST_TIMEOUT one test binary.
 NODE_LOCK_WAIT ?= 25m
 TEST_TIMEOUT ?= 45m
 # Test binaries run at once (go test -p). One more than the default (the CPU
 # count, two here): a real-node package waiting for the node's lock holds a
 # slot while doing nothing, and the others' tests should not wait behind it.
 TEST_PARALLEL ?= 3
-# The order make test gives go test, which starts packages in the order it
-# is given them: the in-cluster suite, the longest and mostly waiting for
-# pods, first, beside everything else; the other real-node packages last,
-# so that neither holds a slot waiting for the lock while it runs.
-NODE_FIRST := ./test/e2e/incluster
-NODE_LAST := ./internal/devcluster ./test/e2e/realnode
 
 .PHONY: test
 test: controlplane node ## Run every test of every module, those tagged cluster too (the real-node tests need root: docs/node.md); go test's own vet is off, make verify runs go vet in full.
-	@for m in $(MODULES); do echo "== go test -tags $(CLUSTER_TAG) -timeout $(TEST_TIMEOUT) $$m"; \
-		pkgs=./...; if [[ $$m == . ]]; then pkgs="$(NODE_FIRST) $$($(GO) list -tags $(CLUSTER_TAG) ./... | grep -v -x -F $(foreach p,$(NODE_FIRST) $(NODE_LAST),-e $(MODULE_PATH)/$(p:./%=%))) $(NODE_LAST)"; fi; \
-		(cd $$m && OPENFIEF_NODE_LOCK_WAIT=$(NODE_LOCK_WAIT) $(TREE_ENV) $(GO) test -count=1 -vet=off -p $(TEST_PARALLEL) -tags $(CLUSTER_TAG) -timeout $(TEST_TIMEOUT) $$pkgs); done
+	@for m in $(MODULES); do echo "== go test -tags $(CLUSTER_TAG) -timeout $(TEST_TIMEOUT) $$m"; (cd $$m && OPENFIEF_NODE_LOCK_WAIT=$(NODE_LOCK_WAIT) $(TREE_ENV) $(GO) test -count=1 -vet=off -p $(TEST_PARALLEL) -tags $(CLUSTER_TAG) -timeout $(TEST_TIMEOUT) ./...); done
 
 .PHONY: test-unit
 test-unit: ## The fast tests: every test not tagged cluster, in every package (no control plane, no real node, no root; under 2 minutes warm on two cores, most of it internal/images and the store's PostgreSQL tests).

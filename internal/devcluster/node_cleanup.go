@@ -48,6 +48,28 @@ func cleanDeadNodes() error {
 	return errors.Join(errs...)
 }
 
+// cleanNodesOfDeadOwners cleans up after each node whose record names an
+// owner that is gone, with the lock held. Unlike cleanDeadNodes it leaves
+// this process's nodes and folders without a readable record alone, so
+// that they show as leftovers.
+func cleanNodesOfDeadOwners() error {
+	entries, err := os.ReadDir(NodeStateRoot)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("devcluster: %w", err)
+	}
+	var errs []error
+	for _, e := range entries {
+		dir := filepath.Join(NodeStateRoot, e.Name())
+		if rec, err := readRecord(dir); err == nil && !rec.ownerAlive() {
+			errs = append(errs, cleanNode(dir))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // lockNodes takes the machine's node lock, polling until timeout.
 func lockNodes(timeout time.Duration) (*os.File, error) {
 	f, err := os.OpenFile(nodeLockFile, os.O_CREATE|os.O_RDWR, 0o600)

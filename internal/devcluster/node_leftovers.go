@@ -98,5 +98,12 @@ func NodeLeftoversWhenIdle(timeout time.Duration) ([]string, error) {
 		return nil, err
 	}
 	defer unlockNodes(lock)
+	// A node whose owner was killed frees the lock before anyone cleans up
+	// after it (TestRealNodeCleanedAfterKill kills one on purpose, in
+	// another test binary): it is not this process's leftover, and the next
+	// node to start would clean it. Clean it first, then look.
+	if err := cleanNodesOfDeadOwners(); err != nil {
+		return nil, err
+	}
 	return NodeLeftovers()
 }

@@ -84,6 +84,35 @@ type importer struct {
 	instance string
 	batch    string
 	steps    int
+	// next is the next entry number of those reserve set aside.
+	next int64
+}
+
+// reserve sets aside n entry numbers (OF-35) from the counter, before any
+// entry is stored: in PostgreSQL the counter row stays locked until this
+// transaction ends, so a concurrent import waits and takes larger numbers,
+// and numbers become visible in the order they were handed out. An entry
+// the store already had keeps its number; its reserved one is skipped.
+func (im *importer) reserve(ctx context.Context, n int) error {
+	if n == 0 {
+		return nil
+	}
+	if err := im.s.step(&im.steps); err != nil {
+		return err
+	}
+	var last int64
+	if err := im.tx.QueryRowContext(ctx, im.s.d.bind(`UPDATE counters SET value = value + ? WHERE name = 'entries' RETURNING value`), n).Scan(&last); err != nil {
+		return fmt.Errorf("entry numbers: %w", err)
+	}
+	im.next = last - int64(n) + 1
+	return nil
+}
+
+// number hands out the next reserved entry number.
+func (im *importer) number() int64 {
+	n := im.next
+	im.next++
+	return n
 }
 
 func (im *importer) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
@@ -113,6 +142,10 @@ VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (instance, batch_id) DO NOTHING`,
 		return res, fmt.Errorf("batch: %w", err)
 	}
 	res.Duplicate = newBatch == 0
+	if err := im.reserve(ctx, len(d.GetTransactions())+len(d.GetBalanceAssertions())+len(d.GetPrices())+
+		len(d.GetFxRates())+len(d.GetIndexReadings())); err != nil {
+		return res, err
+	}
 	if res.Transactions, res.Postings, err = im.transactions(ctx, d.GetTransactions()); err != nil {
 		return res, err
 	}
@@ -237,12 +270,12 @@ func (im *importer) insertChunk(ctx context.Context, stmt *sql.Stmt, args []any,
 }
 
 var (
-	transactionsTable = table{"transactions", []string{"instance", "source_id", "batch_id", "date", "value_date", "description", "payee"}, "instance, source_id"}
+	transactionsTable = table{"transactions", []string{"instance", "source_id", "batch_id", "date", "value_date", "description", "payee", "seq"}, "instance, source_id"}
 	postingsTable     = table{"postings", []string{"instance", "source_id", "idx", "account_id", "amount", "currency", "isin", "symbol", "exchange", "instrument_currency", "instrument_name", "quantity", "memo"}, "instance, source_id, idx"}
-	balancesTable     = table{"balance_assertions", []string{"instance", "batch_id", "account_id", "date", "currency", "isin", "symbol", "exchange", "instrument_currency", "instrument_name", "amount", "quantity"}, "instance, account_id, date, currency, isin, symbol, exchange"}
-	pricesTable       = table{"prices", []string{"instance", "batch_id", "date", "isin", "symbol", "exchange", "instrument_currency", "instrument_name", "currency", "price"}, "instance, date, isin, symbol, exchange, currency"}
-	fxRatesTable      = table{"fx_rates", []string{"instance", "batch_id", "date", "base_currency", "quote_currency", "rate", "source_ref"}, "instance, date, base_currency, quote_currency"}
-	indexTable        = table{"index_readings", []string{"instance", "batch_id", "index_id", "date", "value", "name"}, "instance, index_id, date"}
+	balancesTable     = table{"balance_assertions", []string{"instance", "batch_id", "account_id", "date", "currency", "isin", "symbol", "exchange", "instrument_currency", "instrument_name", "amount", "quantity", "seq"}, "instance, account_id, date, currency, isin, symbol, exchange"}
+	pricesTable       = table{"prices", []string{"instance", "batch_id", "date", "isin", "symbol", "exchange", "instrument_currency", "instrument_name", "currency", "price", "seq"}, "instance, date, isin, symbol, exchange, currency"}
+	fxRatesTable      = table{"fx_rates", []string{"instance", "batch_id", "date", "base_currency", "quote_currency", "rate", "source_ref", "seq"}, "instance, date, base_currency, quote_currency"}
+	indexTable        = table{"index_readings", []string{"instance", "batch_id", "index_id", "date", "value", "name", "seq"}, "instance, index_id, date"}
 	problemsTable     = table{"problems", []string{"instance", "problem_key", "batch_id", "severity", "code", "message", "source_id", "location"}, "instance, problem_key"}
 )
 
@@ -254,7 +287,7 @@ func (im *importer) transactions(ctx context.Context, ts []*connectorv1.Transact
 	}
 	vals := make([]any, 0, len(ts)*len(transactionsTable.cols))
 	for _, t := range ts {
-		vals = append(vals, im.instance, t.GetSourceId(), im.batch, t.GetDate(), t.GetValueDate(), t.GetDescription(), t.GetPayee())
+		vals = append(vals, im.instance, t.GetSourceId(), im.batch, t.GetDate(), t.GetValueDate(), t.GetDescription(), t.GetPayee(), im.number())
 	}
 	added := make(map[string]bool, len(ts))
 	n, err := im.insert(ctx, transactionsTable, vals, "source_id", added)
@@ -281,7 +314,7 @@ func (im *importer) balances(ctx context.Context, bs []*connectorv1.BalanceAsser
 	for _, b := range bs {
 		in := b.GetInstrument()
 		vals = append(vals, im.instance, im.batch, b.GetAccountId(), b.GetDate(), b.GetCurrency(),
-			in.GetIsin(), in.GetSymbol(), in.GetExchange(), in.GetCurrency(), in.GetName(), b.GetAmount(), b.GetQuantity())
+			in.GetIsin(), in.GetSymbol(), in.GetExchange(), in.GetCurrency(), in.GetName(), b.GetAmount(), b.GetQuantity(), im.number())
 	}
 	return im.insert(ctx, balancesTable, vals, "", nil)
 }
@@ -291,7 +324,7 @@ func (im *importer) prices(ctx context.Context, ps []*connectorv1.Price) (int, e
 	for _, p := range ps {
 		in := p.GetInstrument()
 		vals = append(vals, im.instance, im.batch, p.GetDate(), in.GetIsin(), in.GetSymbol(), in.GetExchange(),
-			in.GetCurrency(), in.GetName(), p.GetCurrency(), p.GetPrice())
+			in.GetCurrency(), in.GetName(), p.GetCurrency(), p.GetPrice(), im.number())
 	}
 	return im.insert(ctx, pricesTable, vals, "", nil)
 }
@@ -299,7 +332,7 @@ func (im *importer) prices(ctx context.Context, ps []*connectorv1.Price) (int, e
 func (im *importer) fxRates(ctx context.Context, rs []*connectorv1.FxRate) (int, error) {
 	vals := make([]any, 0, len(rs)*len(fxRatesTable.cols))
 	for _, r := range rs {
-		vals = append(vals, im.instance, im.batch, r.GetDate(), r.GetBaseCurrency(), r.GetQuoteCurrency(), r.GetRate(), r.GetSourceRef())
+		vals = append(vals, im.instance, im.batch, r.GetDate(), r.GetBaseCurrency(), r.GetQuoteCurrency(), r.GetRate(), r.GetSourceRef(), im.number())
 	}
 	return im.insert(ctx, fxRatesTable, vals, "", nil)
 }
@@ -307,7 +340,7 @@ func (im *importer) fxRates(ctx context.Context, rs []*connectorv1.FxRate) (int,
 func (im *importer) indexReadings(ctx context.Context, rs []*connectorv1.IndexReading) (int, error) {
 	vals := make([]any, 0, len(rs)*len(indexTable.cols))
 	for _, r := range rs {
-		vals = append(vals, im.instance, im.batch, r.GetIndexId(), r.GetDate(), r.GetValue(), r.GetName())
+		vals = append(vals, im.instance, im.batch, r.GetIndexId(), r.GetDate(), r.GetValue(), r.GetName(), im.number())
 	}
 	return im.insert(ctx, indexTable, vals, "", nil)
 }

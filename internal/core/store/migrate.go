@@ -76,10 +76,10 @@ func statements(text string) []string {
 }
 
 // migrate applies, in one transaction, every embedded migration the
-// database has not recorded in schema_migrations. A database that records a
-// version this binary does not know is refused: it was migrated by a newer
-// core.
-func (s *Store) migrate(ctx context.Context) error {
+// database has not recorded in schema_migrations, up to version upTo (0:
+// all of them). A database that records a version this binary does not
+// know is refused: it was migrated by a newer core.
+func (s *Store) migrate(ctx context.Context, upTo int) error {
 	all, err := migrations()
 	if err != nil {
 		return err
@@ -114,7 +114,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 	}
 	for _, m := range all {
-		if slices.Contains(applied, m.version) {
+		if slices.Contains(applied, m.version) || (upTo > 0 && m.version > upTo) {
 			continue
 		}
 		for _, stmt := range statements(m.sql) {

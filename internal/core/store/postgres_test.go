@@ -24,6 +24,8 @@ func postgresBackend(t testing.TB) storetest.Backend {
 			return dsn
 		},
 		SetHook: store.SetImportHook,
+		OpenAt:  store.OpenAt,
+		Exec:    store.Exec,
 		Interrupt: func(t *testing.T, _ *store.Store) error {
 			if err := pg.TerminateBackends(context.Background()); err != nil {
 				t.Fatalf("terminate backends: %v", err)

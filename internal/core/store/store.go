@@ -35,6 +35,12 @@ const sqliteParams = "?_txlock=immediate&_busy_timeout=30000&_foreign_keys=1&_jo
 // created when missing. Errors never repeat the DSN (it may hold a
 // password).
 func Open(ctx context.Context, dsn string) (*Store, error) {
+	return openAt(ctx, dsn, 0)
+}
+
+// openAt opens dsn and migrates it up to schema version upTo, or to the
+// latest when upTo is 0 (tests open older schemas).
+func openAt(ctx context.Context, dsn string, upTo int) (*Store, error) {
 	t, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
@@ -66,7 +72,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		_ = s.db.Close()
 		return nil, fmt.Errorf("store: connect to %s: %w", s.d.name, err)
 	}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrate(ctx, upTo); err != nil {
 		_ = s.db.Close()
 		return nil, err
 	}

@@ -32,6 +32,11 @@ type Backend struct {
 	// or nil when the database itself will fail the next statement (a
 	// terminated connection).
 	Interrupt func(t *testing.T, s *store.Store) error
+	// OpenAt opens a DSN migrated only up to a schema version (the store
+	// exposes this to its own tests only).
+	OpenAt func(ctx context.Context, dsn string, upTo int) (*store.Store, error)
+	// Exec runs one statement, '?' placeholders, on a store's database.
+	Exec func(ctx context.Context, s *store.Store, q string, args ...any) error
 }
 
 // open opens dsn and closes it when the test ends.
@@ -64,7 +69,7 @@ func Run(t *testing.T, b Backend) {
 		{"ExactText", testExactText},
 		{"DeclaredImbalanceStored", testDeclaredImbalance},
 	}
-	for _, c := range cases {
+	for _, c := range append(cases, exportCases...) {
 		t.Run(c.name, func(t *testing.T) { c.run(t, b) })
 	}
 }
@@ -457,8 +462,8 @@ func testReopen(t *testing.T, b Backend) {
 	checkRows(t, s, "nbp-fx", rows(res))
 	checkWatermark(t, s, "nbp-fx", "w1")
 	versions, err := s.Migrations(context.Background())
-	if err != nil || !cmp.Equal(versions, []int{1}) {
-		t.Errorf("Migrations = %v, %v; want [1] (applied once)", versions, err)
+	if err != nil || !cmp.Equal(versions, []int{1, 2}) {
+		t.Errorf("Migrations = %v, %v; want [1 2] (each applied once)", versions, err)
 	}
 	if again := mustImport(t, s, "nbp-fx", store.KindSync, Sync("b1", 0, 30, "w1")); again.Rows() != 0 || !again.Duplicate {
 		t.Errorf("the same delivery after reopening: %+v", again)
