@@ -3,7 +3,7 @@
 
 // The view contract: a view plugin serves ViewService and the core calls it,
 // to hand the view the part of the household's record that the view's data
-// tiers allow, oldest first, one bounded page at a time (OF-35). A view never
+// tiers allow, oldest first, one bounded page at a time. A view never
 // reads the record itself: the core decides what leaves, checks the view's
 // grant as it stands before every page, and keeps each view's place in the
 // record.
@@ -49,7 +49,7 @@ type ExportRequest struct {
 	// data_tiers are the view's effective data tiers (granted and requested)
 	// as the core read them for this page, sorted. They decided which kinds
 	// of entry the page may carry: FX rates, prices and index readings need
-	// none, transactions and balance assertions need "accounts" (OF-11).
+	// none, transactions and balance assertions need "accounts".
 	DataTiers []string `protobuf:"bytes,2,rep,name=data_tiers,json=dataTiers,proto3" json:"data_tiers,omitempty"`
 	// entries are the page's entries, each kind in the order of its sequence
 	// numbers. A page holds at most a few thousand entries and at most a few

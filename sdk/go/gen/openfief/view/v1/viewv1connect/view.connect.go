@@ -3,7 +3,7 @@
 
 // The view contract: a view plugin serves ViewService and the core calls it,
 // to hand the view the part of the household's record that the view's data
-// tiers allow, oldest first, one bounded page at a time (OF-35). A view never
+// tiers allow, oldest first, one bounded page at a time. A view never
 // reads the record itself: the core decides what leaves, checks the view's
 // grant as it stands before every page, and keeps each view's place in the
 // record.
