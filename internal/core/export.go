@@ -1,0 +1,140 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"connectrpc.com/connect"
+
+	"github.com/arkadiuss/openfief/internal/core/store"
+	viewv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/view/v1"
+	"github.com/arkadiuss/openfief/sdk/go/gen/openfief/view/v1/viewv1connect"
+)
+
+// ErrGrantChanged is wrapped when a view's data tiers changed during an
+// export run (OF-35): the run stops before the next page, and the next run
+// starts under the grant as it stands then.
+var ErrGrantChanged = errors.New("the view's data tiers changed during the export")
+
+// ViewKinds are the kinds of entry a view holding tiers may be sent
+// (OF-11): FX rates, prices and index readings need no tier; transactions
+// and balance assertions need TierAccounts.
+func ViewKinds(tiers []string) []store.EntryKind {
+	kinds := []store.EntryKind{store.KindFxRates, store.KindPrices, store.KindIndexReadings}
+	if slices.Contains(tiers, TierAccounts) {
+		kinds = append(kinds, store.KindTransactions, store.KindBalanceAssertions)
+	}
+	return kinds
+}
+
+// Export calls the view instance's Export with one page, with a token for
+// that instance alone; an answer is bounded as a connector's is.
+func (c *Caller) Export(ctx context.Context, instance string, req *viewv1.ExportRequest) error {
+	token, err := c.Tokens.Token(ctx, instance)
+	if err != nil {
+		return connect.NewError(connect.CodeUnavailable, err)
+	}
+	maxBytes, budget := c.limits()
+	h := pluginHTTPClient(c.HTTP, int64(maxBytes)+answerSlack)
+	cl := viewv1connect.NewViewServiceClient(h, c.Resolve(instance),
+		connect.WithReadMaxBytes(maxBytes),
+		connect.WithAcceptCompression("gzip", nil, nil),
+		connect.WithCodec(boundedCodec{budget: budget}),
+	)
+	r := connect.NewRequest(req)
+	r.Header().Set("Authorization", "Bearer "+token)
+	if _, err := cl.Export(ctx, r); err != nil {
+		return c.refusal("Export", err)
+	}
+	return nil
+}
+
+// Exporter sends views the record, a page at a time (OF-35).
+type Exporter struct {
+	Store  *store.Store
+	Caller *Caller
+	// Tiers returns a view instance's effective data tiers as its grant
+	// stands now; it is asked before every page.
+	Tiers func(ctx context.Context, instance string) ([]string, error)
+	// PageEntries bounds the entries of one page; 0 means
+	// DefaultExportPageEntries.
+	PageEntries int
+}
+
+// DefaultExportPageEntries is the entries of a page when Exporter does not
+// say.
+const DefaultExportPageEntries = 1000
+
+// ExportResult is what one run sent.
+type ExportResult struct {
+	Pages, Entries int
+}
+
+// Run sends view instance the entries after its place, page after page,
+// until none is left. Before each page it reads the view's tiers: the
+// first page fixes the run's tiers, and a change (narrowed, widened or
+// revoked) stops the run with ErrGrantChanged. The view's place moves past
+// a page only once Export answered OK, so a failed call leaves it where it
+// was and the next run sends the same entries.
+func (x *Exporter) Run(ctx context.Context, instance, runID string) (ExportResult, error) {
+	var res ExportResult
+	limit := x.PageEntries
+	if limit <= 0 {
+		limit = DefaultExportPageEntries
+	}
+	var runTiers []string
+	for {
+		tiers, err := x.Tiers(ctx, instance)
+		if err != nil {
+			return res, fmt.Errorf("export to %s: the view's grant: %w", instance, err)
+		}
+		tiers = slices.Sorted(slices.Values(tiers))
+		if res.Pages == 0 {
+			runTiers = tiers
+		} else if !slices.Equal(tiers, runTiers) {
+			return res, fmt.Errorf("export to %s: %w (from %v to %v) after %d pages", instance, ErrGrantChanged, runTiers, tiers, res.Pages)
+		}
+		page, err := x.Store.ReadPage(ctx, instance, ViewKinds(tiers), limit)
+		if err != nil {
+			return res, fmt.Errorf("export to %s: %w", instance, err)
+		}
+		if len(page.Entries) == 0 {
+			return res, nil
+		}
+		req := &viewv1.ExportRequest{RunId: runID, DataTiers: tiers, More: page.More}
+		for _, e := range page.Entries {
+			req.Entries = append(req.Entries, viewEntry(e))
+		}
+		if err := x.Caller.Export(ctx, instance, req); err != nil {
+			return res, fmt.Errorf("export to %s: page %d: %w", instance, res.Pages+1, err)
+		}
+		if err := x.Store.AdvanceView(ctx, instance, page.Places); err != nil {
+			return res, fmt.Errorf("export to %s: %w", instance, err)
+		}
+		res.Pages++
+		res.Entries += len(page.Entries)
+		if !page.More {
+			return res, nil
+		}
+	}
+}
+
+// viewEntry is the contract's form of a stored entry.
+func viewEntry(e store.Entry) *viewv1.Entry {
+	out := &viewv1.Entry{Sequence: uint64(e.Seq), Source: e.Source, Institution: e.Institution}
+	switch {
+	case e.FxRate != nil:
+		out.Entry = &viewv1.Entry_FxRate{FxRate: e.FxRate}
+	case e.Price != nil:
+		out.Entry = &viewv1.Entry_Price{Price: e.Price}
+	case e.IndexReading != nil:
+		out.Entry = &viewv1.Entry_IndexReading{IndexReading: e.IndexReading}
+	case e.Transaction != nil:
+		out.Entry = &viewv1.Entry_Transaction{Transaction: e.Transaction}
+	case e.BalanceAssertion != nil:
+		out.Entry = &viewv1.Entry_BalanceAssertion{BalanceAssertion: e.BalanceAssertion}
+	}
+	return out
+}
