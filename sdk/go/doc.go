@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package openfief is the Go SDK for OpenFief plugins: it serves the connector
-// contract to the core, verifies the core's per-instance token and
+// and view contracts to the core, verifies the core's per-instance token and
 // reaches institutions through the egress proxy.
 //
 // A connector implements the generated
@@ -14,13 +14,19 @@
 // token the core did not send for this instance, and drains calls in flight
 // when the pod stops.
 //
+// A view implements viewv1connect.ViewServiceHandler (package
+// github.com/arkadiuss/openfief/sdk/go/gen/openfief/view/v1) and hands it to
+// ServeView, the same serving side for the view contract: the core sends it
+// the record, a page at a time, and moves the view's place only once Export
+// answered OK, so a view answers OK only once it has kept the page.
+//
 // The pieces, each usable on its own:
 //
 //   - Environment: CoreURL, ListenAddress and LoadConfig.
 //   - Tokens: TokenFile reads a projected token on every call, through an
 //     os.Root of its directory, because the kubelet rotates it.
-//   - Serving: NewConnectorServer, RequireCore, InstanceAudience and
-//     ReceiveFile for ImportFile streams.
+//   - Serving: NewConnectorServer, NewViewServer, RequireCore,
+//     InstanceAudience and ReceiveFile for ImportFile streams.
 //   - Verifying the core: CoreVerifier, NewCoreVerifier and JWKSVerifier,
 //     with go-jose v4 against the keys the operator publishes.
 //   - Calling the core: CoreHTTPClient, which sends the openfief-core token

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1/connectorv1connect"
+	"github.com/arkadiuss/openfief/sdk/go/gen/openfief/view/v1/viewv1connect"
 )
 
 // DrainTimeout is how long ServeConnector lets calls in flight finish after
@@ -33,10 +34,30 @@ func ServeConnector(ctx context.Context, handler connectorv1connect.ConnectorSer
 	if err != nil {
 		return err
 	}
-	srv := NewConnectorServer(addr, handler, verifier)
-	ln, err := net.Listen("tcp", addr)
+	return listenAndServe(ctx, NewConnectorServer(addr, handler, verifier))
+}
+
+// ServeView is a view's whole serving side, as ServeConnector is a
+// connector's: the listen port, the CoreVerifier, NewViewServer until ctx
+// is done, then a drain of up to DrainTimeout. A page cut by the drain is
+// sent again by the core: it moves the view's place only after an OK.
+func ServeView(ctx context.Context, handler viewv1connect.ViewServiceHandler) error {
+	addr, err := ListenAddress()
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+		return err
+	}
+	verifier, err := NewCoreVerifier()
+	if err != nil {
+		return err
+	}
+	return listenAndServe(ctx, NewViewServer(addr, handler, verifier))
+}
+
+// listenAndServe listens on srv's address and serves until ctx is done.
+func listenAndServe(ctx context.Context, srv *http.Server) error {
+	ln, err := net.Listen("tcp", srv.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", srv.Addr, err)
 	}
 	return serve(ctx, srv, ln, DrainTimeout)
 }
