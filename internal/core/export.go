@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/arkadiuss/openfief/internal/core/store"
 	viewv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/view/v1"
@@ -61,7 +62,15 @@ type Exporter struct {
 	// PageEntries bounds the entries of one page; 0 means
 	// DefaultExportPageEntries.
 	PageEntries int
+	// MaxRequestBytes bounds one page's encoded size; 0 means
+	// DefaultMaxExportRequestBytes. A page above it is read again with half
+	// as many entries, so a view never gets a message larger than the SDK
+	// reads (MaxViewMessageBytes, twice this).
+	MaxRequestBytes int
 }
+
+// DefaultMaxExportRequestBytes is the largest page the core sends a view.
+const DefaultMaxExportRequestBytes = 8 << 20
 
 // DefaultExportPageEntries is the entries of a page when Exporter does not
 // say.
@@ -83,6 +92,10 @@ func (x *Exporter) Run(ctx context.Context, instance, runID string) (ExportResul
 	limit := x.PageEntries
 	if limit <= 0 {
 		limit = DefaultExportPageEntries
+	}
+	maxBytes := x.MaxRequestBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxExportRequestBytes
 	}
 	var runTiers []string
 	for {
@@ -106,6 +119,13 @@ func (x *Exporter) Run(ctx context.Context, instance, runID string) (ExportResul
 		req := &viewv1.ExportRequest{RunId: runID, DataTiers: tiers, More: page.More}
 		for _, e := range page.Entries {
 			req.Entries = append(req.Entries, viewEntry(e))
+		}
+		if size := proto.Size(req); size > maxBytes {
+			if len(page.Entries) == 1 {
+				return res, fmt.Errorf("export to %s: entry %d alone takes %d bytes, more than a page may (%d)", instance, page.Entries[0].Seq, size, maxBytes)
+			}
+			limit = len(page.Entries) / 2
+			continue
 		}
 		if err := x.Caller.Export(ctx, instance, req); err != nil {
 			return res, fmt.Errorf("export to %s: page %d: %w", instance, res.Pages+1, err)

@@ -205,3 +205,37 @@ func equalCounts(a, b map[string]int) bool {
 	}
 	return true
 }
+
+// TestExportPagesStayUnderTheByteBound: a page whose encoding exceeds
+// MaxRequestBytes is read again with fewer entries; every entry still
+// arrives, once, and no request the view got was above the bound.
+func TestExportPagesStayUnderTheByteBound(t *testing.T) {
+	h := newExportHarness(t)
+	h.tiers = func() []string { return []string{TierAccounts} }
+	h.x.PageEntries = 40
+	h.x.MaxRequestBytes = 2000
+	var largest int
+	inner := h.x.Caller
+	h.x.Caller = &Caller{Tokens: inner.Tokens, Resolve: inner.Resolve, HTTP: &http.Client{Transport: sizeRecorder{max: &largest}}}
+	res, err := h.x.Run(t.Context(), "csv", "run-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	days := storetest.Days(0, 25)
+	if got, want := h.view.counts(), map[string]int{"fx": days, "price": days, "index": days, "tx": 25, "balance": days}; !equalCounts(got, want) {
+		t.Errorf("the view has %v, want %v", got, want)
+	}
+	if res.Pages < 3 || largest > 2000+64 {
+		t.Errorf("%d pages, the largest request body %d bytes: want several pages under the bound", res.Pages, largest)
+	}
+}
+
+// sizeRecorder keeps the largest request body it carried.
+type sizeRecorder struct{ max *int }
+
+func (s sizeRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.ContentLength > int64(*s.max) {
+		*s.max = int(r.ContentLength)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
