@@ -53,20 +53,30 @@ type Caller struct {
 const fileChunk = 64 << 10
 
 func (c *Caller) client(ctx context.Context, instance string) (connectorv1connect.ConnectorServiceClient, string, error) {
+	h, opts, auth, err := c.conn(ctx, instance)
+	if err != nil {
+		return nil, "", err
+	}
+	return connectorv1connect.NewConnectorServiceClient(h, c.Resolve(instance), opts...), auth, nil
+}
+
+// conn is what a call to any plugin service of instance needs: the bounded
+// HTTP client, the client options bounding its answers and the
+// Authorization header with a token for that instance alone.
+func (c *Caller) conn(ctx context.Context, instance string) (*http.Client, []connect.ClientOption, string, error) {
 	token, err := c.Tokens.Token(ctx, instance)
 	if err != nil {
 		// Could not mint: the same as an unreachable plugin for the retries.
-		return nil, "", connect.NewError(connect.CodeUnavailable, err)
+		return nil, nil, "", connect.NewError(connect.CodeUnavailable, err)
 	}
 	maxBytes, budget := c.limits()
-	h := pluginHTTPClient(c.HTTP, int64(maxBytes)+answerSlack)
-	return connectorv1connect.NewConnectorServiceClient(h, c.Resolve(instance),
+	return pluginHTTPClient(c.HTTP, int64(maxBytes)+answerSlack), []connect.ClientOption{
 		connect.WithReadMaxBytes(maxBytes),
 		// Only uncompressed answers: a compressed one's size is known only
 		// once inflated, and inflating a bomb to its end costs the core.
 		connect.WithAcceptCompression("gzip", nil, nil),
 		connect.WithCodec(boundedCodec{budget: budget}),
-	), "Bearer " + token, nil
+	}, "Bearer " + token, nil
 }
 
 // limits returns the answer bounds, the defaults for those not set.

@@ -33,20 +33,13 @@ func ViewKinds(tiers []string) []store.EntryKind {
 // Export calls the view instance's Export with one page, with a token for
 // that instance alone; an answer is bounded as a connector's is.
 func (c *Caller) Export(ctx context.Context, instance string, req *viewv1.ExportRequest) error {
-	token, err := c.Tokens.Token(ctx, instance)
+	h, opts, auth, err := c.conn(ctx, instance)
 	if err != nil {
-		return connect.NewError(connect.CodeUnavailable, err)
+		return err
 	}
-	maxBytes, budget := c.limits()
-	h := pluginHTTPClient(c.HTTP, int64(maxBytes)+answerSlack)
-	cl := viewv1connect.NewViewServiceClient(h, c.Resolve(instance),
-		connect.WithReadMaxBytes(maxBytes),
-		connect.WithAcceptCompression("gzip", nil, nil),
-		connect.WithCodec(boundedCodec{budget: budget}),
-	)
 	r := connect.NewRequest(req)
-	r.Header().Set("Authorization", "Bearer "+token)
-	if _, err := cl.Export(ctx, r); err != nil {
+	r.Header().Set("Authorization", auth)
+	if _, err := viewv1connect.NewViewServiceClient(h, c.Resolve(instance), opts...).Export(ctx, r); err != nil {
 		return c.refusal("Export", err)
 	}
 	return nil
