@@ -57,6 +57,7 @@ func main() {
 	fs.IntVar(&o.PluginPort, "plugin-port", o.PluginPort, "port every plugin's Service serves on (the operator's plugin port)")
 	fs.DurationVar(&o.Scheduler.DefaultInterval, "sync-interval", o.Scheduler.DefaultInterval, "how often each connector is synced")
 	fs.Var(intervals(o.Scheduler.Intervals), "sync-interval-for", "NAME=DURATION: the sync interval of one instance (repeatable)")
+	fs.DurationVar(&o.Views.Interval, "export-interval", core.DefaultExportInterval, "longest a view goes without being sent what is new (imports also start an export at once)")
 	fs.Float64Var(&o.Scheduler.Jitter, "sync-jitter", core.DefaultJitter, "largest fraction of the interval added at random")
 	fs.IntVar(&o.Scheduler.MaxAttempts, "sync-attempts", core.DefaultMaxAttempts, "calls of one batch at most (retries on Unavailable, DeadlineExceeded and database failures)")
 	fs.DurationVar(&o.Scheduler.CallTimeout, "call-timeout", core.DefaultCallTimeout, "bound on one call to a plugin")
@@ -71,6 +72,10 @@ func main() {
 	}
 	if err := core.CheckInterval(o.Scheduler.DefaultInterval); err != nil {
 		log.Error("--sync-interval", "error", err.Error())
+		os.Exit(2)
+	}
+	if err := core.CheckInterval(o.Views.Interval); err != nil {
+		log.Error("--export-interval", "error", err.Error())
 		os.Exit(2)
 	}
 	o.Log = log

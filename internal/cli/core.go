@@ -163,26 +163,34 @@ func printCoreStatus(w io.Writer, now time.Time, st ownerapi.InstanceStatus, err
 		return
 	}
 	fmt.Fprintln(w, "Core (openfief-core):")
-	if st.Scheduled {
+	// A view's runs are exports, recorded where a connector's syncs are.
+	what := "sync"
+	switch {
+	case st.Scheduled && st.View:
+		what = "export"
+		fmt.Fprintln(w, "  Called:     yes, as a view: sent what is new after each import and on a schedule")
+	case st.Scheduled:
 		fmt.Fprintln(w, "  Called:     yes, as a connector on a schedule")
-	} else {
-		fmt.Fprintln(w, "  Called:     no (not a running connector)")
+	default:
+		fmt.Fprintln(w, "  Called:     no (not a running connector or view)")
 	}
+	label := func(s string) string { return fmt.Sprintf("%-11s", s+":") }
+	last, next := label("Last "+what), label("Next "+what)
 	switch {
 	case st.LastSync == nil:
-		fmt.Fprintln(w, "  Last sync:  never")
+		fmt.Fprintf(w, "  %s never\n", last)
 	case st.LastOK:
-		fmt.Fprintf(w, "  Last sync:  %s (%s ago), succeeded\n", st.LastSync.UTC().Format(time.RFC3339), age(now, *st.LastSync))
+		fmt.Fprintf(w, "  %s %s (%s ago), succeeded\n", last, st.LastSync.UTC().Format(time.RFC3339), age(now, *st.LastSync))
 	default:
-		fmt.Fprintf(w, "  Last sync:  %s (%s ago), failed\n", st.LastSync.UTC().Format(time.RFC3339), age(now, *st.LastSync))
+		fmt.Fprintf(w, "  %s %s (%s ago), failed\n", last, st.LastSync.UTC().Format(time.RFC3339), age(now, *st.LastSync))
 	}
 	if st.LastError != "" {
 		fmt.Fprintf(w, "  Last error: %s\n", display.Message(st.LastError))
 	}
 	if st.NextSync != nil && st.Scheduled {
-		fmt.Fprintf(w, "  Next sync:  %s\n", st.NextSync.UTC().Format(time.RFC3339))
+		fmt.Fprintf(w, "  %s %s\n", next, st.NextSync.UTC().Format(time.RFC3339))
 	} else {
-		fmt.Fprintln(w, "  Next sync:  none planned")
+		fmt.Fprintf(w, "  %s none planned\n", next)
 	}
 	r := st.Rows
 	fmt.Fprintf(w, "  Rows:       %d stored (batches %d, transactions %d, postings %d, balances %d, prices %d, FX rates %d, index readings %d, problems %d)\n",

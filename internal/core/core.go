@@ -57,6 +57,8 @@ type Options struct {
 	Resolve Resolver
 	// Scheduler's settings; its Store and Connector are set by Start.
 	Scheduler SchedulerOptions
+	// Views' settings; its Exporter and Store are set by Start.
+	Views ViewOptions
 	// TokenCacheTTL is auth.Options.CacheTTL.
 	TokenCacheTTL time.Duration
 	Log           *slog.Logger
@@ -77,6 +79,7 @@ type Core struct {
 	store   Store
 	closeDB func() error
 	sched   *Scheduler
+	views   *Views
 	plugins *Plugins
 	log     *slog.Logger
 
@@ -134,11 +137,24 @@ func Start(ctx context.Context, cfg *rest.Config, o Options) (c *Core, err error
 		c.store, c.closeDB = st, st.Close
 	}
 	tokens := NewTokens(cs.CoreV1(), o.Namespace, o.ServiceAccount, nil)
+	caller := &Caller{Tokens: tokens, Resolve: o.Resolve}
+	vs, ok := c.store.(ViewStore)
+	if !ok {
+		return nil, errors.New("the store cannot read pages for views")
+	}
+	vo := o.Views
+	vo.Exporter = &Exporter{Store: vs, Caller: caller, CallTimeout: o.Scheduler.CallTimeout}
+	vo.Store, vo.Log = c.store, o.Log
+	c.views = NewViews(ctx, vo)
 	so := o.Scheduler
-	so.Store, so.Connector, so.Log = c.store, &Caller{Tokens: tokens, Resolve: o.Resolve}, o.Log
+	so.Store, so.Connector, so.Log = c.store, caller, o.Log
 	so.OnStop = tokens.Forget
+	so.OnStored = c.views.Poke
 	c.sched = NewScheduler(ctx, so)
-	c.plugins, err = WatchPlugins(ctx, cfg, o.Namespace, c.sched.Update)
+	c.plugins, err = WatchPlugins(ctx, cfg, o.Namespace, func(ts []Target) {
+		c.sched.Update(ts)
+		c.views.Update(ts)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -174,6 +190,7 @@ func Start(ctx context.Context, cfg *rest.Config, o Options) (c *Core, err error
 			_ = srv.Shutdown(sctx)
 		}
 		c.sched.Wait()
+		c.views.Wait()
 		if err := c.closeDB(); err != nil {
 			o.Log.Error("closing the store", "error", err.Error())
 		}
@@ -209,6 +226,9 @@ func (c *Core) OwnerAddr() string { return c.ownerLn.Addr().String() }
 // Scheduler is the core's scheduler.
 func (c *Core) Scheduler() *Scheduler { return c.sched }
 
+// Views runs the core's exports to views.
+func (c *Core) Views() *Views { return c.views }
+
 // known is every instance the store or the scheduler knows, sorted.
 func (c *Core) known(r *http.Request) ([]string, error) {
 	names, err := c.store.Instances(r.Context())
@@ -216,6 +236,7 @@ func (c *Core) known(r *http.Request) ([]string, error) {
 		return nil, err
 	}
 	names = append(names, c.sched.Instances()...)
+	names = append(names, c.views.Instances()...)
 	slices.Sort(names)
 	return slices.Compact(names), nil
 }
@@ -227,7 +248,14 @@ func (c *Core) status(r *http.Request, name string) (ownerapi.InstanceStatus, er
 		return ownerapi.InstanceStatus{}, err
 	}
 	out := ownerStatus(name, st)
-	if next, ok := c.sched.NextSync(name); ok {
+	next, ok := c.sched.NextSync(name)
+	if vnext, vok := c.views.NextRun(name); vok {
+		out.View = true
+		if !ok || vnext.Before(next) {
+			next, ok = vnext, true
+		}
+	}
+	if ok {
 		out.Scheduled = true
 		if !next.IsZero() {
 			n := next.UTC()

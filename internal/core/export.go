@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
@@ -45,10 +46,18 @@ func (c *Caller) Export(ctx context.Context, instance string, req *viewv1.Export
 	return nil
 }
 
+// ViewStore is what an Exporter needs of the store; *store.Store is it.
+type ViewStore interface {
+	ReadPage(ctx context.Context, view string, kinds []store.EntryKind, limit int) (store.Page, error)
+	AdvanceView(ctx context.Context, view string, places map[store.EntryKind]int64) error
+}
+
 // Exporter sends views the record, a page at a time (OF-35).
 type Exporter struct {
-	Store  *store.Store
+	Store  ViewStore
 	Caller *Caller
+	// CallTimeout bounds one page's call; 0 means DefaultCallTimeout.
+	CallTimeout time.Duration
 	// Tiers returns a view instance's effective data tiers as its grant
 	// stands now; it is asked before every page.
 	Tiers func(ctx context.Context, instance string) ([]string, error)
@@ -104,7 +113,7 @@ func (x *Exporter) Run(ctx context.Context, instance, runID string) (ExportResul
 		}
 		page, err := x.Store.ReadPage(ctx, instance, ViewKinds(tiers), limit)
 		if err != nil {
-			return res, fmt.Errorf("export to %s: %w", instance, err)
+			return res, storeError{fmt.Errorf("export to %s: %w", instance, err)}
 		}
 		if len(page.Entries) == 0 {
 			return res, nil
@@ -120,11 +129,11 @@ func (x *Exporter) Run(ctx context.Context, instance, runID string) (ExportResul
 			limit = len(page.Entries) / 2
 			continue
 		}
-		if err := x.Caller.Export(ctx, instance, req); err != nil {
+		if err := x.call(ctx, instance, req); err != nil {
 			return res, fmt.Errorf("export to %s: page %d: %w", instance, res.Pages+1, err)
 		}
 		if err := x.Store.AdvanceView(ctx, instance, page.Places); err != nil {
-			return res, fmt.Errorf("export to %s: %w", instance, err)
+			return res, storeError{fmt.Errorf("export to %s: %w", instance, err)}
 		}
 		res.Pages++
 		res.Entries += len(page.Entries)
@@ -132,6 +141,17 @@ func (x *Exporter) Run(ctx context.Context, instance, runID string) (ExportResul
 			return res, nil
 		}
 	}
+}
+
+// call sends one page within the call timeout.
+func (x *Exporter) call(ctx context.Context, instance string, req *viewv1.ExportRequest) error {
+	timeout := x.CallTimeout
+	if timeout <= 0 {
+		timeout = DefaultCallTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return x.Caller.Export(ctx, instance, req)
 }
 
 // viewEntry is the contract's form of a stored entry.

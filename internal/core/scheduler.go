@@ -81,6 +81,8 @@ type SchedulerOptions struct {
 	Log        *slog.Logger
 	// OnStop is called with an instance the scheduler stopped calling.
 	OnStop func(instance string)
+	// OnStored is called after an import stored new rows (Views.Poke).
+	OnStored func()
 }
 
 // Scheduler calls Sync on every running connector on its schedule (D-49):
@@ -422,6 +424,9 @@ func (s *Scheduler) accept(ctx context.Context, instance string, w *worker, batc
 			return store.ImportResult{}, err // "store: delivery refused: <field>: <rule>"
 		}
 		return store.ImportResult{}, storeError{fmt.Errorf("storing the delivery: %w", err)}
+	}
+	if res.Rows() > 0 && s.o.OnStored != nil {
+		s.o.OnStored()
 	}
 	return res, nil
 }

@@ -18,6 +18,9 @@ type Target struct {
 	// Connector is true when the running version holds the connector
 	// capability: only then does the core call Sync and ImportFile (D-49).
 	Connector bool
+	// View is true when the running version holds the view capability:
+	// only then does the core send it the record (OF-35).
+	View bool
 	// DataTiers are the running version's effective data tiers, sorted
 	// (OF-11).
 	DataTiers []string
@@ -44,6 +47,7 @@ func TargetOf(p *v1alpha1.Plugin) (Target, bool) {
 	t := Target{
 		Instance:  p.Name,
 		Connector: slices.Contains(p.Status.Effective.Capabilities, v1alpha1.Capability(plugins.CapabilityConnector)),
+		View:      slices.Contains(p.Status.Effective.Capabilities, v1alpha1.Capability(plugins.CapabilityView)),
 		DataTiers: slices.Sorted(slices.Values(p.Status.Effective.DataTiers)),
 	}
 	return t, true

@@ -24,7 +24,7 @@ func TestTargetOf(t *testing.T) {
 	}{
 		"running connector":        {status: v1alpha1.PluginStatus{Conditions: ready(metav1.ConditionTrue, v1alpha1.ReasonRunning), Effective: connector}, ok: true, want: Target{Instance: "p", Connector: true, DataTiers: []string{"accounts", "z"}}},
 		"previous version runs":    {status: v1alpha1.PluginStatus{Conditions: ready(metav1.ConditionTrue, v1alpha1.ReasonRunningPreviousVersion), Effective: connector}, ok: true, want: Target{Instance: "p", Connector: true, DataTiers: []string{"accounts", "z"}}},
-		"running view":             {status: v1alpha1.PluginStatus{Conditions: ready(metav1.ConditionTrue, v1alpha1.ReasonRunning), Effective: view}, ok: true, want: Target{Instance: "p"}},
+		"running view":             {status: v1alpha1.PluginStatus{Conditions: ready(metav1.ConditionTrue, v1alpha1.ReasonRunning), Effective: view}, ok: true, want: Target{Instance: "p", View: true}},
 		"no grant":                 {status: v1alpha1.PluginStatus{Conditions: ready(metav1.ConditionFalse, v1alpha1.ReasonNoGrant), Effective: connector}},
 		"progressing":              {status: v1alpha1.PluginStatus{Conditions: ready(metav1.ConditionFalse, v1alpha1.ReasonProgressing), Effective: connector}},
 		"ready with an odd reason": {status: v1alpha1.PluginStatus{Conditions: ready(metav1.ConditionTrue, "Other"), Effective: connector}},

@@ -86,7 +86,12 @@ type InstanceStatus struct {
 	Plugin string `json:"plugin"`
 	// Scheduled is true while the core calls the instance (it runs as a
 	// connector under a grant).
-	Scheduled bool       `json:"scheduled"`
+	Scheduled bool `json:"scheduled"`
+	// View is true while the core exports the record to the instance (it
+	// runs as a view under a grant); its last and next sync are then its
+	// last and next export, and an instance that is both a connector and a
+	// view shows whichever comes first.
+	View      bool       `json:"view,omitempty"`
 	LastSync  *time.Time `json:"lastSync,omitempty"`
 	LastOK    bool       `json:"lastOK"`
 	LastError string     `json:"lastError,omitempty"`
