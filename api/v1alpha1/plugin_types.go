@@ -77,6 +77,15 @@ type Manifest struct {
 	// +kubebuilder:validation:Schemaless
 	// +optional
 	ConfigSchema *apiextensionsv1.JSON `json:"configSchema,omitempty"`
+	// OwnerEgress is how many egress hosts of the owner's choosing the plugin
+	// may be granted, such as the owner's own WebDAV server: slots the
+	// PluginGrant's ownerEgress fills; the vendor names none of the hosts.
+	// ---
+	// Decisions: OF-36.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=8
+	// +optional
+	OwnerEgress int32 `json:"ownerEgress,omitempty"`
 }
 
 // PluginSpec is the vendor's request for one plugin instance.

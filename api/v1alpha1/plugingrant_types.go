@@ -32,6 +32,16 @@ type PluginGrantSpec struct {
 	// +listType=set
 	// +optional
 	Egress []EgressHost `json:"egress,omitempty"`
+	// OwnerEgress lists egress hosts of the owner's choosing that the
+	// manifest does not name, such as the owner's own WebDAV server. They
+	// fill the manifest's ownerEgress slots; a grant listing more of them
+	// than the manifest has slots runs nothing new. None may also be in egress.
+	// ---
+	// Decisions: OF-36.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=set
+	// +optional
+	OwnerEgress []EgressHost `json:"ownerEgress,omitempty"`
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=map
 	// +listMapKey=name

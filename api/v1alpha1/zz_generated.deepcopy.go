@@ -261,6 +261,11 @@ func (in *PluginGrantSpec) DeepCopyInto(out *PluginGrantSpec) {
 		*out = make([]EgressHost, len(*in))
 		copy(*out, *in)
 	}
+	if in.OwnerEgress != nil {
+		in, out := &in.OwnerEgress, &out.OwnerEgress
+		*out = make([]EgressHost, len(*in))
+		copy(*out, *in)
+	}
 	if in.Secrets != nil {
 		in, out := &in.Secrets, &out.Secrets
 		*out = make([]SecretGrant, len(*in))

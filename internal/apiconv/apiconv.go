@@ -6,6 +6,7 @@ package apiconv
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -19,6 +20,7 @@ func ManifestFromAPI(m v1alpha1.Manifest) plugins.Manifest {
 	out := plugins.Manifest{
 		Capabilities: make([]plugins.Capability, 0, len(m.Capabilities)),
 		ConfigSchema: RawJSON(m.ConfigSchema),
+		OwnerEgress:  int(m.OwnerEgress),
 	}
 	for _, c := range m.Capabilities {
 		out.Capabilities = append(out.Capabilities, plugins.Capability(c))
@@ -37,7 +39,7 @@ func ManifestFromAPI(m v1alpha1.Manifest) plugins.Manifest {
 
 // ManifestToAPI converts a domain Manifest into the CRD shape.
 func ManifestToAPI(m plugins.Manifest) v1alpha1.Manifest {
-	out := v1alpha1.Manifest{}
+	out := v1alpha1.Manifest{OwnerEgress: ownerSlotsToAPI(m.OwnerEgress)}
 	for _, c := range m.Capabilities {
 		out.Capabilities = append(out.Capabilities, v1alpha1.Capability(c))
 	}
@@ -54,6 +56,16 @@ func ManifestToAPI(m plugins.Manifest) v1alpha1.Manifest {
 		out.ConfigSchema = &apiextensionsv1.JSON{Raw: append([]byte(nil), m.ConfigSchema...)}
 	}
 	return out
+}
+
+// ownerSlotsToAPI converts a manifest's owner egress slots to the CRD's
+// int32. A count int32 cannot hold becomes -1, which the CRD and the domain
+// refuse, rather than wrapping around to a count that looks valid.
+func ownerSlotsToAPI(n int) int32 {
+	if n < math.MinInt32 || n > math.MaxInt32 {
+		return -1
+	}
+	return int32(n)
 }
 
 // PluginFromAPI converts a Plugin resource into the domain's Plugin.
@@ -74,6 +86,9 @@ func GrantFromAPI(g *v1alpha1.PluginGrant) plugins.Grant {
 	}
 	for _, h := range g.Spec.Egress {
 		out.Egress = append(out.Egress, string(h))
+	}
+	for _, h := range g.Spec.OwnerEgress {
+		out.OwnerEgress = append(out.OwnerEgress, string(h))
 	}
 	for _, s := range g.Spec.Secrets {
 		out.Secrets = append(out.Secrets, plugins.SecretGrant{Name: s.Name, SecretName: s.SecretName})
@@ -129,6 +144,9 @@ func GrantToAPI(g plugins.Grant) v1alpha1.PluginGrantSpec {
 	}
 	for _, h := range g.Egress {
 		out.Egress = append(out.Egress, v1alpha1.EgressHost(h))
+	}
+	for _, h := range g.OwnerEgress {
+		out.OwnerEgress = append(out.OwnerEgress, v1alpha1.EgressHost(h))
 	}
 	for _, s := range g.Secrets {
 		out.Secrets = append(out.Secrets, v1alpha1.SecretGrant{Name: s.Name, SecretName: s.SecretName})

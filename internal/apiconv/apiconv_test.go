@@ -33,3 +33,36 @@ func TestGrantImagePullSecrets(t *testing.T) {
 		t.Error("GrantToAPI sets pull secrets for a grant without any")
 	}
 }
+
+// TestOwnerEgress checks the manifest's owner egress slots and the grant's
+// hosts of the owner's choosing survive the conversion both ways, and that
+// a slot count int32 cannot hold becomes one the CRD refuses, never a count
+// that wrapped around into range.
+func TestOwnerEgress(t *testing.T) {
+	m := plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityView}, OwnerEgress: 2}
+	api := ManifestToAPI(m)
+	if api.OwnerEgress != 2 {
+		t.Fatalf("ManifestToAPI ownerEgress = %d, want 2", api.OwnerEgress)
+	}
+	if back := ManifestFromAPI(api); !back.Equal(m) || back.OwnerEgress != 2 {
+		t.Errorf("ManifestFromAPI(ManifestToAPI(m)) = %+v, want %+v", back, m)
+	}
+	for _, n := range []int{1<<32 + 1, -(1<<32 - 1)} {
+		if got := ManifestToAPI(plugins.Manifest{OwnerEgress: n}).OwnerEgress; got != -1 {
+			t.Errorf("ManifestToAPI ownerEgress %d = %d, want -1", n, got)
+		}
+	}
+
+	g := plugins.Grant{Name: "webdav", Egress: []string{"api.example.com"}, OwnerEgress: []string{"cloud.example.com", "nas.example.org:8443"}}
+	spec := GrantToAPI(g)
+	if want := []v1alpha1.EgressHost{"cloud.example.com", "nas.example.org:8443"}; !slices.Equal(spec.OwnerEgress, want) {
+		t.Fatalf("GrantToAPI ownerEgress = %v, want %v", spec.OwnerEgress, want)
+	}
+	back := GrantFromAPI(&v1alpha1.PluginGrant{ObjectMeta: metav1.ObjectMeta{Name: "webdav"}, Spec: spec})
+	if !slices.Equal(back.OwnerEgress, g.OwnerEgress) || !slices.Equal(back.Egress, g.Egress) {
+		t.Errorf("GrantFromAPI = %+v, want %+v", back, g)
+	}
+	if GrantToAPI(plugins.Grant{Name: "fx"}).OwnerEgress != nil {
+		t.Error("GrantToAPI sets ownerEgress for a grant without any")
+	}
+}

@@ -82,6 +82,12 @@ choosing, so two instances of one image can read two accounts; unbound, the
 Secret named like the slot is mounted. On a slot already granted it rebinds it.
 With --all, everything pending is approved and the --secret bindings apply.
 
+A plugin whose manifest has ownerEgress slots may also reach hosts of your
+choosing that its vendor cannot know, such as your own WebDAV server or NAS:
+--host H for a host the manifest does not request fills one free slot, and
+is written to the grant's ownerEgress. Without a free slot it is refused.
+Approving everything pending (no selector, or --all) never adds such a host.
+
 --pull-secret SECRET adds a Secret the kubelet pulls the plugin's image with
 (a private registry); it is set on the plugin's pod and ServiceAccount, and
 the operator never reads it. The manifest never asks for one, so naming only
@@ -95,6 +101,9 @@ with code 10.`,
 
   # Approve only one new host, without a prompt
   openfief plugin approve nbp-fx --host api.nbp.pl --yes
+
+  # Let a view that exports to your own server reach it (the manifest's ownerEgress slot)
+  openfief plugin approve webdav --host cloud.example.com
 
   # Approve everything, mounting the Secret ibkr-account-2 for the slot ibkr-flex-credentials
   openfief plugin approve ibkr-2 --all --secret ibkr-flex-credentials=ibkr-account-2
@@ -149,7 +158,7 @@ with code 10.`,
 	f := cmd.Flags()
 	f.BoolVarP(&yes, "yes", "y", false, "approve without asking")
 	f.BoolVar(&sel.All, "all", false, "approve everything pending, even with --secret bindings")
-	f.StringArrayVar(&sel.Egress, "host", nil, "approve only this egress host, host or host:port (repeatable)")
+	f.StringArrayVar(&sel.Egress, "host", nil, "approve only this egress host, host or host:port; one the manifest does not request fills a slot for a host of your choosing (repeatable)")
 	f.StringArrayVar(&sel.Secrets, "secret", nil, "approve only this Secret slot, optionally bound to a Secret: SLOT or SLOT=SECRET (repeatable)")
 	f.StringArrayVar(&caps, "capability", nil, "approve only this capability: connector or view (repeatable)")
 	f.StringArrayVar(&sel.DataTiers, "data-tier", nil, "approve only this data tier (repeatable)")
@@ -172,6 +181,9 @@ func printApprovalPrompt(w io.Writer, name, image string, a plugins.Approval, m 
 	if left := a.Remaining(); !left.IsEmpty() {
 		fmt.Fprintln(w, "Still pending afterwards:")
 		describePending(w, "  ", left, m)
+	}
+	if free := plugins.FreeOwnerSlots(m, &a.Grant); free > 0 {
+		fmt.Fprintf(w, "It may also reach %d more host(s) of your choosing; name one with --host.\n", free)
 	}
 }
 
@@ -209,6 +221,10 @@ func describeApproval(w io.Writer, indent string, a plugins.Approval, m plugins.
 	}
 	if len(a.PullSecrets) > 0 {
 		fmt.Fprintf(w, "%sPull secrets:  %s (the grant then holds %s)\n", indent, display.Join(a.PullSecrets, ", "), display.Join(a.Grant.ImagePullSecrets, ", "))
+	}
+	if len(a.OwnerEgress) > 0 {
+		fmt.Fprintf(w, "%sYour hosts:    %s (hosts of your choosing, not requested by the plugin; %d of %d slots then used)\n",
+			indent, display.Join(a.OwnerEgress, ", "), len(plugins.OwnerHosts(m, &a.Grant)), m.OwnerSlots())
 	}
 }
 
@@ -294,5 +310,12 @@ func describeGrant(w io.Writer, indent string, g *v1alpha1.PluginGrant) {
 	fmt.Fprintf(w, "%sData tiers:    %s\n", indent, display.Join(display.Set(tiers), ", "))
 	if len(g.Spec.ImagePullSecrets) > 0 {
 		fmt.Fprintf(w, "%sPull secrets:  %s\n", indent, display.Join(display.Set(g.Spec.ImagePullSecrets), ", "))
+	}
+	if len(g.Spec.OwnerEgress) > 0 {
+		own := make([]string, len(g.Spec.OwnerEgress))
+		for i, h := range g.Spec.OwnerEgress {
+			own[i] = string(h)
+		}
+		fmt.Fprintf(w, "%sYour hosts:    %s\n", indent, display.Join(display.Set(canonical(own)), ", "))
 	}
 }

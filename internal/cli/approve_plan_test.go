@@ -24,6 +24,8 @@ func TestApprovalError(t *testing.T) {
 		sel     plugins.Selection
 		code    int
 		msg     string
+		// slots are the manifest's owner egress slots.
+		slots int
 	}{
 		"nothing pending": {
 			current: granted, code: ExitNothingToDo,
@@ -65,6 +67,11 @@ func TestApprovalError(t *testing.T) {
 			sel: plugins.Selection{All: true, Egress: []string{"api.nbp.pl"}}, code: ExitInvalid,
 			msg: "--all: conflicting selection",
 		},
+		"a host of the owner's choosing without a free slot": {
+			current: &plugins.Grant{Name: "fx", Capabilities: []plugins.Capability{"connector"}, OwnerEgress: []string{"cloud.example.com"}},
+			sel:     plugins.Selection{Egress: []string{"NAS.example.org"}}, code: ExitInvalid, slots: 1,
+			msg: "--host NAS.example.org: no free slot for a host of your choosing: the manifest does not request nas.example.org:443 and allows 1 host(s) of your choosing, taken by cloud.example.com:443",
+		},
 		"an invalid grant": {
 			current: &plugins.Grant{Name: "fx", Capabilities: []plugins.Capability{"connector", "connector"}},
 			sel:     plugins.Selection{DataTiers: []string{"rates"}}, code: ExitInvalid,
@@ -73,6 +80,8 @@ func TestApprovalError(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			m := m
+			m.OwnerEgress = tc.slots
 			_, err := plugins.Approve("fx", m, tc.current, tc.sel)
 			err = approvalError("fx", selectorFlags(tc.sel), err)
 			if got := ExitCode(err); got != tc.code {

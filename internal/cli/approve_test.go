@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
 // TestApprove checks `plugin approve` shows what is pending, writes the
@@ -122,4 +123,65 @@ func TestRevoke(t *testing.T) {
 	}
 	r = openfief(t, k, runOpts{}, "plugin", "revoke", "fx-revoke", "--yes")
 	expect(t, r, ExitNotFound, "has no grant to revoke")
+}
+
+// webdavView is a view that exports to the owner's own server: it requests
+// no host and has one slot for a host of the owner's choosing (OF-36).
+var webdavView = plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityView}, OwnerEgress: 1}
+
+// TestApproveOwnerHost checks `plugin approve --host` for a host the
+// manifest does not request: it fills the manifest's one slot, written to the
+// grant's ownerEgress and shown as the owner's; a second is refused naming
+// the flag, the host and the rule; approving everything pending never adds
+// one; status shows it; revoke removes it with the rest.
+func TestApproveOwnerHost(t *testing.T) {
+	k := newKube(t)
+	im := newImages(t)
+	v1 := im.signed(t, "plugins/webdav", webdavView)
+	r := openfief(t, k, runOpts{}, "plugin", "install", "webdav-oe", "--image", v1.String(), "--signers", im.signers)
+	expect(t, r, ExitOK, "It may also reach 1 host(s) of your choosing, such as your own server; add one with: ", "--host HOST")
+
+	r = openfief(t, k, runOpts{}, "plugin", "approve", "webdav-oe", "--yes")
+	expect(t, r, ExitOK, "Capabilities:  view", "It may also reach 1 more host(s) of your choosing; name one with --host.")
+	if g := k.grant(t, "webdav-oe"); g == nil || len(g.Spec.OwnerEgress) != 0 || len(g.Spec.Egress) != 0 {
+		t.Fatalf("approving everything pending wrote %+v, want only the capability", g)
+	}
+	r = openfief(t, k, runOpts{}, "plugin", "approve", "webdav-oe", "--all", "--yes")
+	expect(t, r, ExitNothingToDo, `nothing pending for plugin "webdav-oe"`)
+
+	r = openfief(t, k, runOpts{}, "plugin", "approve", "webdav-oe", "--host", "Cloud.Example.com")
+	expect(t, r, ExitNotConfirmed, "Plugin webdav-oe (image ", "  nothing\nThis approves:\n  Your hosts:    cloud.example.com:443 (hosts of your choosing, not requested by the plugin; 1 of 1 slots then used)")
+	if g := k.grant(t, "webdav-oe"); len(g.Spec.OwnerEgress) != 0 {
+		t.Fatalf("a host was written without confirmation: %v", g.Spec.OwnerEgress)
+	}
+	r = openfief(t, k, runOpts{}, "plugin", "approve", "webdav-oe", "--host", "Cloud.Example.com", "--yes")
+	expect(t, r, ExitOK, "plugingrant/webdav-oe configured")
+	got := k.grant(t, "webdav-oe").Spec
+	if diff := cmp.Diff(v1alpha1.PluginGrantSpec{Capabilities: []v1alpha1.Capability{"view"}, OwnerEgress: []v1alpha1.EgressHost{"cloud.example.com:443"}}, got); diff != "" {
+		t.Errorf("grant (-want +got):\n%s", diff)
+	}
+
+	r = openfief(t, k, runOpts{}, "plugin", "approve", "webdav-oe", "--host", "nas.example.org", "--yes")
+	expect(t, r, ExitInvalid, "--host nas.example.org: no free slot for a host of your choosing: the manifest does not request nas.example.org:443 and allows 1 host(s) of your choosing, taken by cloud.example.com:443")
+	r = openfief(t, k, runOpts{}, "plugin", "approve", "webdav-oe", "--host", "cloud.example.com:443", "--yes")
+	expect(t, r, ExitInvalid, "--host cloud.example.com:443: already granted, not pending: cloud.example.com:443 is a host of your choosing the grant holds already")
+	r = openfief(t, k, runOpts{}, "plugin", "approve", "webdav-oe", "--host", "192.168.1.10", "--yes")
+	expect(t, r, ExitInvalid, "--host 192.168.1.10: invalid egress host")
+
+	r = openfief(t, k, runOpts{}, "plugin", "status", "webdav-oe")
+	expect(t, r, ExitOK, "Your hosts:    up to 1 of your choosing", "Your hosts:    cloud.example.com:443", "Pending:      nothing")
+
+	// The vendor's next version has no slot: the grant now holds more than
+	// it allows, and status says so.
+	v2 := im.signed(t, "plugins/webdav", plugins.Manifest{Capabilities: webdavView.Capabilities})
+	r = openfief(t, k, runOpts{}, "plugin", "upgrade", "webdav-oe", "--image", v2.String(), "--signers", im.signers)
+	expect(t, r, ExitOK, "Warning: the grant lists 1 hosts of your choosing and the manifest allows 0; this version does not run until you remove 1 from the grant's ownerEgress.")
+	r = openfief(t, k, runOpts{}, "plugin", "status", "webdav-oe")
+	expect(t, r, ExitOK, "Warning: the grant lists 1 hosts of your choosing and the manifest allows 0")
+
+	r = openfief(t, k, runOpts{}, "plugin", "revoke", "webdav-oe", "--yes")
+	expect(t, r, ExitOK, "Your hosts:    cloud.example.com:443", "plugingrant/webdav-oe deleted")
+	if k.grant(t, "webdav-oe") != nil {
+		t.Error("the grant survived revoke")
+	}
 }

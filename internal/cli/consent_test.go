@@ -376,3 +376,22 @@ func FuzzConsent(f *testing.F) {
 		checkConsent(t, m)
 	})
 }
+
+// TestConsentOwnerSlots checks every screen that shows a manifest tells the
+// owner about its slots for hosts of their choosing (OF-36), which the
+// vendor asks for without naming a host.
+func TestConsentOwnerSlots(t *testing.T) {
+	m := plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityView}, OwnerEgress: 2}
+	want := map[string]string{
+		"approve this approves": "It may also reach 2 more host(s) of your choosing; name one with --host.",
+		"install":               "It may also reach 2 host(s) of your choosing, such as your own server; add one with: openfief plugin approve fx --host HOST",
+		"status requested":      "Your hosts:    up to 2 of your choosing",
+		"verify":                "Your hosts:    up to 2 of your choosing",
+	}
+	screens := consentScreens(t, m)
+	for cmd, w := range want {
+		if secs := screens[cmd]; len(secs) == 0 || !strings.Contains(strings.Join(secs, "\n"), w) {
+			t.Errorf("%s: the screen does not show %q:\n%s", cmd, w, strings.Join(secs, "\n"))
+		}
+	}
+}

@@ -319,6 +319,7 @@ func (e *Env) afterWrite(ctx context.Context, c client.Client, name string, res 
 // as the commands do.
 func printWritten(w io.Writer, v imagetrust.Verification, m plugins.Manifest, g *plugins.Grant, approveCommand string) {
 	fmt.Fprintf(w, "Signature:  %s by %s\n", display.Text(v.Reason), display.Text(v.Signer))
+	defer printOwnerSlots(w, m, g, approveCommand)
 	pending := plugins.NeedsApproval(m, g)
 	if pending.IsEmpty() {
 		fmt.Fprintln(w, "Approval:   nothing pending; the grant holds everything it asks for")
@@ -327,6 +328,19 @@ func printWritten(w io.Writer, v imagetrust.Verification, m plugins.Manifest, g 
 	fmt.Fprintln(w, "Pending approval (requested, not granted):")
 	describePending(w, "  ", pending, m)
 	fmt.Fprintf(w, "Approve with: %s\n", approveCommand)
+}
+
+// printOwnerSlots tells the owner about the manifest's slots for hosts of
+// their choosing (OF-36): how to fill a free one, or that the grant lists
+// more of them than this version allows, so it does not run.
+func printOwnerSlots(w io.Writer, m plugins.Manifest, g *plugins.Grant, approveCommand string) {
+	if own := plugins.OwnerHosts(m, g); len(own) > 0 {
+		fmt.Fprintf(w, "Your hosts: %s (%d of %d slots used)\n", display.Join(own, ", "), len(own), m.OwnerSlots())
+	}
+	warnOwnerHosts(w, "", m, g)
+	if free := plugins.FreeOwnerSlots(m, g); free > 0 {
+		fmt.Fprintf(w, "It may also reach %d host(s) of your choosing, such as your own server; add one with: %s --host HOST\n", free, approveCommand)
+	}
 }
 
 // configJSON wraps a config for spec.config; nil stays unset ({}).

@@ -236,6 +236,7 @@ func printStatus(w io.Writer, now time.Time, p *v1alpha1.Plugin, g *v1alpha1.Plu
 	} else {
 		fmt.Fprintf(w, "Granted (PluginGrant %s):\n", g.Name)
 		describeGrant(w, "  ", g)
+		warnOwnerHosts(w, "  ", m, grantFromAPI(g))
 	}
 	pending := plugins.NeedsApproval(m, grantFromAPI(g))
 	if pending.IsEmpty() {

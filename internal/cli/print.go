@@ -38,6 +38,9 @@ func printManifest(w io.Writer, indent string, m plugins.Manifest) {
 	fmt.Fprintf(w, "%sEgress:        %s\n", indent, display.Join(display.Set(canonical(m.Egress)), ", "))
 	fmt.Fprintf(w, "%sSecrets:       %s\n", indent, strings.Join(display.Set(secrets), ", "))
 	fmt.Fprintf(w, "%sData tiers:    %s\n", indent, display.Join(display.Set(m.DataTiers), ", "))
+	if m.OwnerEgress != 0 {
+		fmt.Fprintf(w, "%sYour hosts:    %s\n", indent, ownerSlotsText(m.OwnerSlots()))
+	}
 	if len(bytes.TrimSpace(m.ConfigSchema)) == 0 {
 		fmt.Fprintf(w, "%sConfig schema: none (any config object)\n", indent)
 		return
@@ -48,6 +51,22 @@ func printManifest(w io.Writer, indent string, m plugins.Manifest) {
 		return
 	}
 	fmt.Fprintf(w, "%sConfig schema:\n%s  %s\n", indent, indent, display.Lines(buf.String(), schemaLineMax, schemaLinesMax))
+}
+
+// ownerSlotsText says how many egress hosts of the owner's choosing a
+// manifest allows (OF-36).
+func ownerSlotsText(n int) string {
+	return fmt.Sprintf("up to %d of your choosing (the vendor names none; add one with approve --host)", n)
+}
+
+// warnOwnerHosts warns when the hosts of the owner's choosing a grant holds
+// outnumber m's slots: then the version with m does not run until the owner
+// removes some (OF-36).
+func warnOwnerHosts(w io.Writer, indent string, m plugins.Manifest, g *plugins.Grant) {
+	if own, slots := plugins.OwnerHosts(m, g), m.OwnerSlots(); len(own) > slots {
+		fmt.Fprintf(w, "%sWarning: the grant lists %d hosts of your choosing and the manifest allows %d; this version does not run until you remove %d from the grant's ownerEgress.\n",
+			indent, len(own), slots, len(own)-slots)
+	}
 }
 
 // slotAt shows a Secret slot and where it is mounted.

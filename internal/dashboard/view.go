@@ -155,7 +155,7 @@ func (s snapshot) detail(name string) Detail {
 		Sections: []Section{
 			pendingSection(pending, m),
 			manifestSection(m),
-			grantSection(g),
+			grantSection(g, m),
 			effectiveSection(p.Status.Effective),
 			deployedSection(p, s.policy, s.now),
 		},
@@ -387,6 +387,9 @@ func manifestSection(m plugins.Manifest) Section {
 		{Label: "Secrets", Values: display.Set(secrets)},
 		{Label: "Data tiers", Values: display.Set(m.DataTiers)},
 	}}
+	if m.OwnerEgress != 0 {
+		s.Items = append(s.Items, Item{Label: "Hosts of your choosing", Values: []string{ownerSlotsText(m.OwnerEgress)}})
+	}
 	schema := "none (any config object)"
 	if len(bytes.TrimSpace(m.ConfigSchema)) > 0 {
 		schema = prettyJSON(m.ConfigSchema)
@@ -395,11 +398,25 @@ func manifestSection(m plugins.Manifest) Section {
 	return s
 }
 
-func grantSection(g *v1alpha1.PluginGrant) Section {
+// ownerSlotsText says how many hosts of the owner's choosing a manifest
+// allows (OF-36).
+func ownerSlotsText(n int) string {
+	return fmt.Sprintf("up to %d: the vendor names none; you choose them (openfief plugin approve NAME --host H)", n)
+}
+
+// grantSection shows the grant, and says when it lists more hosts of the
+// owner's choosing than the manifest m has slots for (OF-36), which keeps
+// the current version from running.
+func grantSection(g *v1alpha1.PluginGrant, m plugins.Manifest) Section {
 	s := Section{ID: "grant", Title: "Granted (PluginGrant)"}
 	if g == nil {
 		s.Note = "No PluginGrant: nothing is granted, nothing runs."
 		return s
+	}
+	dg := apiconv.GrantFromAPI(g)
+	if own, slots := plugins.OwnerHosts(m, &dg), m.OwnerSlots(); len(own) > slots {
+		s.Note = fmt.Sprintf("The grant lists %d hosts of your choosing and the manifest allows %d: this version does not run until you remove %d from the grant's ownerEgress.",
+			len(own), slots, len(own)-slots)
 	}
 	caps := make([]string, len(g.Spec.Capabilities))
 	for i, c := range g.Spec.Capabilities {
@@ -429,6 +446,16 @@ func grantSection(g *v1alpha1.PluginGrant) Section {
 		{Label: "Secrets", Values: display.Set(secrets)},
 		{Label: "Data tiers", Values: display.Set(tiers)},
 		{Label: "Pull secrets", Values: display.Set(g.Spec.ImagePullSecrets)},
+	}
+	if len(g.Spec.OwnerEgress) > 0 {
+		own := make([]string, len(g.Spec.OwnerEgress))
+		for i, h := range g.Spec.OwnerEgress {
+			own[i] = string(h)
+			if c, err := plugins.CanonicalEgressHost(own[i]); err == nil {
+				own[i] = c
+			}
+		}
+		s.Items = append(s.Items, Item{Label: "Your hosts", Values: display.Set(own)})
 	}
 	return s
 }

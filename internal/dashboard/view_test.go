@@ -156,3 +156,52 @@ func sampleSnapshot() snapshot {
 		approve:   func(name string) string { return "openfief plugin approve " + name },
 	}
 }
+
+// TestOwnerHostsShown checks a plugin's page shows the manifest's slots for
+// hosts of the owner's choosing, the owner's hosts in the grant, and a note
+// when the grant lists more of them than the manifest allows (OF-36).
+func TestOwnerHostsShown(t *testing.T) {
+	s := sampleSnapshot()
+	w := testutil.MakePlugin("webdav", testutil.Image("webdav")).Capabilities("view").OwnerEgress(1).Obj()
+	s.plugins = append(s.plugins, *w)
+	s.grants["webdav"] = testutil.MakeGrant("webdav").Capabilities("view").OwnerEgress("Cloud.Example.com").Obj()
+	section := func(d Detail, id string) Section {
+		for _, sec := range d.Sections {
+			if sec.ID == id {
+				return sec
+			}
+		}
+		t.Fatalf("no section %q", id)
+		return Section{}
+	}
+	item := func(sec Section, label string) []string {
+		for _, it := range sec.Items {
+			if it.Label == label {
+				return it.Values
+			}
+		}
+		return nil
+	}
+	d := s.detail("webdav")
+	if got := item(section(d, "manifest"), "Hosts of your choosing"); len(got) != 1 || !strings.HasPrefix(got[0], "up to 1: the vendor names none") {
+		t.Errorf("manifest's owner slots shown as %q", got)
+	}
+	grant := section(d, "grant")
+	if got := item(grant, "Your hosts"); len(got) != 1 || got[0] != "cloud.example.com:443" {
+		t.Errorf("grant's owner hosts shown as %q", got)
+	}
+	if grant.Note != "" {
+		t.Errorf("a grant within the slots has the note %q", grant.Note)
+	}
+	if d.Command != "" || d.Approve != nil {
+		t.Errorf("an owner host is not pending, yet the page offers %q, %+v", d.Command, d.Approve)
+	}
+
+	s.grants["webdav"].Spec.OwnerEgress = append(s.grants["webdav"].Spec.OwnerEgress, "nas.example.org")
+	if note := section(s.detail("webdav"), "grant").Note; !strings.Contains(note, "lists 2 hosts of your choosing and the manifest allows 1") {
+		t.Errorf("a grant over its slots has the note %q", note)
+	}
+	if got := item(section(s.detail("a"), "manifest"), "Hosts of your choosing"); got != nil {
+		t.Errorf("a manifest without slots shows %q", got)
+	}
+}

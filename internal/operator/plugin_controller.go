@@ -197,6 +197,11 @@ func (p *pass) whyNotCurrent() string {
 	if p.notDeployable.message != "" {
 		return "the current spec cannot run: " + p.notDeployable.message
 	}
+	if p.plan.Err != nil {
+		// Such as more hosts of the owner's choosing than the current
+		// version has slots for (OF-36).
+		return "the current spec cannot run: " + p.plan.Err.Error()
+	}
 	return "the current spec cannot run"
 }
 

@@ -20,6 +20,10 @@ var (
 	// ErrNotRequested: a selector names what the manifest does not request;
 	// a grant beyond the request adds nothing (D-16).
 	ErrNotRequested = errors.New("not requested by the plugin's manifest")
+	// ErrNoOwnerSlot: a selector names a host the manifest does not request
+	// while every slot the manifest has for a host of the owner's choosing is
+	// filled (OF-36). A manifest without such slots gives ErrNotRequested.
+	ErrNoOwnerSlot = errors.New("no free slot for a host of your choosing")
 	// ErrSelectionConflict: a selection both approves everything (All) and
 	// names capabilities, hosts or data tiers.
 	ErrSelectionConflict = errors.New("conflicting selection")
@@ -35,6 +39,8 @@ type Selection struct {
 	// Capabilities to approve.
 	Capabilities []Capability
 	// Egress hosts to approve, host or host:port, compared in canonical form.
+	// A host the manifest does not request is a host of the owner's choosing
+	// and fills one of the manifest's free OwnerEgress slots (OF-36).
 	Egress []string
 	// Secrets are slots to approve or rebind, each "SLOT" (mount the Secret
 	// named like the slot) or "SLOT=SECRET" (mount SECRET).
@@ -67,6 +73,10 @@ type Approval struct {
 	Rebound []SecretBinding
 	// PullSecrets are the image pull Secrets this approval adds to the grant.
 	PullSecrets []string
+	// OwnerEgress are the hosts of the owner's choosing this approval adds,
+	// canonical: named hosts the manifest does not request (OF-36). They are
+	// never pending, so only a named host adds one.
+	OwnerEgress []string
 	// Grant is the grant after the approval, validated.
 	Grant Grant
 }
@@ -85,9 +95,12 @@ func (a Approval) Remaining() Pending {
 // requests beyond current, a nil current meaning no grant yet (D-16). With
 // nothing named, everything pending is approved; otherwise only the named
 // parts, and naming anything not pending is refused with ErrAlreadyGranted or
-// ErrNotRequested, since a grant beyond the request adds nothing. A slot bound
-// with SLOT=SECRET mounts SECRET (OF-1); naming a granted slot with another
-// Secret rebinds it. Nothing to approve and nothing rebound is
+// ErrNotRequested, since a grant beyond the request adds nothing. The one
+// exception is a named host the manifest does not request while it has a
+// free owner egress slot: that host is the owner's own, added to the grant's
+// OwnerEgress, and without a free slot it is ErrNoOwnerSlot (OF-36). A slot
+// bound with SLOT=SECRET mounts SECRET (OF-1); naming a granted slot with
+// another Secret rebinds it. Nothing to approve and nothing rebound is
 // ErrNothingPending.
 //
 // Selection problems are *FieldErrors (see the sentinels above, and
@@ -109,7 +122,7 @@ func Approve(name string, m Manifest, current *Grant, sel Selection) (Approval, 
 	}
 	a.Approved = a.Pending
 	if sel.named() {
-		if a.Approved, err = pick(a.Pending, m, sel, named); err != nil {
+		if a.Approved, a.OwnerEgress, err = pick(a.Pending, m, current, sel, named); err != nil {
 			return a, err
 		}
 	}
@@ -134,12 +147,13 @@ func Approve(name string, m Manifest, current *Grant, sel Selection) (Approval, 
 		return a, err
 	}
 	a.PullSecrets = pulls
-	if a.Approved.IsEmpty() && len(a.Rebound) == 0 && len(a.PullSecrets) == 0 {
+	if a.Approved.IsEmpty() && len(a.Rebound) == 0 && len(a.PullSecrets) == 0 && len(a.OwnerEgress) == 0 {
 		return a, &FieldError{Field: "selection", Err: ErrNothingPending, Detail: "the grant holds everything the manifest requests"}
 	}
 
 	next.Capabilities = append(next.Capabilities, a.Approved.Capabilities...)
 	next.Egress = append(next.Egress, a.Approved.Egress...)
+	next.OwnerEgress = append(next.OwnerEgress, a.OwnerEgress...)
 	next.DataTiers = append(next.DataTiers, a.Approved.DataTiers...)
 	for _, slot := range a.Approved.Secrets {
 		secret, ok := bound[slot]
@@ -151,6 +165,7 @@ func Approve(name string, m Manifest, current *Grant, sel Selection) (Approval, 
 	}
 	slices.Sort(next.Capabilities)
 	slices.Sort(next.Egress)
+	slices.Sort(next.OwnerEgress)
 	slices.SortFunc(next.Secrets, func(x, y SecretGrant) int { return strings.Compare(x.Name, y.Name) })
 	slices.Sort(next.DataTiers)
 	next.ImagePullSecrets = append(next.ImagePullSecrets, a.PullSecrets...)
@@ -217,12 +232,17 @@ func readPullSecrets(raw, held []string) ([]string, error) {
 	return out, nil
 }
 
-// pick keeps the named parts of pending. Naming a capability, host or data
-// tier that is not pending is ErrAlreadyGranted when m requests it and
-// ErrNotRequested when it does not; a named Secret slot that is not pending
-// is left to Approve, which rebinds it. Approve never calls it with sel.All.
-func pick(pending Pending, m Manifest, sel Selection, secrets []secretSelector) (Pending, error) {
+// pick keeps the named parts of pending, and returns as owner the named
+// hosts m does not request that fill its free owner egress slots under
+// current (OF-36). Naming a capability, host or data tier that is not
+// pending is ErrAlreadyGranted when m requests it (or, for a host, when
+// current holds it among the owner's hosts) and ErrNotRequested when it does
+// not, but for a host ErrNoOwnerSlot when m has slots and all are full; a named Secret
+// slot that is not pending is left to Approve, which rebinds it. Approve
+// never calls it with sel.All.
+func pick(pending Pending, m Manifest, current *Grant, sel Selection, secrets []secretSelector) (Pending, []string, error) {
 	var out Pending
+	var owner []string
 	notPending := func(field string, requested bool) error {
 		if requested {
 			return &FieldError{Field: field, Err: ErrAlreadyGranted}
@@ -231,25 +251,39 @@ func pick(pending Pending, m Manifest, sel Selection, secrets []secretSelector) 
 	}
 	for i, c := range sel.Capabilities {
 		if !slices.Contains(pending.Capabilities, c) {
-			return out, notPending(fmt.Sprintf("selection.capabilities[%d]", i), slices.Contains(m.Capabilities, c))
+			return out, nil, notPending(fmt.Sprintf("selection.capabilities[%d]", i), slices.Contains(m.Capabilities, c))
 		}
 		out.Capabilities = appendOnce(out.Capabilities, c)
 	}
 	requestedHosts := canonicalHosts(m.Egress)
+	heldOwner := OwnerHosts(m, current)
+	free := FreeOwnerSlots(m, current)
 	for i, h := range sel.Egress {
 		field := fmt.Sprintf("selection.egress[%d]", i)
 		canon, err := CanonicalEgressHost(h)
 		if err != nil {
-			return out, &FieldError{Field: field, Err: ErrInvalidEgressHost, Detail: strings.TrimPrefix(err.Error(), ErrInvalidEgressHost.Error()+": ")}
+			return out, nil, &FieldError{Field: field, Err: ErrInvalidEgressHost, Detail: strings.TrimPrefix(err.Error(), ErrInvalidEgressHost.Error()+": ")}
 		}
-		if !slices.Contains(pending.Egress, canon) {
-			return out, notPending(field, slices.Contains(requestedHosts, canon))
+		switch {
+		case slices.Contains(pending.Egress, canon):
+			out.Egress = appendOnce(out.Egress, canon)
+		case slices.Contains(requestedHosts, canon):
+			return out, nil, notPending(field, true)
+		case slices.Contains(heldOwner, canon):
+			return out, nil, &FieldError{Field: field, Err: ErrAlreadyGranted, Detail: fmt.Sprintf("%s is a host of your choosing the grant holds already", canon)}
+		case slices.Contains(owner, canon):
+			// Named twice in this selection: added once.
+		case len(owner) < free:
+			owner = append(owner, canon)
+		case m.OwnerSlots() == 0:
+			return out, nil, notPending(field, false)
+		default:
+			return out, nil, &FieldError{Field: field, Err: ErrNoOwnerSlot, Detail: ownerSlotsDetail(canon, m, heldOwner, owner)}
 		}
-		out.Egress = appendOnce(out.Egress, canon)
 	}
 	for i, t := range sel.DataTiers {
 		if !slices.Contains(pending.DataTiers, t) {
-			return out, notPending(fmt.Sprintf("selection.dataTiers[%d]", i), slices.Contains(m.DataTiers, t))
+			return out, nil, notPending(fmt.Sprintf("selection.dataTiers[%d]", i), slices.Contains(m.DataTiers, t))
 		}
 		out.DataTiers = appendOnce(out.DataTiers, t)
 	}
@@ -262,7 +296,18 @@ func pick(pending Pending, m Manifest, sel Selection, secrets []secretSelector) 
 	slices.Sort(out.Egress)
 	slices.Sort(out.Secrets)
 	slices.Sort(out.DataTiers)
-	return out, nil
+	slices.Sort(owner)
+	return out, owner, nil
+}
+
+// ownerSlotsDetail says why host does not fit: the manifest does not
+// request it, and its slots are taken by the owner's hosts the grant holds
+// and those named before in the selection.
+func ownerSlotsDetail(host string, m Manifest, held, named []string) string {
+	taken := append(slices.Clone(held), named...)
+	slices.Sort(taken)
+	return fmt.Sprintf("the manifest does not request %s and allows %d host(s) of your choosing, taken by %s; remove one from the grant's ownerEgress first",
+		host, m.OwnerSlots(), strings.Join(taken, ", "))
 }
 
 // appendOnce appends v unless s holds it already.
@@ -283,6 +328,7 @@ func cloneGrant(name string, current *Grant) Grant {
 		Name:         name,
 		Capabilities: slices.Clone(current.Capabilities),
 		Egress:       slices.Clone(current.Egress),
+		OwnerEgress:  slices.Clone(current.OwnerEgress),
 		Secrets:      slices.Clone(current.Secrets),
 		DataTiers:    slices.Clone(current.DataTiers),
 

@@ -319,14 +319,17 @@ func TestProjectedTokenPaths(t *testing.T) {
 
 // FuzzEffectiveCompile feeds arbitrary request and grant entries and topology
 // addresses through Effective and Compile: neither may panic, what is granted
-// never exceeds request or grant, and no rule ever admits DNS.
+// never exceeds request or grant (nor the manifest's owner egress slots), and
+// no rule ever admits DNS.
 func FuzzEffectiveCompile(f *testing.F) {
-	f.Add("connector", "api.example.com", "creds", "/etc/creds", "other-creds", "tier", "10.96.0.10:443", 8443, "10.96.0.20:3128", 3128)
-	f.Add("view", "*.x", "Bad", "/var/run/secrets/x", "", "bad tier", "core:443", 53, "[fe80::1%eth0]:1", 0)
-	f.Fuzz(func(t *testing.T, capability, host, slot, mount, bound, tier, core string, corePort int, proxy string, proxyPort int) {
+	f.Add("connector", "api.example.com", "creds", "/etc/creds", "other-creds", "tier", "10.96.0.10:443", 8443, "10.96.0.20:3128", 3128, "cloud.example.com", 1)
+	f.Add("view", "*.x", "Bad", "/var/run/secrets/x", "", "bad tier", "core:443", 53, "[fe80::1%eth0]:1", 0, "API.example.com:443", -1)
+	f.Add("view", "nas.example.org", "s", "/etc/s", "", "t", "10.96.0.10:443", 8443, "10.96.0.20:3128", 3128, "nas.example.org:8443", 0)
+	f.Fuzz(func(t *testing.T, capability, host, slot, mount, bound, tier, core string, corePort int, proxy string, proxyPort int, ownerHost string, slots int) {
 		p := Plugin{Name: "fuzz", Manifest: Manifest{
 			Capabilities: []Capability{Capability(capability), CapabilityConnector},
 			Egress:       []string{host, "api.example.com"},
+			OwnerEgress:  slots,
 			Secrets:      []SecretMount{{Name: slot, MountPath: mount}},
 			DataTiers:    []string{tier},
 		}}
@@ -334,6 +337,7 @@ func FuzzEffectiveCompile(f *testing.F) {
 			Name:         "fuzz",
 			Capabilities: []Capability{Capability(capability)},
 			Egress:       []string{host},
+			OwnerEgress:  []string{ownerHost, "nas.example.org"},
 			Secrets:      []SecretGrant{{Name: slot, SecretName: bound}},
 			DataTiers:    []string{tier},
 		}

@@ -27,7 +27,8 @@ type SecretBinding struct {
 }
 
 // EffectivePermissions is what a plugin may actually use: only what both its
-// manifest requests and its grant approves (D-16). Its fields are unexported
+// manifest requests and its grant approves (D-16), and the hosts of the
+// owner's choosing that fill the manifest's owner egress slots (OF-36). Its fields are unexported
 // and every accessor returns a copy, so the only way to obtain one is Effective
 // and nothing downstream can widen it. Every list is sorted.
 type EffectivePermissions struct {
@@ -43,22 +44,30 @@ type EffectivePermissions struct {
 // egress hosts (compared in canonical form, CanonicalEgressHost) and data tiers
 // present in both; Secret slots matched by slot name, keeping the manifest's
 // mount path and mounting the Secret the grant binds, or the slot's own name
-// (OF-1). A grant that approves more than requested adds nothing.
+// (OF-1). A grant that approves more than requested adds nothing, with one
+// exception the manifest asks for (OF-36): the grant's OwnerEgress hosts the
+// manifest does not request are the owner's own, and are added to the egress
+// hosts when there are at most the manifest's OwnerEgress of them. A
+// requested host the grant lists in either list is granted.
 //
 // It returns ErrNoCapabilityGranted when no requested capability is granted,
-// since such a plugin has nothing it may do, and ErrGrantMismatch when the
-// grant names another plugin. Inputs are expected to be validated; invalid
-// entries (such as a host that does not canonicalise) are dropped, never
-// granted, and never cause a panic.
+// since such a plugin has nothing it may do; ErrTooManyOwnerHosts (in a
+// *FieldError on "grant.ownerEgress" naming the count and the limit) when the
+// owner's hosts outnumber the slots, rather than choosing among them; and
+// ErrGrantMismatch when the grant names another plugin. Inputs are expected
+// to be validated; invalid entries (such as a host that does not
+// canonicalise) are dropped, never granted, and never cause a panic.
 func Effective(p Plugin, g Grant) (EffectivePermissions, error) {
 	if p.Name != g.Name {
 		return EffectivePermissions{}, fmt.Errorf("%w: grant %q applied to plugin %q", ErrGrantMismatch, g.Name, p.Name)
 	}
 	m := p.Manifest
+	requested := canonicalHosts(m.Egress)
+	owner := OwnerHosts(m, &g)
 	e := EffectivePermissions{
 		name:         p.Name,
 		capabilities: filter(intersect(m.Capabilities, g.Capabilities), knownCapability),
-		egress:       intersect(canonicalHosts(m.Egress), canonicalHosts(g.Egress)),
+		egress:       union(intersect(requested, grantedHosts(&g)), owner),
 		secrets:      bindSecrets(m.Secrets, g.Secrets),
 		dataTiers:    filter(intersect(m.DataTiers, g.DataTiers), isDataTier),
 		pullSecrets:  pullSecrets(g.ImagePullSecrets),
@@ -66,7 +75,59 @@ func Effective(p Plugin, g Grant) (EffectivePermissions, error) {
 	if len(e.capabilities) == 0 {
 		return EffectivePermissions{}, fmt.Errorf("plugin %q: %w", p.Name, ErrNoCapabilityGranted)
 	}
+	if slots := m.OwnerSlots(); len(owner) > slots {
+		return EffectivePermissions{}, fmt.Errorf("plugin %q: %w", p.Name, &FieldError{
+			Field: "grant.ownerEgress", Err: ErrTooManyOwnerHosts,
+			Detail: fmt.Sprintf("%d (%s), the manifest allows %d; remove %d from the grant",
+				len(owner), strings.Join(owner, ", "), slots, len(owner)-slots),
+		})
+	}
 	return e, nil
+}
+
+// OwnerHosts returns the hosts of the owner's choosing that g (nil: no
+// grant) holds for a plugin with manifest m (OF-36): g's OwnerEgress hosts m
+// does not request, canonical and sorted. They fill m's OwnerEgress slots;
+// a requested host the owner listed fills none, being granted anyway.
+func OwnerHosts(m Manifest, g *Grant) []string {
+	if g == nil {
+		return nil
+	}
+	return nilIfEmpty(subtract(canonicalHosts(g.OwnerEgress), canonicalHosts(m.Egress)))
+}
+
+// FreeOwnerSlots is how many more hosts of the owner's choosing g may hold
+// for m: its slots less OwnerHosts, never below zero.
+func FreeOwnerSlots(m Manifest, g *Grant) int {
+	return max(m.OwnerSlots()-len(OwnerHosts(m, g)), 0)
+}
+
+// OwnerSlots is how many hosts of the owner's choosing m allows: its
+// OwnerEgress, read as none when it is out of range (only for a manifest
+// that failed validation).
+func (m Manifest) OwnerSlots() int {
+	if m.OwnerEgress < 0 || m.OwnerEgress > MaxOwnerEgress {
+		return 0
+	}
+	return m.OwnerEgress
+}
+
+// grantedHosts is every host g lists, in its egress list or among the
+// owner's hosts, canonical and sorted.
+func grantedHosts(g *Grant) []string {
+	return canonicalHosts(append(slices.Clone(g.Egress), g.OwnerEgress...))
+}
+
+// union returns the sorted, de-duplicated values of a and b.
+func union[T ~string](a, b []T) []T {
+	set := make(map[T]struct{}, len(a)+len(b))
+	for _, v := range a {
+		set[v] = struct{}{}
+	}
+	for _, v := range b {
+		set[v] = struct{}{}
+	}
+	return slices.Sorted(maps.Keys(set))
 }
 
 // intersect returns the sorted, de-duplicated values present in both a and b.

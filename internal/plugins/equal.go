@@ -12,7 +12,8 @@ import (
 // checks a Plugin's spec.manifest against the image's signed label (D-42).
 // Capabilities, egress hosts (in canonical form, so "api.example.com" equals
 // "API.example.com:443"), Secret mounts (name and mount path together) and
-// data tiers compare as sets, so order and repeats do not matter. Config
+// data tiers compare as sets, so order and repeats do not matter; the owner
+// egress slots compare as numbers (OF-36). Config
 // schemas compare as JSON values: object key order and white space do not
 // matter, array order does, and numbers compare by exact decimal value, never
 // through float64, so 100, 100.0 and 1e2 are equal (as JSON Schema reads
@@ -21,7 +22,8 @@ import (
 // that does not canonicalise or a schema that is not exactly one valid JSON
 // value makes it report false.
 func (m Manifest) Equal(o Manifest) bool {
-	if !sameSet(m.Capabilities, o.Capabilities) ||
+	if m.OwnerEgress != o.OwnerEgress ||
+		!sameSet(m.Capabilities, o.Capabilities) ||
 		!sameSet(m.Secrets, o.Secrets) ||
 		!sameSet(m.DataTiers, o.DataTiers) {
 		return false

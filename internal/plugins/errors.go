@@ -49,10 +49,18 @@ var (
 	ErrInvalidCatalog = errors.New("invalid catalog")
 	// ErrInvalidLabel: the signed manifest label cannot be read strictly.
 	ErrInvalidLabel = errors.New("invalid manifest label")
+	// ErrInvalidOwnerEgress: a manifest's ownerEgress is not a whole number
+	// from 0 to MaxOwnerEgress (OF-36).
+	ErrInvalidOwnerEgress = errors.New("invalid owner egress slots")
 
 	// ErrNoCapabilityGranted: no requested capability is granted, so the
 	// plugin has nothing it may do and does not run.
 	ErrNoCapabilityGranted = errors.New("no requested capability is granted")
+	// ErrTooManyOwnerHosts: the grant's OwnerEgress names more hosts the
+	// manifest does not request than the manifest's OwnerEgress slots allow,
+	// as after an upgrade to a version with fewer slots. Effective refuses
+	// the grant rather than pick some of them (OF-36).
+	ErrTooManyOwnerHosts = errors.New("more hosts of the owner's choosing than the manifest allows")
 )
 
 // FieldError is one validation problem: the path of the field it concerns

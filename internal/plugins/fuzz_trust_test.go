@@ -26,6 +26,11 @@ func FuzzParseManifestLabel(f *testing.F) {
 		{`{"capabilities":["connector"],"configSchema":null}`, `{"capabilities":["connector"],"configSchema":{"type":"object","type":"array"}}`},
 		{`{"capabilities":["connector"],"secrets":[{"name":"a","mountPath":"/a"},{"name":"b","mountPath":"/a/b"}]}`, `null`},
 		{`{"capabilities":["connector"],"configSchema":{"m":-0.0e-0}}`, `{"capabilities":["connector"],"configSchema":{"m":0}}`},
+		{`{"capabilities":["view"],"ownerEgress":1}`, `{"capabilities":["view"],"egress":[],"ownerEgress":1}`},
+		{`{"capabilities":["view"],"ownerEgress":0}`, `{"capabilities":["view"]}`},
+		{`{"capabilities":["view"],"ownerEgress":9}`, `{"capabilities":["view"],"ownerEgress":-1}`},
+		{`{"capabilities":["view"],"ownerEgress":1.0}`, `{"capabilities":["view"],"ownerEgress":"1"}`},
+		{`{"capabilities":["view"],"ownerEgress":null}`, `{"capabilities":["view"],"ownerEgress":1,"ownerEgress":2}`},
 	} {
 		f.Add(seed[0], seed[1])
 	}
@@ -42,6 +47,9 @@ func FuzzParseManifestLabel(f *testing.F) {
 		}
 		if err := ma.Validate(); err != nil {
 			t.Fatalf("ParseManifestLabel(%q) accepted an invalid manifest: %v", a, err)
+		}
+		if ma.OwnerEgress < 0 || ma.OwnerEgress > MaxOwnerEgress {
+			t.Fatalf("ParseManifestLabel(%q) accepted %d owner egress slots", a, ma.OwnerEgress)
 		}
 		if !ma.Equal(ma) {
 			t.Fatalf("a parsed manifest is not Equal to itself: %q", a)

@@ -42,7 +42,17 @@ type Manifest struct {
 	DataTiers []string `json:"dataTiers,omitempty"`
 	// ConfigSchema is a JSON Schema for the plugin's config, if any.
 	ConfigSchema json.RawMessage `json:"configSchema,omitempty"`
+	// OwnerEgress is how many egress hosts of the owner's choosing the plugin
+	// may be granted, 0 to MaxOwnerEgress: slots the vendor asks for and only
+	// the owner fills, in the grant's OwnerEgress (OF-36). A plugin that
+	// talks to the owner's own server (a WebDAV share, a NAS) cannot name
+	// that host when it is built.
+	OwnerEgress int `json:"ownerEgress,omitempty"`
 }
+
+// MaxOwnerEgress caps a manifest's OwnerEgress slots and a grant's
+// OwnerEgress hosts, as the CRDs do.
+const MaxOwnerEgress = 8
 
 // Plugin is the vendor's half (D-16): the installed instance's name, its image
 // by digest, the manifest it declares and the owner's config for it.
@@ -71,9 +81,15 @@ type Grant struct {
 	// Name is the plugin instance this grant approves.
 	Name         string
 	Capabilities []Capability
-	Egress       []string
-	Secrets      []SecretGrant
-	DataTiers    []string
+	// Egress approves hosts the manifest requests; a host it does not
+	// request adds nothing (D-16).
+	Egress []string
+	// OwnerEgress lists hosts of the owner's choosing that the manifest
+	// does not name, filling its OwnerEgress slots (OF-36). Effective
+	// refuses the grant when more of them than the slots are left over.
+	OwnerEgress []string
+	Secrets     []SecretGrant
+	DataTiers   []string
 	// ImagePullSecrets names the owner's Secrets the kubelet pulls the
 	// plugin's image with; the operator never reads them (D-29).
 	ImagePullSecrets []string

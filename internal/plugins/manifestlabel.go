@@ -14,7 +14,8 @@ const labelDocument = "label"
 
 // ParseManifestLabel reads the io.openfief.plugin.manifest label strictly
 // (D-42): one JSON object with the fields of spec.manifest ("capabilities",
-// "egress", "secrets", "dataTiers", "configSchema"), no unknown, repeated or
+// "egress", "ownerEgress", "secrets", "dataTiers", "configSchema"; ownerEgress
+// a JSON integer, OF-36), no unknown, repeated or
 // differently spelt field, no trailing data, valid UTF-8. It then validates
 // the manifest as Manifest.Validate does. Every error wraps ErrInvalidLabel,
 // and validation problems keep their *FieldError (paths start with "label",

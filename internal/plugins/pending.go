@@ -17,7 +17,8 @@ type Pending struct {
 
 // NeedsApproval returns what m requests that g does not approve (D-16). A nil
 // grant approves nothing, so everything requested is pending. Egress hosts are
-// compared in canonical form; entries that do not canonicalise belong to an
+// compared in canonical form, and a requested host the grant lists among the
+// owner's hosts is granted (OF-36); entries that do not canonicalise belong to an
 // invalid manifest, which never runs, and are left out.
 func NeedsApproval(m Manifest, g *Grant) Pending {
 	if g == nil {
@@ -33,7 +34,7 @@ func NeedsApproval(m Manifest, g *Grant) Pending {
 	}
 	return Pending{
 		Capabilities: subtract(m.Capabilities, g.Capabilities),
-		Egress:       subtract(canonicalHosts(m.Egress), canonicalHosts(g.Egress)),
+		Egress:       subtract(canonicalHosts(m.Egress), grantedHosts(g)),
 		Secrets:      subtract(slots, granted),
 		DataTiers:    subtract(m.DataTiers, g.DataTiers),
 	}

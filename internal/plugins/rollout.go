@@ -61,7 +61,9 @@ const (
 	// current version requests is pending. Deleting a grant revokes at once.
 	RolloutNoGrant
 	// RolloutInvalidGrant: the grant fails validation or names another
-	// plugin; nothing runs (fail closed).
+	// plugin, or it holds more hosts of the owner's choosing than the
+	// current version has slots for (ErrTooManyOwnerHosts, OF-36) and no
+	// earlier version may run; nothing runs (fail closed).
 	RolloutInvalidGrant
 	// RolloutAwaitingApproval: the current version requests more than its
 	// grant and no earlier version may run, as on a first install; nothing runs.
@@ -115,7 +117,8 @@ type RolloutPlan struct {
 	// Current.
 	Pending Pending
 	// Err says why Current does not run, when it does not: the grant's
-	// validation errors, ErrNoCapabilityGranted or ErrGrantMismatch. It is nil
+	// validation errors, ErrNoCapabilityGranted, ErrTooManyOwnerHosts or
+	// ErrGrantMismatch. It is nil
 	// for RolloutCurrent, and for the other outcomes when the only reason is
 	// pending approval or an undeployable current version, which the outcome
 	// names.
@@ -144,9 +147,15 @@ var errNeedsApproval = errors.New("current version needs approval")
 //	valid      otherwise                                 Effective(previous) ok      RolloutPrevious          Previous
 //	valid      nil or not deployable                     nil or nothing granted      RolloutNotDeployable     nothing
 //	valid      no requested capability granted           nil or nothing granted      RolloutNothingGranted    nothing
+//	valid      more owner hosts than its slots²          nil or nothing granted      RolloutInvalidGrant      nothing
 //	valid      requests more than granted                nil or nothing granted      RolloutAwaitingApproval  nothing
 //
 // ¹ Grant.Validate fails, or the grant names another plugin than Current.
+// ² ErrTooManyOwnerHosts: the grant's hosts of the owner's choosing
+// outnumber Current's owner egress slots (OF-36), as after an upgrade to a
+// version with fewer. Current does not run with some of them or none; a
+// previous version with enough slots keeps running under the grant until
+// the owner removes hosts from it.
 //
 // Edge cases, by the same rows: a previous version of which nothing is granted
 // any more stops at once, and the outcome then says why Current cannot run.
@@ -184,6 +193,8 @@ func PlanRollout(in RolloutInput) RolloutPlan {
 	switch {
 	case errors.Is(why, ErrNoCapabilityGranted):
 		plan.Outcome = RolloutNothingGranted
+	case errors.Is(why, ErrTooManyOwnerHosts):
+		plan.Outcome = RolloutInvalidGrant
 	case errors.Is(why, errNeedsApproval):
 		plan.Outcome = RolloutAwaitingApproval
 	default:

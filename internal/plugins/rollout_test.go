@@ -44,6 +44,13 @@ func rolloutGrant(hosts ...string) *Grant {
 	}
 }
 
+// withOwner returns a copy of g listing hosts of the owner's choosing.
+func withOwner(g *Grant, hosts ...string) *Grant {
+	c := *g
+	c.OwnerEgress = hosts
+	return &c
+}
+
 // withCaps returns a copy of g approving only caps.
 func withCaps(g *Grant, caps ...Capability) *Grant {
 	c := *g
@@ -62,6 +69,13 @@ func TestPlanRollout(t *testing.T) {
 	both.Manifest.Capabilities = []Capability{CapabilityConnector, CapabilityView}
 	stranger := rolloutVersion(t, "5", oldHost)
 	stranger.Name = "someone-else"
+	slotted := rolloutVersion(t, "6", oldHost) // one host of the owner's choosing
+	slotted.Manifest.OwnerEgress = 1
+	ownerGrant := func(hosts ...string) *Grant {
+		g := rolloutGrant(hosts...)
+		g.OwnerEgress = []string{"cloud.example.com"}
+		return g
+	}
 
 	type want struct {
 		outcome RolloutOutcome
@@ -176,6 +190,27 @@ func TestPlanRollout(t *testing.T) {
 			current: v2, deployable: false, previous: stranger, grant: rolloutGrant(oldHost),
 			want: want{outcome: RolloutNotDeployable, pending: Pending{Egress: []string{"static.nbp.pl:443"}}},
 		},
+		"the owner's host fits the current version's slot": {
+			current: slotted, deployable: true, previous: v1, grant: ownerGrant(oldHost),
+			want: want{outcome: RolloutCurrent, run: slotted, egress: []string{"api.nbp.pl:443", "cloud.example.com:443"}},
+		},
+		"upgrade to a version with fewer slots keeps the previous version": {
+			current: v1, deployable: true, previous: slotted, grant: ownerGrant(oldHost),
+			want: want{outcome: RolloutPrevious, run: slotted, egress: []string{"api.nbp.pl:443", "cloud.example.com:443"}, err: ErrTooManyOwnerHosts},
+		},
+		"fewer slots than owner hosts without a previous version runs nothing": {
+			current: v1, deployable: true, grant: ownerGrant(oldHost),
+			want: want{outcome: RolloutInvalidGrant, err: ErrTooManyOwnerHosts},
+		},
+		"more owner hosts than slots stops the version that runs": {
+			current: slotted, deployable: true, previous: slotted,
+			grant: func() *Grant {
+				g := ownerGrant(oldHost)
+				g.OwnerEgress = append(g.OwnerEgress, "nas.example.org")
+				return g
+			}(),
+			want: want{outcome: RolloutInvalidGrant, err: ErrTooManyOwnerHosts},
+		},
 		"grant approving more than requested adds nothing": {
 			current: v1, deployable: true, grant: rolloutGrant(oldHost, newHost, "extra.example.com"),
 			want: want{outcome: RolloutCurrent, run: v1, egress: []string{"api.nbp.pl:443"}},
@@ -256,10 +291,20 @@ func exceeds(e EffectivePermissions, m Manifest, g Grant) string {
 			out = append(out, "capability "+string(c))
 		}
 	}
+	owner := 0
 	for _, h := range e.Egress() {
-		if !slices.Contains(canonicalHosts(m.Egress), h) || !slices.Contains(canonicalHosts(g.Egress), h) {
+		requested := slices.Contains(canonicalHosts(m.Egress), h)
+		ownerListed := slices.Contains(canonicalHosts(g.OwnerEgress), h)
+		switch {
+		case requested && (ownerListed || slices.Contains(canonicalHosts(g.Egress), h)):
+		case !requested && ownerListed:
+			owner++ // a host of the owner's choosing (OF-36)
+		default:
 			out = append(out, "egress "+h)
 		}
+	}
+	if owner > m.OwnerEgress {
+		out = append(out, fmt.Sprintf("%d hosts of the owner's choosing for %d slots", owner, m.OwnerEgress))
 	}
 	for _, s := range e.Secrets() {
 		inManifest := slices.Contains(m.Secrets, SecretMount{Name: s.Slot, MountPath: s.MountPath})
@@ -385,13 +430,17 @@ func TestPlanRolloutInvariants(t *testing.T) {
 	broken := &Version{Name: "nbp-fx", Manifest: Manifest{Egress: []string{"*.x"}, Secrets: []SecretMount{{Name: "x", MountPath: "/"}}}}
 	stranger := rolloutVersion(t, "5", "api.nbp.pl")
 	stranger.Name = "other"
-	versions := []*Version{nil, v1, v2, view, broken, stranger}
+	slotted := rolloutVersion(t, "6", "api.nbp.pl")
+	slotted.Manifest.OwnerEgress = 1
+	versions := []*Version{nil, v1, v2, view, broken, stranger, slotted}
 	rebound := rolloutGrant("static.nbp.pl")
 	rebound.Secrets[0].SecretName = "nbp-token-2"
 	grants := []*Grant{
 		nil, rolloutGrant(), rolloutGrant("api.nbp.pl"), rolloutGrant("api.nbp.pl", "static.nbp.pl"), rebound,
 		withCaps(rolloutGrant("api.nbp.pl"), CapabilityView), withCaps(rolloutGrant("api.nbp.pl")),
 		rolloutGrant("*.nbp.pl"), {Name: "other", Capabilities: []Capability{CapabilityConnector}},
+		withOwner(rolloutGrant("api.nbp.pl"), "cloud.example.com"), withOwner(rolloutGrant("api.nbp.pl"), "cloud.example.com", "nas.example.org"),
+		withOwner(rolloutGrant(), "api.nbp.pl"),
 	}
 	seen := map[RolloutOutcome]bool{}
 	for ci, cur := range versions {

@@ -237,6 +237,8 @@ func jsonKind(t reflect.Type) string {
 		return "object"
 	case reflect.Bool:
 		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "integer"
 	}
 	return "value of the right type"
 }

@@ -43,8 +43,9 @@ func (p Plugin) Validate() error {
 }
 
 // Validate checks the manifest against the rules of D-11 and D-42: known
-// capabilities, canonical egress hosts, valid Secret slots and mount paths,
-// data tier names and a JSON config schema. Field paths start with "manifest".
+// capabilities, canonical egress hosts, 0 to MaxOwnerEgress owner egress
+// slots (OF-36), valid Secret slots and mount paths, data tier names and a
+// JSON config schema. Field paths start with "manifest".
 func (m Manifest) Validate() error { return m.validate("manifest").err() }
 
 func (m Manifest) validate(prefix string) fieldErrors {
@@ -53,7 +54,10 @@ func (m Manifest) validate(prefix string) fieldErrors {
 		errs.add(prefix+".capabilities", ErrRequired, "at least one capability")
 	}
 	errs = append(errs, validateCapabilities(prefix+".capabilities", m.Capabilities)...)
-	errs = append(errs, validateEgress(prefix+".egress", m.Egress)...)
+	errs = append(errs, validateEgress(prefix+".egress", m.Egress, MaxEgressHosts)...)
+	if m.OwnerEgress < 0 || m.OwnerEgress > MaxOwnerEgress {
+		errs.add(prefix+".ownerEgress", ErrInvalidOwnerEgress, fmt.Sprintf("%d, want 0 to %d", m.OwnerEgress, MaxOwnerEgress))
+	}
 	errs = append(errs, validateSecretMounts(prefix+".secrets", m.Secrets)...)
 	errs = append(errs, validateDataTiers(prefix+".dataTiers", m.DataTiers)...)
 	if len(m.ConfigSchema) > 0 {
@@ -68,7 +72,9 @@ func (m Manifest) validate(prefix string) fieldErrors {
 
 // Validate checks the grant: the plugin name it approves and every list it
 // holds. Field paths start with "grant". A grant may approve more than the
-// plugin requests; Effective ignores the excess (D-16).
+// plugin requests; Effective ignores the excess (D-16). Its OwnerEgress holds
+// at most MaxOwnerEgress canonical hosts, none also in Egress (OF-36); how
+// many a plugin may use is its manifest's, which Effective checks.
 func (g Grant) Validate() error {
 	var errs fieldErrors
 	if errs.checkText("grant.name", g.Name, 0) {
@@ -77,7 +83,8 @@ func (g Grant) Validate() error {
 		}
 	}
 	errs = append(errs, validateCapabilities("grant.capabilities", g.Capabilities)...)
-	errs = append(errs, validateEgress("grant.egress", g.Egress)...)
+	errs = append(errs, validateEgress("grant.egress", g.Egress, MaxEgressHosts)...)
+	errs = append(errs, validateOwnerEgress(g.Egress, g.OwnerEgress)...)
 	seen := map[string]int{}
 	for i, s := range g.Secrets {
 		field := fmt.Sprintf("grant.secrets[%d]", i)
@@ -140,10 +147,37 @@ func validateCapabilities(field string, caps []Capability) fieldErrors {
 	return errs
 }
 
-func validateEgress(field string, hosts []string) fieldErrors {
+// validateOwnerEgress checks a grant's hosts of the owner's choosing as
+// validateEgress does, at most MaxOwnerEgress of them, and refuses one the
+// grant's egress list holds too: a host is granted in one list or the other.
+func validateOwnerEgress(egress, owner []string) fieldErrors {
+	errs := validateEgress("grant.ownerEgress", owner, MaxOwnerEgress)
+	listed := map[string]int{}
+	for i, h := range egress {
+		if c, err := CanonicalEgressHost(h); err == nil {
+			if _, dup := listed[c]; !dup {
+				listed[c] = i
+			}
+		}
+	}
+	for i, h := range owner {
+		c, err := CanonicalEgressHost(h)
+		if err != nil || CheckText(h, 0) != nil {
+			continue // validateEgress reported it
+		}
+		if j, dup := listed[c]; dup {
+			errs.add(fmt.Sprintf("grant.ownerEgress[%d]", i), ErrDuplicate, fmt.Sprintf("%q is %s, already granted at egress[%d]", h, c, j))
+		}
+	}
+	return errs
+}
+
+// validateEgress checks a list of egress hosts: at most limit, each
+// canonicalising (CanonicalEgressHost), none twice.
+func validateEgress(field string, hosts []string, limit int) fieldErrors {
 	var errs fieldErrors
-	if len(hosts) > MaxEgressHosts {
-		errs.add(field, ErrInvalidEgressHost, fmt.Sprintf("%d hosts, at most %d", len(hosts), MaxEgressHosts))
+	if len(hosts) > limit {
+		errs.add(field, ErrInvalidEgressHost, fmt.Sprintf("%d hosts, at most %d", len(hosts), limit))
 	}
 	seen := map[string]int{}
 	for i, h := range hosts {

@@ -39,6 +39,12 @@ func (w *PluginWrapper) Egress(hosts ...string) *PluginWrapper {
 	return w
 }
 
+// OwnerEgress sets how many hosts of the owner's choosing the manifest allows.
+func (w *PluginWrapper) OwnerEgress(slots int32) *PluginWrapper {
+	w.Spec.Manifest.OwnerEgress = slots
+	return w
+}
+
 // Secret adds a Secret slot mounted at path to the manifest.
 func (w *PluginWrapper) Secret(name, path string) *PluginWrapper {
 	w.Spec.Manifest.Secrets = append(w.Spec.Manifest.Secrets, v1alpha1.SecretMount{Name: name, MountPath: path})
@@ -99,6 +105,14 @@ func (w *GrantWrapper) Capabilities(caps ...v1alpha1.Capability) *GrantWrapper {
 func (w *GrantWrapper) Egress(hosts ...string) *GrantWrapper {
 	for _, h := range hosts {
 		w.Spec.Egress = append(w.Spec.Egress, v1alpha1.EgressHost(h))
+	}
+	return w
+}
+
+// OwnerEgress adds hosts of the owner's choosing.
+func (w *GrantWrapper) OwnerEgress(hosts ...string) *GrantWrapper {
+	for _, h := range hosts {
+		w.Spec.OwnerEgress = append(w.Spec.OwnerEgress, v1alpha1.EgressHost(h))
 	}
 	return w
 }
