@@ -1,7 +1,7 @@
 // Package webdavcsv is the adapter of the webdav-csv view plugin: it keeps
 // the household's record, as the core exports it (OF-35), as monthly CSV
 // files in a WebDAV folder of the owner's choosing (Nextcloud, a NAS), for
-// spreadsheets and for backups the owner can read without OpenFief.
+// spreadsheets and for backups the owner can read without OpenFief (OF-37).
 //
 // Files. Under the configured folder, one file per month and kind of entry,
 // the month being the entry's date: <YYYY>/<YYYY-MM>-fx-rates.csv,

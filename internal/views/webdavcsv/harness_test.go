@@ -69,10 +69,14 @@ func TestMain(m *testing.M) {
 		log.Fatal(err)
 	}
 	caFile, serverCert = makeCA(dir)
-	os.Setenv("SSL_CERT_FILE", caFile)
-	os.Unsetenv("SSL_CERT_DIR")
+	if err := os.Setenv("SSL_CERT_FILE", caFile); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.Unsetenv("SSL_CERT_DIR"); err != nil {
+		log.Fatal(err)
+	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
 
@@ -241,7 +245,7 @@ func (d *davServer) read(name string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	b, err := io.ReadAll(f)
 	if err != nil {
 		d.t.Fatal(err)

@@ -375,6 +375,7 @@ func TestExportTwoViews(t *testing.T) {
 	if len(seen) != 20 {
 		t.Errorf("%d rows, want 20", len(seen))
 	}
+	t.Logf("%d writes were refused as concurrent (412)", count412(h.dav.log()))
 }
 
 // TestExportRefusesUnfileableEntry: an entry without a kind or with a
@@ -398,4 +399,15 @@ func TestExportRefusesUnfileableEntry(t *testing.T) {
 	if err := h.core.export(t, fx(21, "2026-3-31", "4.3")); !errors.As(err, &ce) || !strings.Contains(ce.Message(), "entry 21") {
 		t.Errorf("the error does not name the entry: %v", err)
 	}
+}
+
+// count412 counts the PUTs the server refused with 412.
+func count412(log []string) int {
+	n := 0
+	for _, l := range log {
+		if strings.HasPrefix(l, "PUT ") && strings.HasSuffix(l, " 412") {
+			n++
+		}
+	}
+	return n
 }
