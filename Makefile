@@ -24,7 +24,7 @@ CLUSTER_TAG := cluster
 FUZZTIME ?= 60s
 SCALE_PROFILES ?= .bench/scale
 # Packages with fuzz targets (parsers of outside input).
-FUZZ_PACKAGES := ./internal/plugins/ ./internal/trust/cosign/ ./internal/ocisign/ ./internal/configschema/ ./internal/operator/ ./internal/egress/ ./internal/connectors/nbpfx/ ./internal/connectors/ibkrflex/ ./internal/core/ ./sdk/go/ ./sdk/go/delivery/ ./internal/core/store/ ./internal/display/ ./internal/cli/
+FUZZ_PACKAGES := ./internal/plugins/ ./internal/trust/cosign/ ./internal/ocisign/ ./internal/configschema/ ./internal/operator/ ./internal/egress/ ./internal/connectors/nbpfx/ ./internal/connectors/ibkrflex/ ./internal/views/webdavcsv/ ./internal/core/ ./sdk/go/ ./sdk/go/delivery/ ./internal/core/store/ ./internal/display/ ./internal/cli/
 
 .PHONY: all
 all: build
@@ -164,7 +164,7 @@ verify: generate ## gofmt, go vet (with and without the cluster tag), golangci-l
 	@git diff --exit-code --stat -- . || { echo "verify left a diff"; exit 1; }
 
 .PHONY: images
-images: ## Build the operator, egress-proxy, openfief-core, nbp-fx, ibkr-flex and check-probe images (linux/amd64+arm64) from source, reproducibly, into .cache/images/<revision>; REGISTRY=host[:port][/path] also pushes them to $(REGISTRY)/openfief/<name> (docs/images.md).
+images: ## Build the operator, egress-proxy, openfief-core, nbp-fx, ibkr-flex, webdav-csv and check-probe images (linux/amd64+arm64) from source, reproducibly, into .cache/images/<revision>; REGISTRY=host[:port][/path] also pushes them to $(REGISTRY)/openfief/<name> (docs/images.md).
 	$(GO) run ./hack/images build $(if $(REGISTRY),--push "$(REGISTRY)")
 
 .PHONY: sign

@@ -19,7 +19,7 @@ func build(ctx context.Context, args []string) error {
 	push := fs.String("push", "", "registry prefix to push to, such as localhost:5000 or ghcr.io/arkadiuss (images go to PREFIX/openfief/<name>)")
 	insecure := fs.Bool("insecure", false, "push over plain HTTP (loopback registries always are)")
 	platforms := fs.String("platform", "", "comma-separated platforms (default linux/amd64,linux/arm64)")
-	only := fs.String("image", "", "comma-separated images (default all: operator,egress-proxy,openfief-core,nbp-fx,ibkr-flex,check-probe)")
+	only := fs.String("image", "", "comma-separated images (default all: operator,egress-proxy,openfief-core,nbp-fx,ibkr-flex,webdav-csv,check-probe)")
 	cache := fs.String("cache", "", "cache directory (default <repository>/.cache/images)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -69,7 +69,7 @@ func TestReproducible(t *testing.T) {
 	for _, d := range tm.Manifests {
 		names = append(names, d.Annotations[RefNameAnnotation])
 	}
-	if !slices.Equal(names, []string{"operator", "egress-proxy", "openfief-core", "nbp-fx", "ibkr-flex", "check-probe"}) {
+	if !slices.Equal(names, []string{"operator", "egress-proxy", "openfief-core", "nbp-fx", "ibkr-flex", "webdav-csv", "check-probe"}) {
 		t.Errorf("layout names %v", names)
 	}
 }

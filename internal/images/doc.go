@@ -1,7 +1,7 @@
 // Package images builds OpenFief's own container images from source, without
 // Docker and without downloading a base image (OF-7): the operator, the
-// egress proxy, openfief-core, the first-party plugins nbp-fx and ibkr-flex,
-// and the check probe (OF-29).
+// egress proxy, openfief-core, the first-party plugins nbp-fx, ibkr-flex and
+// webdav-csv, and the check probe (OF-29).
 //
 // Each image is a static Go binary (CGO_ENABLED=0, -trimpath, no VCS stamp)
 // on a base this package assembles itself: /etc/passwd and /etc/group naming

@@ -8,8 +8,8 @@ import (
 )
 
 // SPDX licence expressions of the images (D-5). The core binaries are the
-// project's AGPL code; a first-party plugin links the core's connector
-// adapter (AGPL) and the Apache-2.0 SDK. The check probe (OF-29) is a
+// project's AGPL code; a first-party plugin links the core's connector or
+// view adapter (AGPL) and the Apache-2.0 SDK. The check probe (OF-29) is a
 // plugin image of the project's code only, without the SDK: LicenseCore.
 const (
 	LicenseCore   = "AGPL-3.0-only"
@@ -66,6 +66,11 @@ func Specs() []Spec {
 			Description:  "OpenFief plugin: Interactive Brokers Flex statements",
 		},
 		{
+			Name: "webdav-csv", Package: "./plugins/webdav-csv", Licenses: LicensePlugin, CABundle: true,
+			ManifestFile: "plugins/webdav-csv/manifest.json",
+			Description:  "OpenFief plugin: the household's record as monthly CSV files in the owner's WebDAV folder",
+		},
+		{
 			Name: "check-probe", Package: "./plugins/check-probe", Licenses: LicenseCore,
 			ManifestFile: "plugins/check-probe/manifest.json",
 			Description:  "OpenFief check probe: proves plugin isolation on the owner's cluster (openfief check --isolation)",
@@ -88,7 +93,7 @@ func SelectSpecs(names ...string) ([]Spec, error) {
 	}
 	for _, n := range names {
 		if !slices.ContainsFunc(all, func(s Spec) bool { return s.Name == n }) {
-			return nil, fmt.Errorf("no image %q (have operator, egress-proxy, openfief-core, nbp-fx, ibkr-flex, check-probe)", n)
+			return nil, fmt.Errorf("no image %q (have operator, egress-proxy, openfief-core, nbp-fx, ibkr-flex, webdav-csv, check-probe)", n)
 		}
 	}
 	return out, nil
