@@ -348,6 +348,10 @@ func writeCredentials(t *testing.T, user, password string) string {
 type core struct {
 	client viewv1connect.ViewServiceClient
 	token  string
+	// url is where the view serves; sign signs a core token for another
+	// instance's audience with the same key.
+	url  string
+	sign func(t *testing.T, instance string) string
 }
 
 // serveView serves v with openfief.NewViewServer on loopback until the
@@ -375,15 +379,20 @@ func serveView(t *testing.T, v viewv1connect.ViewServiceHandler) *core {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now()
-	token, err := jwt.Signed(signer).Claims(jwt.Claims{
-		Issuer: issuer, Subject: plugins.DefaultCoreSubject, Audience: jwt.Audience{openfief.InstanceAudience(instance)},
-		Expiry: jwt.NewNumericDate(now.Add(10 * time.Minute)), NotBefore: jwt.NewNumericDate(now.Add(-time.Minute)),
-		IssuedAt: jwt.NewNumericDate(now.Add(-time.Minute)),
-	}).Serialize()
-	if err != nil {
-		t.Fatal(err)
+	sign := func(t *testing.T, audienceOf string) string {
+		t.Helper()
+		now := time.Now()
+		token, err := jwt.Signed(signer).Claims(jwt.Claims{
+			Issuer: issuer, Subject: plugins.DefaultCoreSubject, Audience: jwt.Audience{openfief.InstanceAudience(audienceOf)},
+			Expiry: jwt.NewNumericDate(now.Add(10 * time.Minute)), NotBefore: jwt.NewNumericDate(now.Add(-time.Minute)),
+			IssuedAt: jwt.NewNumericDate(now.Add(-time.Minute)),
+		}).Serialize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return token
 	}
+	token := sign(t, instance)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -400,7 +409,7 @@ func serveView(t *testing.T, v viewv1connect.ViewServiceHandler) *core {
 	var h2c http.Protocols
 	h2c.SetUnencryptedHTTP2(true)
 	client := viewv1connect.NewViewServiceClient(&http.Client{Transport: &http.Transport{Protocols: &h2c}}, "http://"+ln.Addr().String(), connect.WithGRPC())
-	return &core{client: client, token: token}
+	return &core{client: client, token: token, url: "http://" + ln.Addr().String(), sign: sign}
 }
 
 // export sends one page with the core's token.
