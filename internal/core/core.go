@@ -138,7 +138,7 @@ func Start(ctx context.Context, cfg *rest.Config, o Options) (c *Core, err error
 	so.Store, so.Connector, so.Log = c.store, &Caller{Tokens: tokens, Resolve: o.Resolve}, o.Log
 	so.OnStop = tokens.Forget
 	c.sched = NewScheduler(ctx, so)
-	c.plugins, err = WatchPlugins(ctx, cfg, o.Namespace, c.sched.Update)
+	c.plugins, err = WatchPlugins(ctx, cfg, o.Namespace, c.sched.Update, c.markRemoved)
 	if err != nil {
 		return nil, err
 	}
