@@ -202,6 +202,28 @@ func (e *Env) purgeUninstalled(ctx context.Context, api *coreAPI, p *v1alpha1.Pl
 	return e.purgeData(ctx, api, key, yes)
 }
 
+// printRemovedData lists what the core keeps of uninstalled plugins named
+// name, if anything; a core that does not answer adds nothing (the status
+// says so already, or the plugin is not found anyway).
+func (e *Env) printRemovedData(ctx context.Context, api *coreAPI, coreURL, name string) {
+	if api == nil {
+		var err error
+		if api, err = e.coreAPI(coreURL, coreStatusTimeout); err != nil {
+			return
+		}
+	}
+	all, err := api.statusAll(ctx)
+	if err != nil {
+		return
+	}
+	removed := removedOf(all, name)
+	if len(removed) == 0 {
+		return
+	}
+	fmt.Fprintf(e.Out, "Removed data (kept by openfief-core from uninstalled plugins named %s; 'openfief plugin purge-data KEY' deletes it):\n", name)
+	printRemoved(e.Out, removed)
+}
+
 // newPurgeDataCommand builds `openfief plugin purge-data`.
 func newPurgeDataCommand(env *Env) *cobra.Command {
 	var coreURL string
