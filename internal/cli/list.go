@@ -159,6 +159,9 @@ func newStatusCommand(env *Env) *cobra.Command {
   Core         what openfief-core recorded: last sync, next sync, last error,
                rows stored (through the API server's service proxy, or
                --core-url / $OPENFIEF_CORE_URL, with the owner's token)
+  Removed data what the core keeps of earlier, uninstalled plugins of this
+               name, with the keys 'openfief plugin purge-data' takes; shown
+               also when no plugin NAME is installed
 
 Pending is computed from the spec and the grant as they are now, the way the
 operator computes status.pendingApproval. -o json or -o yaml prints the Plugin.`,
@@ -177,6 +180,9 @@ operator computes status.pendingApproval. -o json or -o yaml prints the Plugin.`
 			}
 			p, err := env.getPlugin(ctx, c, name)
 			if err != nil {
+				if ExitCode(err) == ExitNotFound && output == outputTable {
+					env.printRemovedData(ctx, nil, coreURL, name)
+				}
 				return err
 			}
 			if output != outputTable {
@@ -194,6 +200,9 @@ operator computes status.pendingApproval. -o json or -o yaml prints the Plugin.`
 			}
 			st, err := api.status(ctx, name)
 			printCoreStatus(env.Out, env.Now(), st, err)
+			if err == nil {
+				env.printRemovedData(ctx, api, coreURL, name)
+			}
 			return nil
 		}),
 	}

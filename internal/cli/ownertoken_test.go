@@ -177,7 +177,7 @@ func TestOwnerToken(t *testing.T) {
 	direct := "http://" + net.JoinHostPort(ip, port)
 	expect(t, openfief(t, k, runOpts{}, "plugin", "import", "ownertok", file, "--core-url", direct), ExitOK, "1 problems")
 	expect(t, openfief(t, k, runOpts{}, "plugin", "status", "ownertok", "--core-url", direct), ExitOK, "Called:     yes")
-	if got, want := core.take(), []string{"POST /v1/plugins/ownertok/import owner", "GET /v1/plugins/ownertok/status owner"}; !slices.Equal(got, want) {
+	if got, want := core.take(), []string{"POST /v1/plugins/ownertok/import owner", "GET /v1/plugins/ownertok/status owner", "GET /v1/status owner"}; !slices.Equal(got, want) {
 		t.Errorf("direct: the core saw %q, want %q", got, want)
 	}
 
@@ -187,7 +187,7 @@ func TestOwnerToken(t *testing.T) {
 	expect(t, openfief(t, k, runOpts{}, "plugin", "import", "ownertok", file), ExitOK, "1 problems")
 	expect(t, openfief(t, k, runOpts{}, "plugin", "status", "ownertok"), ExitOK, "Called:     yes")
 	expect(t, openfief(t, k.asUser(t, alice), runOpts{}, "plugin", "import", "ownertok", file), ExitOK, "1 problems")
-	if got, want := core.take(), []string{"POST /v1/plugins/ownertok/import owner", "GET /v1/plugins/ownertok/status owner", "POST /v1/plugins/ownertok/import owner"}; !slices.Equal(got, want) {
+	if got, want := core.take(), []string{"POST /v1/plugins/ownertok/import owner", "GET /v1/plugins/ownertok/status owner", "GET /v1/status owner", "POST /v1/plugins/ownertok/import owner"}; !slices.Equal(got, want) {
 		t.Errorf("service proxy: the core saw %q, want %q", got, want)
 	}
 

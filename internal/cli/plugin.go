@@ -19,7 +19,8 @@ signer signed its image.`,
   openfief plugin import ibkr-main statement.xml
   openfief plugin upgrade nbp-fx --image NEW-IMAGE
   openfief plugin revoke nbp-fx --yes
-  openfief plugin uninstall nbp-fx --purge`,
+  openfief plugin uninstall nbp-fx --purge
+  openfief plugin purge-data`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -32,6 +33,7 @@ signer signed its image.`,
 		newListCommand(env),
 		newStatusCommand(env),
 		newUninstallCommand(env),
+		newPurgeDataCommand(env),
 		newWaitCommand(env),
 		newImportCommand(env),
 	)

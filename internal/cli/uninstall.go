@@ -80,10 +80,11 @@ func (e *Env) planPurge(ctx context.Context, c client.Client, name string) (purg
 
 // newUninstallCommand builds `openfief plugin uninstall` (D-58).
 func newUninstallCommand(env *Env) *cobra.Command {
-	var wait time.Duration
-	var purge, yes bool
+	var wait, dataWait time.Duration
+	var purge, purgeData, yes bool
+	var coreURL string
 	cmd := &cobra.Command{
-		Use:   "uninstall NAME [--purge] [--yes]",
+		Use:   "uninstall NAME [--purge] [--purge-data] [--yes]",
 		Short: "Remove a plugin; with --purge also its grant and the Secrets only its grant binds",
 		Long: `Delete the Plugin NAME. The operator's objects for it (Deployment, Service,
 NetworkPolicy, ServiceAccount, config) go with it by garbage collection, and its
@@ -98,9 +99,17 @@ is never deleted. The operator never reads Secrets; the CLI does, with your
 credentials. With --purge and no Plugin left, the grant and Secrets are still
 purged.
 
+openfief-core keeps the data it stored for the plugin (transactions, balances,
+prices, FX rates, index readings, problems) under a key of its own, marked
+removed: a plugin installed again under the same name starts with nothing, and
+'openfief plugin purge-data' lists and deletes the kept data. With --purge-data
+the CLI waits (up to --purge-data-wait) for the core to mark the data removed,
+shows how many rows of each table go, asks again, and deletes them.
+
 Everything to be deleted is listed first, and confirmed unless --yes is given.`,
 		Example: `  openfief plugin uninstall nbp-fx
-  openfief plugin uninstall ibkr-main --purge --yes`,
+  openfief plugin uninstall ibkr-main --purge --yes
+  openfief plugin uninstall nbp-fx --purge-data`,
 		Args: exactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			name := args[0]
@@ -122,9 +131,21 @@ Everything to be deleted is listed first, and confirmed unless --yes is given.`,
 					return exitf(ExitNotFound, "plugin %q not found in namespace %q, and nothing of it is left to purge", name, env.Namespace)
 				}
 			}
+			// With --purge-data the core must answer before anything is
+			// deleted: whether it holds data of the plugin.
+			var api *coreAPI
+			hasData := false
+			if purgeData {
+				if api, hasData, err = env.coreData(ctx, coreURL, name); err != nil {
+					return err
+				}
+			}
 			fmt.Fprintln(env.Out, "This deletes:")
 			if p != nil {
 				fmt.Fprintf(env.Out, "  plugin/%s (image %s)\n", name, shortImage(p.Spec.Image))
+			}
+			if hasData && p != nil {
+				fmt.Fprintln(env.Out, "  the data openfief-core stored for it (counted and confirmed before it goes)")
 			}
 			if plan.grant != nil {
 				fmt.Fprintf(env.Out, "  plugingrant/%s\n", name)
@@ -158,11 +179,19 @@ Everything to be deleted is listed first, and confirmed unless --yes is given.`,
 				fmt.Fprintf(env.Out, "secret/%s deleted\n", display.Text(s.Name))
 			}
 			if wait > 0 && p != nil {
-				return waitWorkloadGone(ctx, env, env.Out, c, name, wait)
+				if err := waitWorkloadGone(ctx, env, env.Out, c, name, wait); err != nil {
+					return err
+				}
+			}
+			if purgeData {
+				return env.purgeUninstalled(ctx, api, p, name, hasData, dataWait, yes)
 			}
 			return nil
 		}),
 	}
+	cmd.Flags().BoolVar(&purgeData, "purge-data", false, "also delete the data openfief-core stored for the plugin, once the core has marked it removed")
+	cmd.Flags().DurationVar(&dataWait, "purge-data-wait", DefaultPurgeDataWait, "with --purge-data, wait up to this long for the core to mark the data removed")
+	cmd.Flags().StringVar(&coreURL, "core-url", defaultCoreURL(), "with --purge-data, call the core's owner API at this URL instead of through the API server's service proxy (default $"+EnvCoreURL+")")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until the garbage collector has removed the plugin's workload objects")
 	cmd.Flags().BoolVar(&purge, "purge", false, "also delete the plugin's grant and the Secrets only its grant binds")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "delete without asking")

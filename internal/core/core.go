@@ -154,7 +154,7 @@ func Start(ctx context.Context, cfg *rest.Config, o Options) (c *Core, err error
 	c.plugins, err = WatchPlugins(ctx, cfg, o.Namespace, func(ts []Target) {
 		c.sched.Update(ts)
 		c.views.Update(ts)
-	})
+	}, c.markRemoved)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/arkadiuss/openfief/internal/core/ownerapi"
 	"github.com/arkadiuss/openfief/internal/core/store"
@@ -17,6 +18,12 @@ type Store interface {
 	RecordSync(ctx context.Context, instance string, r store.SyncRecord) error
 	Status(ctx context.Context, instance string) (store.InstanceRecord, error)
 	Instances(ctx context.Context) ([]string, error)
+	// The removed instances' part (removed.go, OF-38).
+	Claim(ctx context.Context, name, uid string, at time.Time) (string, error)
+	MarkRemoved(ctx context.Context, name, uid string, at time.Time) (string, error)
+	LiveInstances(ctx context.Context) ([]store.LiveInstance, error)
+	RemovedInstances(ctx context.Context) ([]store.RemovedInstance, error)
+	Purge(ctx context.Context, key string, preview bool) (store.PurgeCounts, error)
 }
 
 // isInvalidDelivery tells a delivery the store refused by its rules (not
@@ -33,7 +40,15 @@ func isInvalidDelivery(err error) bool {
 func ownerStatus(name string, rec store.InstanceRecord) ownerapi.InstanceStatus {
 	// The last error and the watermark are plugin-written text; a record
 	// stored before OF-17 may hold them raw, so they are escaped here too.
-	out := ownerapi.InstanceStatus{Plugin: name, LastOK: rec.LastOK, LastError: display.Message(rec.LastError), Watermark: display.Text(rec.Watermark)}
+	out := ownerapi.InstanceStatus{Plugin: name, Instance: name, LastOK: rec.LastOK, LastError: display.Message(rec.LastError), Watermark: display.Text(rec.Watermark)}
+	if plugin, _, ok := store.SplitKey(name); ok {
+		out.Plugin = plugin
+	}
+	out.UID = rec.UID
+	if !rec.RemovedAt.IsZero() {
+		t := rec.RemovedAt.UTC()
+		out.Removed, out.RemovedAt = true, &t
+	}
 	if !rec.LastSync.IsZero() {
 		t := rec.LastSync.UTC()
 		out.LastSync = &t

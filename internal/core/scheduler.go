@@ -114,6 +114,9 @@ type worker struct {
 	done   chan struct{}
 	// call serialises calls to the instance (Sync and ImportFile).
 	call sync.Mutex
+	// claimed is closed once the instance is claimed in the store
+	// (removed.go); nothing is called or stored before.
+	claimed chan struct{}
 
 	// grant is held while a delivery is checked against the target and
 	// stored, and by Update while it changes the target or stops the worker,
@@ -195,7 +198,9 @@ func (s *Scheduler) Update(targets []Target) {
 	var changed []change
 	s.mu.Lock()
 	for name, w := range s.workers {
-		if _, ok := want[name]; !ok {
+		// A new UID is another instance of the name (removed.go): its
+		// worker starts afresh and claims it.
+		if t, ok := want[name]; !ok || t.UID != w.getTarget().UID {
 			w.cancel()
 			delete(s.workers, name)
 			stopped = append(stopped, name)
@@ -210,7 +215,7 @@ func (s *Scheduler) Update(targets []Target) {
 			continue
 		}
 		ctx, cancel := context.WithCancel(s.ctx)
-		w := &worker{ctx: ctx, cancel: cancel, done: make(chan struct{}), target: t}
+		w := &worker{ctx: ctx, cancel: cancel, done: make(chan struct{}), claimed: make(chan struct{}), target: t}
 		s.workers[name] = w
 		s.wg.Add(1)
 		go func() {
@@ -297,6 +302,9 @@ func (s *Scheduler) jitter(d time.Duration, frac float64) time.Duration {
 
 // run is one instance's worker: wait, sync, repeat, until ctx is done.
 func (s *Scheduler) run(ctx context.Context, instance string, w *worker) {
+	if !s.claim(ctx, instance, w) {
+		return
+	}
 	first := time.Duration(0)
 	if s.o.FirstSyncDelay > 0 {
 		first = s.jitter(s.o.FirstSyncDelay, 1)
@@ -462,6 +470,13 @@ func (s *Scheduler) ImportFile(ctx context.Context, instance, fileName, mediaTyp
 	s.mu.Unlock()
 	if !ok {
 		return store.ImportResult{}, fmt.Errorf("plugin %q: %w", instance, ErrNotConnector)
+	}
+	select {
+	case <-w.claimed:
+	case <-w.ctx.Done():
+		return store.ImportResult{}, fmt.Errorf("plugin %q: %w", instance, ErrNotConnector)
+	case <-ctx.Done():
+		return store.ImportResult{}, ctx.Err()
 	}
 	w.call.Lock()
 	defer w.call.Unlock()

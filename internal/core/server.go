@@ -35,6 +35,7 @@ func (c *Core) ownerRoutes() http.Handler {
 	mux.HandleFunc("GET "+ownerapi.PathStatus, c.serveStatusAll)
 	mux.HandleFunc("GET "+ownerapi.PathPluginPrefix+"{name}/status", c.serveStatus)
 	mux.HandleFunc("POST "+ownerapi.PathPluginPrefix+"{name}/import", c.serveImport)
+	mux.HandleFunc("POST "+ownerapi.PathPluginPrefix+"{name}/purge", c.servePurge)
 	return mux
 }
 
@@ -67,12 +68,17 @@ func (c *Core) serveStatusAll(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, st)
 	}
-	writeJSON(w, http.StatusOK, out)
+	removed, err := c.removedStatuses(r)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, append(out, removed...))
 }
 
 func (c *Core) serveStatus(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	if err := plugins.ValidateName(name); err != nil {
+	if err := validKey(name); err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}

@@ -15,6 +15,11 @@ import (
 type Target struct {
 	// Instance is the Plugin's name.
 	Instance string
+	// UID is the Plugin's UID: with the name, the instance's identity
+	// (OF-38). A Plugin deleted and created again under the same name is
+	// another instance. Empty only for targets made without an API server
+	// (tests): the scheduler then claims nothing.
+	UID string
 	// Connector is true when the running version holds the connector
 	// capability: only then does the core call Sync and ImportFile (D-49).
 	Connector bool
@@ -46,6 +51,7 @@ func TargetOf(p *v1alpha1.Plugin) (Target, bool) {
 	}
 	t := Target{
 		Instance:  p.Name,
+		UID:       string(p.UID),
 		Connector: slices.Contains(p.Status.Effective.Capabilities, v1alpha1.Capability(plugins.CapabilityConnector)),
 		View:      slices.Contains(p.Status.Effective.Capabilities, v1alpha1.Capability(plugins.CapabilityView)),
 		DataTiers: slices.Sorted(slices.Values(p.Status.Effective.DataTiers)),

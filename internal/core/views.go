@@ -70,7 +70,9 @@ type Views struct {
 }
 
 type viewWorker struct {
+	uid    string
 	cancel context.CancelFunc
+	done   chan struct{}
 	// poke holds one pending announcement of new entries.
 	poke chan struct{}
 
@@ -132,41 +134,53 @@ func (v *Views) Tiers(_ context.Context, instance string) ([]string, error) {
 	return slices.Clone(t), nil
 }
 
-// Update sets the running instances: a worker starts for each new view and
-// stops for each instance that is no longer one. A view's tiers are not
-// kept here: the Exporter asks for them before every page.
+// Update sets the running instances: a worker starts for each new view
+// (claiming its instance in the store first, as a connector's does) and
+// stops for each instance that is no longer one, or is another Plugin of
+// the same name. It returns once the stopped workers have ended, so that no
+// page of theirs moves a view's place after it: the core marks a removed
+// instance's data only then. A view's tiers are not kept in the worker:
+// the Exporter asks for them before every page.
 func (v *Views) Update(targets []Target) {
-	want := map[string]bool{}
+	want := map[string]Target{}
 	tiers := map[string][]string{}
 	for _, t := range targets {
 		if t.View {
-			want[t.Instance] = true
+			want[t.Instance] = t
 			tiers[t.Instance] = slices.Clone(t.DataTiers)
 		}
 	}
+	var stopped []*viewWorker
 	v.mu.Lock()
-	defer v.mu.Unlock()
 	v.tiers = tiers
 	for name, w := range v.workers {
-		if !want[name] {
+		if t, ok := want[name]; !ok || t.UID != w.uid {
 			w.cancel()
 			delete(v.workers, name)
+			stopped = append(stopped, w)
 			v.o.Log.Info("no longer exporting to the view", "plugin", name)
 		}
 	}
-	for name := range want {
+	for name, t := range want {
 		if _, ok := v.workers[name]; ok {
 			continue
 		}
 		ctx, cancel := context.WithCancel(v.ctx)
-		w := &viewWorker{cancel: cancel, poke: make(chan struct{}, 1)}
+		w := &viewWorker{uid: t.UID, cancel: cancel, done: make(chan struct{}), poke: make(chan struct{}, 1)}
 		v.workers[name] = w
 		v.wg.Add(1)
 		go func() {
 			defer v.wg.Done()
-			v.run(ctx, name, w)
+			defer close(w.done)
+			if claimInstance(ctx, v.o.Store, v.o.Clock, v.o.Log, v.o.Backoff, v.o.MaxBackoff, name, w.uid) {
+				v.run(ctx, name, w)
+			}
 		}()
 		v.o.Log.Info("exporting to the view", "plugin", name, "interval", v.o.Interval.String())
+	}
+	v.mu.Unlock()
+	for _, w := range stopped {
+		<-w.done
 	}
 }
 

@@ -152,4 +152,3 @@ func TestSchedulerAnnouncesStoredRows(t *testing.T) {
 		t.Fatalf("after a sync that stored nothing new: %d announcements, want still 1", len(stored))
 	}
 }
-

@@ -24,6 +24,11 @@ import (
 type Plugins struct {
 	c  cache.Cache
 	on func([]Target)
+	// seen, when set, is called after on with every Plugin's UID by name,
+	// running or not; an error it returns refreshes again after
+	// seenRetry (removed.go).
+	seen  func(context.Context, map[string]string) error
+	retry *time.Timer
 
 	mu      sync.Mutex
 	running map[string]Target
@@ -32,10 +37,14 @@ type Plugins struct {
 // syncTimeout bounds the wait for the first list of Plugins.
 const syncTimeout = 2 * time.Minute
 
+// seenRetry is how soon a failed seen callback runs again.
+const seenRetry = 30 * time.Second
+
 // WatchPlugins starts following the Plugins of namespace until ctx is done
 // and returns once the first list is in, having called onChange with it.
-// onChange is called serially, with every running instance sorted by name.
-func WatchPlugins(ctx context.Context, cfg *rest.Config, namespace string, onChange func([]Target)) (*Plugins, error) {
+// onChange is called serially, with every running instance sorted by name;
+// then onSeen, if not nil, with the UID of every Plugin by name.
+func WatchPlugins(ctx context.Context, cfg *rest.Config, namespace string, onChange func([]Target), onSeen func(context.Context, map[string]string) error) (*Plugins, error) {
 	scheme, err := apiconv.NewScheme()
 	if err != nil {
 		return nil, err
@@ -44,7 +53,7 @@ func WatchPlugins(ctx context.Context, cfg *rest.Config, namespace string, onCha
 	if err != nil {
 		return nil, fmt.Errorf("plugin cache: %w", err)
 	}
-	p := &Plugins{c: c, on: onChange, running: map[string]Target{}}
+	p := &Plugins{c: c, on: onChange, seen: onSeen, running: map[string]Target{}}
 	inf, err := c.GetInformer(ctx, &v1alpha1.Plugin{})
 	if err != nil {
 		return nil, fmt.Errorf("plugin informer: %w", err)
@@ -95,6 +104,18 @@ func (p *Plugins) refresh(ctx context.Context) {
 	p.running = running
 	if p.on != nil {
 		p.on(targets)
+	}
+	if p.seen != nil {
+		uids := make(map[string]string, len(list.Items))
+		for i := range list.Items {
+			uids[list.Items[i].Name] = string(list.Items[i].UID)
+		}
+		if p.retry != nil {
+			p.retry.Stop()
+		}
+		if err := p.seen(ctx, uids); err != nil && ctx.Err() == nil {
+			p.retry = time.AfterFunc(seenRetry, func() { p.refresh(ctx) })
+		}
 	}
 }
 

@@ -11,7 +11,8 @@ const (
 	// PathStatus answers the status of every instance the core knows.
 	PathStatus = "/v1/status"
 	// PathPluginPrefix starts the per-instance paths:
-	// /v1/plugins/<name>/status and /v1/plugins/<name>/import.
+	// /v1/plugins/<name>/status, /v1/plugins/<name>/import and
+	// /v1/plugins/<key>/purge.
 	PathPluginPrefix = "/v1/plugins/"
 	// HeaderFileName carries an imported file's name (a hint only).
 	HeaderFileName = "X-OpenFief-File-Name"
@@ -81,9 +82,31 @@ func ImportPath(name string, preview bool) string {
 	return p
 }
 
+// PurgePath is the purge path of a removed instance's key; preview asks
+// what would be deleted, deleting nothing.
+func PurgePath(key string, preview bool) string {
+	p := PathPluginPrefix + key + "/purge"
+	if preview {
+		p += "?mode=preview"
+	}
+	return p
+}
+
 // InstanceStatus is one instance's sync state.
 type InstanceStatus struct {
+	// Plugin is the instance's Plugin name.
 	Plugin string `json:"plugin"`
+	// Instance is what the instance's data is kept under: the Plugin name
+	// while it is installed; for a removed instance (its Plugin uninstalled
+	// or replaced by a new one of the same name) a key of its own,
+	// name~tag, which a purge takes.
+	Instance string `json:"instance,omitempty"`
+	// Removed is true for a removed instance's kept data; RemovedAt says
+	// since when.
+	Removed   bool       `json:"removed,omitempty"`
+	RemovedAt *time.Time `json:"removedAt,omitempty"`
+	// UID is the instance's Plugin UID, when the core knows it.
+	UID string `json:"uid,omitempty"`
 	// Scheduled is true while the core calls the instance (it runs as a
 	// connector under a grant).
 	Scheduled bool `json:"scheduled"`
@@ -128,6 +151,19 @@ type ImportResponse struct {
 	Problems      int    `json:"problems"`
 	// Duplicate is true when the same batch had been imported before.
 	Duplicate bool `json:"duplicate"`
+}
+
+// PurgeResponse is what a purge or its preview answers: the rows deleted,
+// or in a preview the rows a purge would delete, by table.
+type PurgeResponse struct {
+	// Instance is the removed instance's key.
+	Instance string    `json:"instance"`
+	Preview  bool      `json:"preview"`
+	Rows     RowCounts `json:"rows"`
+	// ViewPlaces counts a view's places (one per kind of entry).
+	ViewPlaces int `json:"viewPlaces"`
+	// RowsTotal is every row above together.
+	RowsTotal int `json:"rowsTotal"`
 }
 
 // ErrorResponse is every error answer's body.

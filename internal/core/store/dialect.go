@@ -18,6 +18,10 @@ type dialect struct {
 	// migrationLock serializes migrations across processes inside the
 	// migration transaction; SQLite's BEGIN IMMEDIATE already locks the file.
 	migrationLock string
+	// lockRow ends a SELECT that locks the rows it reads until the
+	// transaction ends (PostgreSQL); SQLite's BEGIN IMMEDIATE has locked
+	// the whole file already.
+	lockRow string
 }
 
 var (
@@ -25,6 +29,7 @@ var (
 	postgresDialect = dialect{
 		name: "postgres", numbered: true, maxParams: 65535,
 		migrationLock: "SELECT pg_advisory_xact_lock(7468201515)",
+		lockRow:       " FOR UPDATE",
 	}
 )
 

@@ -53,6 +53,12 @@ type InstanceRecord struct {
 	Watermark string
 	// Rows counts the rows stored for the instance.
 	Rows RowCounts
+	// UID is the instance's Plugin UID, "" when the store does not know it
+	// (stored before the core recorded UIDs, or never claimed).
+	UID string
+	// RemovedAt is when the instance was marked removed (its Plugin
+	// uninstalled or replaced), zero while it is live (OF-38).
+	RemovedAt time.Time
 }
 
 // Watermark returns the watermark saved by instance's last imported Sync,
@@ -124,20 +130,21 @@ last_error = excluded.last_error, next_sync_at = excluded.next_sync_at`),
 	return nil
 }
 
-// Status returns instance's record (its last and next sync and its row
-// counts), or ErrUnknownInstance.
+// Status returns the record of instance, a live instance's name or a
+// removed instance's key (its last and next sync and its row counts), or
+// ErrUnknownInstance.
 func (s *Store) Status(ctx context.Context, instance string) (InstanceRecord, error) {
-	if !validInstance(instance) {
-		return InstanceRecord{}, refuse("instance", ErrInstanceName)
+	if !validKey(instance) {
+		return InstanceRecord{}, refuse("instance", ErrKey)
 	}
 	var st InstanceRecord
-	var last, next string
+	var last, next, removed string
 	var ok int
 	c := &st.Rows
 	err := s.db.QueryRowContext(ctx, s.d.bind(`SELECT last_sync_at, last_sync_ok, last_error, next_sync_at, watermark,
-batches, transactions, postings, balances, prices, fx_rates, index_readings, problems
+batches, transactions, postings, balances, prices, fx_rates, index_readings, problems, uid, removed_at
 FROM instances WHERE instance = ?`), instance).Scan(&last, &ok, &st.LastError, &next, &st.Watermark,
-		&c.Batches, &c.Transactions, &c.Postings, &c.Balances, &c.Prices, &c.FxRates, &c.IndexReadings, &c.Problems)
+		&c.Batches, &c.Transactions, &c.Postings, &c.Balances, &c.Prices, &c.FxRates, &c.IndexReadings, &c.Problems, &st.UID, &removed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return InstanceRecord{}, fmt.Errorf("%w: %s", ErrUnknownInstance, instance)
 	}
@@ -151,12 +158,16 @@ FROM instances WHERE instance = ?`), instance).Scan(&last, &ok, &st.LastError, &
 	if st.NextSync, err = parseTime(next); err != nil {
 		return InstanceRecord{}, fmt.Errorf("store: status of %s: next_sync_at: %w", instance, err)
 	}
+	if st.RemovedAt, err = parseTime(removed); err != nil {
+		return InstanceRecord{}, fmt.Errorf("store: status of %s: removed_at: %w", instance, err)
+	}
 	return st, nil
 }
 
-// Instances lists every instance the store holds anything of, sorted.
+// Instances lists every live instance the store holds anything of, sorted;
+// RemovedInstances lists the removed ones.
 func (s *Store) Instances(ctx context.Context) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT instance FROM instances`)
+	rows, err := s.db.QueryContext(ctx, `SELECT instance FROM instances WHERE removed_at = ''`)
 	if err != nil {
 		return nil, fmt.Errorf("store: instances: %w", err)
 	}
