@@ -229,5 +229,6 @@ func cloneManifest(m Manifest) Manifest {
 		Secrets:      slices.Clone(m.Secrets),
 		DataTiers:    slices.Clone(m.DataTiers),
 		ConfigSchema: slices.Clone(m.ConfigSchema),
+		OwnerEgress:  m.OwnerEgress,
 	}
 }

@@ -206,6 +206,29 @@ func TestDecideCopiesTheManifest(t *testing.T) {
 	}
 }
 
+// TestDecideKeepsOwnerEgressSlots: a label with slots for hosts of the
+// owner's choosing matches itself declared, and the Decision keeps the
+// slots; the same label declared with another number of slots does not
+// match.
+func TestDecideKeepsOwnerEgressSlots(t *testing.T) {
+	f := newTrustFixture(t)
+	m := trManifest()
+	m.OwnerEgress = 1
+	img := SignedImage{Image: trImage(t, "x.example/p", 'e'), Signatures: []SignatureIdentity{f.ciSig}, Manifest: &m}
+	declared := cloneManifest(m)
+	d, err := f.policy.Decide(img, &declared)
+	if err != nil {
+		t.Fatalf("Decide with the label itself declared: %v", err)
+	}
+	if d.Manifest.OwnerEgress != 1 {
+		t.Errorf("the Decision's manifest has %d owner slots, want 1", d.Manifest.OwnerEgress)
+	}
+	declared.OwnerEgress = 2
+	if _, err := f.policy.Decide(img, &declared); !errors.Is(err, ErrManifestMismatch) {
+		t.Errorf("Decide with 2 slots declared against a label of 1: %v, want ErrManifestMismatch", err)
+	}
+}
+
 // TestNothingAdmitsAnUnsignedImage checks D-57 over every combination of
 // catalog, owner signers, image, label and declared manifest: an image with
 // no verified signature is always refused, and the zero policy admits
