@@ -88,6 +88,17 @@ func (d *davServer) rows(t *testing.T, col string) (map[string]int, map[string]b
 	return counts, values
 }
 
+// openCoreStore opens the core's store on a new SQLite file.
+func openCoreStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "core.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
 // TestCoreExportsToWebDAV is the whole path of an export: openfief-core's
 // Exporter and Views, reading a real SQLite store and calling with its
 // Caller (a token for the view's instance alone), to webdav-csv served by
@@ -99,11 +110,7 @@ func (d *davServer) rows(t *testing.T, col string) (map[string]int, map[string]b
 func TestCoreExportsToWebDAV(t *testing.T) {
 	h := setup(t, davHost, folderPath, Config{})
 	ctx := t.Context()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "core.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := openCoreStore(t)
 	if _, err := st.Import(ctx, "bank", store.KindSync, storetest.Sync("b0", 0, 25, "w0")); err != nil {
 		t.Fatal(err)
 	}
@@ -207,11 +214,7 @@ func TestCoreExportsToWebDAV(t *testing.T) {
 func TestCoreViewsPokeWebDAV(t *testing.T) {
 	h := setup(t, davHost, folderPath, Config{})
 	ctx := t.Context()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "core.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := openCoreStore(t)
 	v := ofcore.NewViews(ctx, ofcore.ViewOptions{
 		Exporter: &ofcore.Exporter{Store: st, Caller: &ofcore.Caller{Tokens: coreTokens{t: t, c: h.core}, Resolve: func(string) string { return h.core.url }}},
 		Store:    st, FirstDelay: -1, Settle: -1, Interval: time.Hour, Log: slog.New(slog.DiscardHandler),
