@@ -142,6 +142,10 @@ type Stack struct {
 	CoreURL string
 	// FakeNBP is the loopback NBP stand-in Options.LocalPlugins starts.
 	FakeNBP *FakeNBP
+	// FakeDAV stands in for the owner's WebDAV server, for the view: in the
+	// in-cluster mode at a StandIn address of the node for FakeDAVHost,
+	// serving the directory webdav of Options.Dir.
+	FakeDAV *FakeDAV
 	// EnvFile holds shell exports of the above, for scripts.
 	EnvFile string
 	// PlatformImages are the platform's images by name, PlatformVersion

@@ -52,7 +52,7 @@ const standInCAName = "openfief-dev-nbp-stand-in"
 func (s *Stack) inClusterPlan(opts Options) []startStep {
 	return []startStep{
 		{"starting the control plane (etcd, kube-apiserver, controller-manager, scheduler), a real node (containerd, kubelet, kube-proxy, kube-router), the cluster DNS (CoreDNS) and a volume for the core's data", s.startControlPlane},
-		{"standing in for api.nbp.pl on the node (the demo needs no internet): an HTTPS server of its own, which the cluster DNS resolves the name to", s.startStandInNBP},
+		{"standing in for api.nbp.pl and the owner's WebDAV server (" + FakeDAVHost + ") on the node (the demo needs no internet): HTTPS servers of its own, which the cluster DNS resolves the names to", s.startStandIns},
 		{"building the operator, egress-proxy and openfief-core images (or reusing .cache/images) and pushing them to the node's registry", s.pushPlatformImages},
 		{"serving the demo images (nbp-fx, trusting the stand-in's CA) and the check probe, signed, from a registry on the node's bridge; its key in openfief-trusted-signers", s.startBridgeRegistry},
 		{"installing the platform: openfief platform install from a release overlay of those images", s.installPlatform},
@@ -60,9 +60,10 @@ func (s *Stack) inClusterPlan(opts Options) []startStep {
 	}
 }
 
-// startStandInNBP serves the NBP stand-in at an address the node hands out
-// for api.nbp.pl (devcluster's StandIn), on port 443.
-func (s *Stack) startStandInNBP(_ context.Context, _ *Options) error {
+// startStandIns serves the NBP stand-in and the WebDAV stand-in, each at
+// an address the node hands out for its name (devcluster's StandIn), on
+// port 443.
+func (s *Stack) startStandIns(_ context.Context, opts *Options) error {
 	addr, err := s.Cluster.StandIn(fakeNBPHost)
 	if err != nil {
 		return err
@@ -73,6 +74,15 @@ func (s *Stack) startStandInNBP(_ context.Context, _ *Options) error {
 	}
 	s.stops = append(s.stops, nbp.Close)
 	s.FakeNBP = nbp
+	if addr, err = s.Cluster.StandIn(FakeDAVHost); err != nil {
+		return err
+	}
+	dav, err := StartFakeDAV(net.JoinHostPort(addr.String(), "443"), filepath.Join(opts.Dir, "webdav"))
+	if err != nil {
+		return err
+	}
+	s.stops = append(s.stops, dav.Close)
+	s.FakeDAV = dav
 	return nil
 }
 
