@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/arkadiuss/openfief/internal/core/store"
 )
@@ -25,6 +27,7 @@ var removedCases = []struct {
 	{"PurgeRefusesLive", testPurgeLive},
 	{"RemovedArgumentsValidated", testRemovedValidation},
 	{"MigrationAdoptsOldRows", testMigrationAdopts},
+	{"ViewsKeepRemovedEntries", testViewsKeepRemoved},
 }
 
 // Two UIDs as the API server hands them out.
@@ -391,5 +394,51 @@ func testMigrationAdopts(t *testing.T, b Backend) {
 	again, err := s.RemovedInstances(ctx)
 	if err != nil || !cmp.Equal(removed, again) {
 		t.Errorf("RemovedInstances after reopening = %+v, %v; want %+v", again, err, removed)
+	}
+}
+
+// testViewsKeepRemoved: a removed instance's entries stay in the record
+// views are sent, under the same numbers. A view that had them is not sent
+// them again; a view installed after the removal is sent the same entries,
+// naming the removed key as their source; once purged, a new view gets none.
+func testViewsKeepRemoved(t *testing.T, b Backend) {
+	s := open(t, b.NewDSN(t))
+	mustClaim(t, s, "bank", uid1)
+	mustImport(t, s, "bank", store.KindSync, Sync("b1", 0, 12, "w1"))
+	before := drain(t, s, "early", allKinds, 5)
+	if len(before) == 0 {
+		t.Fatal("the view was sent nothing before the removal")
+	}
+	key := mustMark(t, s, "bank", uid1, removedAt)
+
+	if again := drain(t, s, "early", allKinds, 5); len(again) != 0 {
+		t.Errorf("the removal sent a view that had every entry %d entries again", len(again))
+	}
+	late := drain(t, s, "late", allKinds, 5)
+	seqs := func(es []store.Entry) []int64 {
+		out := make([]int64, len(es))
+		for i, e := range es {
+			out[i] = e.Seq
+		}
+		return out
+	}
+	if diff := cmp.Diff(seqs(before), seqs(late)); diff != "" {
+		t.Errorf("a view installed after the removal got other entries (-before +after):\n%s", diff)
+	}
+	for _, e := range late {
+		if e.Source != key {
+			t.Errorf("entry %d of %s names source %q, want the removed key %s", e.Seq, e.Kind, e.Source, key)
+			break
+		}
+	}
+	if diff := cmp.Diff(before, late, protocmp.Transform(), cmpopts.IgnoreFields(store.Entry{}, "Source")); diff != "" {
+		t.Errorf("the entries changed with the removal (-before +after):\n%s", diff)
+	}
+
+	if _, err := s.Purge(context.Background(), key, false); err != nil {
+		t.Fatal(err)
+	}
+	if after := drain(t, s, "after-purge", allKinds, 5); len(after) != 0 {
+		t.Errorf("a view installed after the purge was sent %d entries", len(after))
 	}
 }
