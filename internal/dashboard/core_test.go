@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -199,6 +200,8 @@ func TestDashboardShowsTheCore(t *testing.T) {
 		}
 	}
 
+	t.Run("browser", func(t *testing.T) { checkCoreInBrowser(t, kc, base, key, dc.KubeconfigPath) })
+
 	// The core stops: the line, on the stream and on the pages.
 	plugin := openEvents(t, base+"events?plugin=dc-fx")
 	plugin.waitFor(t, "Next sync")
@@ -327,4 +330,63 @@ func (s *eventStream) waitFor(t *testing.T, want string) string {
 			t.Fatalf("no event held %q within 60s; the last:\n%s", want, last)
 		}
 	}
+}
+
+// checkCoreInBrowser reads the removed data in headless Chromium, at a
+// phone's width, for what only a browser shows: the pages fit the screen;
+// the keyboard focus stays on a key's Copy button (its id holds a '~')
+// while the table is redrawn; the key's page follows its own event stream;
+// and the purge command it shows, run as shown, purges the data and the
+// open page says so without a reload.
+func checkCoreInBrowser(t *testing.T, kc client.Client, base, key, kubeconfig string) {
+	b := newBrowser(t, chromiumPath(t))
+	b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	fits := func(what string) {
+		t.Helper()
+		if got := b.eval(`String(document.documentElement.scrollWidth <= document.documentElement.clientWidth) + " " + document.documentElement.scrollWidth + "/" + document.documentElement.clientWidth`); !strings.HasPrefix(got, "true") {
+			t.Errorf("%s overflows a 390 px screen sideways (scrollWidth/clientWidth %s)", what, strings.TrimPrefix(got, "false "))
+		}
+	}
+	b.do(chromedp.Navigate(base))
+	b.waitFor(`document.body.dataset.updates >= 1 && document.querySelector("tr[data-key]") !== null`)
+	fits("the table page with removed data")
+
+	copyID := "copy-purge-" + key
+	b.eval(`document.getElementById(` + jsString(copyID) + `).focus(), "ok"`)
+	p := testutil.MakePlugin("dc-new", testutil.Image("dc-new")).Capabilities("connector").Obj()
+	p.Namespace = "dash-core"
+	if err := kc.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(`document.querySelector('tr[data-name="dc-new"]') !== null`)
+	if got := b.eval(`document.activeElement.id`); got != copyID {
+		t.Errorf("after the table was redrawn the focus is on %q, want %q", got, copyID)
+	}
+
+	b.do(chromedp.Navigate(base + "removed/" + key))
+	b.waitFor(`document.body.dataset.updates >= 1`)
+	fits("a key's page")
+	shown := b.eval(`document.getElementById("purge-command").textContent`)
+	if strings.ContainsAny(shown, `'"\`) {
+		t.Fatalf("the command %q needs a shell to split it; this test splits on spaces", shown)
+	}
+	args := strings.Fields(shown)
+	if len(args) < 3 || args[0] != "openfief" {
+		t.Fatalf("the page shows %q, not an openfief command", shown)
+	}
+	var out strings.Builder
+	streams := cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &out}
+	if code := cli.Main(context.Background(), append(args[1:], "--yes"), streams); code != cli.ExitOK {
+		t.Fatalf("%s --yes exited %d:\n%s", shown, code, out.String())
+	}
+	if !strings.Contains(shown, "--kubeconfig "+kubeconfig) {
+		t.Errorf("the command %q does not name the dashboard's kubeconfig", shown)
+	}
+	b.waitFor(`document.getElementById("removed-detail").innerText.includes("keeps no data under this key")`)
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
