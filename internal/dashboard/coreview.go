@@ -250,13 +250,13 @@ func (e RemovedEntry) shown() RemovedEntry {
 		Rows: e.Rows, Counts: shownItems(e.Counts), Command: display.Text(e.Command)}
 }
 
-func (p RemovedPage) shown() RemovedPage {
-	p.Key, p.Note = display.Text(p.Key), display.Message(p.Note)
-	if p.Entry != nil {
-		e := p.Entry.shown()
-		p.Entry = &e
+func (r RemovedPage) shown() RemovedPage {
+	r.Key, r.Note = display.Text(r.Key), display.Message(r.Note)
+	if r.Entry != nil {
+		e := r.Entry.shown()
+		r.Entry = &e
 	}
-	return p
+	return r
 }
 
 // maxKey bounds a removed instance's key: a Plugin name (253), '~' and a
