@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -36,10 +37,18 @@ type coreAPI struct {
 	client *http.Client
 	// via says how the core was reached, for messages.
 	via string
-	// mint returns a new owner token; token holds the one minted.
-	mint  func(context.Context) (string, error)
-	token string
+	// mint returns a new owner token; token holds the one minted, at
+	// minted. mu guards both: the dashboard's poll may share the client.
+	mint   func(context.Context) (string, error)
+	mu     sync.Mutex
+	token  string
+	minted time.Time
 }
+
+// tokenReuse is how long a minted owner token is sent before a new one is
+// minted: half its lifetime, so a long-running caller (the dashboard)
+// never sends one about to expire.
+const tokenReuse = ownerapi.TokenSeconds * time.Second / 2
 
 // coreAPI returns the owner API client: direct when coreURL is set,
 // otherwise through the service proxy of the current kubeconfig.
@@ -103,12 +112,11 @@ func (c *coreAPI) do(ctx context.Context, method, path string, body io.Reader, h
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	if c.token == "" {
-		if c.token, err = c.mint(ctx); err != nil {
-			return err
-		}
+	token, err := c.ownerToken(ctx)
+	if err != nil {
+		return err
 	}
-	req.Header.Set(ownerapi.HeaderOwnerToken, c.token)
+	req.Header.Set(ownerapi.HeaderOwnerToken, token)
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("reaching the core through %s: %w", c.via, err)
@@ -121,6 +129,9 @@ func (c *coreAPI) do(ctx context.Context, method, path string, body io.Reader, h
 	if resp.StatusCode != http.StatusOK {
 		var e ownerapi.ErrorResponse
 		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
+			if e.Reason == ownerapi.ReasonTokenRefused {
+				c.forget(token) // expired or revoked: the next request mints anew
+			}
 			return &errCoreStatus{code: resp.StatusCode, msg: e.Error, fromCore: true, reason: e.Reason}
 		}
 		msg := strings.TrimSpace(string(raw))
@@ -139,6 +150,31 @@ func (c *coreAPI) do(ctx context.Context, method, path string, body io.Reader, h
 		return fmt.Errorf("the core's answer does not decode: %w", err)
 	}
 	return nil
+}
+
+// ownerToken returns the owner token to send, minting one when there is
+// none yet or the one held is older than tokenReuse.
+func (c *coreAPI) ownerToken(ctx context.Context) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.token != "" && time.Since(c.minted) < tokenReuse {
+		return c.token, nil
+	}
+	token, err := c.mint(ctx)
+	if err != nil {
+		return "", err
+	}
+	c.token, c.minted = token, time.Now()
+	return token, nil
+}
+
+// forget drops token if it is still the one held.
+func (c *coreAPI) forget(token string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.token == token {
+		c.token = ""
+	}
 }
 
 // status reads one instance's sync status.

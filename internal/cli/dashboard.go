@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,15 +22,25 @@ func newDashboardCommand(env *Env) *cobra.Command {
 		port         int
 		noBrowser    bool
 		allowApprove bool
+		coreURL      string
 	)
 	cmd := &cobra.Command{
-		Use:   "dashboard [--port N] [--no-browser]",
+		Use:   "dashboard [--port N] [--no-browser] [--allow-approve] [--core-url URL]",
 		Short: "Serve a local page of the plugins' verification status, live",
 		Long: `Serve a page on 127.0.0.1 that shows every plugin of the namespace: whether its
 image is Verified (the catalog pins its digest and its publisher signed it) or
 only signed by a trusted signer, who signed it, its digest, what waits for your
 approval and the command that approves it. It follows the cluster
 through watches and updates the open page as Plugins and PluginGrants change.
+
+It also asks openfief-core every few seconds what it recorded: each plugin's
+page shows its last and next sync (or export, for a view), its last error and
+the rows stored, and a Removed data section lists what the core keeps of
+uninstalled plugins, each with the 'openfief plugin purge-data KEY' command
+that deletes it (the dashboard deletes nothing). The core is reached as
+'plugin status' reaches it: through the API server's service proxy, or
+--core-url / $OPENFIEF_CORE_URL, with the owner's token; a core that does not
+answer is said on the page.
 
 It reads with your kubeconfig's credentials and writes nothing, unless
 --allow-approve puts an Approve button on each plugin's page: it asks you to
@@ -61,7 +72,14 @@ Ctrl-C.`,
 			if err != nil {
 				return err
 			}
-			opts := dashboard.Options{Config: cfg, Namespace: env.Namespace, Catalog: cat, ApproveCommand: env.ApproveCommand, Now: env.Now}
+			coreStatus, err := env.DashboardCore(coreURL)
+			if err != nil {
+				return err
+			}
+			opts := dashboard.Options{
+				Config: cfg, Namespace: env.Namespace, Catalog: cat, ApproveCommand: env.ApproveCommand, Now: env.Now,
+				CoreStatus: coreStatus, PurgeCommand: func(key string) string { return env.PurgeDataCommand(key, coreURL) },
+			}
 			if allowApprove {
 				opts.Approve = env.ApprovePending
 			}
@@ -87,7 +105,41 @@ Ctrl-C.`,
 	cmd.Flags().IntVar(&port, "port", 0, "the port on 127.0.0.1 to serve on (default: any free port)")
 	cmd.Flags().BoolVar(&noBrowser, "no-browser", false, "print the URL only; do not open a browser")
 	cmd.Flags().BoolVar(&allowApprove, "allow-approve", false, "put an Approve button on each plugin's page (asks for confirmation, then writes its PluginGrant)")
+	cmd.Flags().StringVar(&coreURL, "core-url", defaultCoreURL(), "read openfief-core's owner API at this URL instead of through the API server's service proxy (default $"+EnvCoreURL+")")
 	return cmd
+}
+
+// dashboardCoreTimeout bounds one of the dashboard's questions to the core
+// at the HTTP client; the dashboard bounds its polls too.
+const dashboardCoreTimeout = 10 * time.Second
+
+// DashboardCore returns the dashboard's reader of openfief-core's status:
+// the owner API's status of every instance, reached as `plugin status`
+// reaches it (coreURL, else the API server's service proxy) with the
+// owner's token, minted again before it expires. Its errors never hold the
+// token.
+func (e *Env) DashboardCore(coreURL string) (dashboard.CoreStatusFunc, error) {
+	api, err := e.coreAPI(coreURL, dashboardCoreTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return api.statusAll, nil
+}
+
+// PurgeDataCommand is the openfief command that purges the removed
+// instance key's data, naming the --kubeconfig, --context and -n this
+// command was given and the --core-url when it is not $OPENFIEF_CORE_URL,
+// so it runs against the same core. The dashboard shows it.
+func (e *Env) PurgeDataCommand(key, coreURL string) string {
+	word := key
+	if checkKey(key) != nil || strings.HasPrefix(key, "~") {
+		word = shellQuote(key)
+	}
+	args := append([]string{"openfief", "plugin", "purge-data", word}, e.clusterArgs()...)
+	if coreURL != "" && coreURL != defaultCoreURL() {
+		args = append(args, "--core-url", shellQuote(coreURL))
+	}
+	return strings.Join(args, " ")
 }
 
 // ApprovePending approves everything the plugin req.Name waits for, as
@@ -135,7 +187,14 @@ func (e *Env) ApprovePending(ctx context.Context, req dashboard.ApprovalRequest)
 // this command was given, so it runs against the same cluster. `plugin
 // status`, `plugin install` and the dashboard all show this one.
 func (e *Env) ApproveCommand(name string) string {
-	args := []string{"openfief", "plugin", "approve", shellQuote(name)}
+	args := append([]string{"openfief", "plugin", "approve", shellQuote(name)}, e.clusterArgs()...)
+	return strings.Join(args, " ")
+}
+
+// clusterArgs are the --kubeconfig, --context and -n flags this command was
+// given, quoted for a shell, for the commands the pages show.
+func (e *Env) clusterArgs() []string {
+	var args []string
 	if e.Kubeconfig != "" {
 		args = append(args, "--kubeconfig", shellQuote(e.Kubeconfig))
 	}
@@ -145,7 +204,7 @@ func (e *Env) ApproveCommand(name string) string {
 	if e.Namespace != DefaultNamespace {
 		args = append(args, "-n", shellQuote(e.Namespace))
 	}
-	return strings.Join(args, " ")
+	return args
 }
 
 // shellSafe are words a POSIX shell takes as they are.

@@ -77,6 +77,18 @@ func TestDashboardCommand(t *testing.T) {
 			t.Errorf("the page lacks %q:\n%s", w, page)
 		}
 	}
+	// The command reads the core as `plugin status` does; none runs in
+	// this namespace (not even the owner's ServiceAccount exists), and the
+	// page says so in a line.
+	testutil.Eventually(t, 30*time.Second, "the line saying the core did not answer", func() (bool, string) {
+		resp, err := c.Get(url)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), "the core did not answer: serviceaccount "+ns+"/openfief-owner"), string(b)
+	})
 	resp, err := http.Get(base)
 	if err != nil {
 		t.Fatal(err)

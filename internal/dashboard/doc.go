@@ -4,6 +4,13 @@
 // approves it, kept live by watches of Plugins and PluginGrants and pushed to
 // the browser as server-sent events.
 //
+// Given a CoreStatusFunc (the CLI's, with the owner's token), it also polls
+// openfief-core's owner API, which has no watch, every few seconds: each
+// plugin's page shows its syncs or exports and rows, and the pages list the
+// data the core keeps of removed instances (OF-38) with the command that
+// purges it. It never purges: deleting data stays a CLI action. A core that
+// does not answer is one line on the page.
+//
 // It reads the cluster with the owner's own credentials and decides nothing
 // itself: pending approval comes from plugins.NeedsApproval, signer kinds
 // from plugins.TrustPolicy, the approve command from the CLI. It writes

@@ -21,7 +21,8 @@ import (
 func TestLivePartIsThePagesOwn(t *testing.T) {
 	s := sampleSnapshot()
 	s.canApprove = true
-	for name, v := range map[string]view{"table": s.table(), "plugin": s.detail("b"), "gone": s.detail("c")} {
+	s.core = sampleCore()
+	for name, v := range map[string]view{"table": s.table(), "plugin": s.detail("b"), "gone": s.detail("c"), "removed": s.removedPage("b~0a1b2c3d")} {
 		t.Run(name, func(t *testing.T) {
 			page := renderPage(t, v)
 			part := livePart(t, v)
@@ -137,7 +138,8 @@ func TestRenderedOutsideTextIsText(t *testing.T) {
 	// value could add.
 	written := []string{"table", "caption", "thead", "tbody", "tr", "th", "td", "a", "span", "button",
 		"section", "h2", "p", "dl", "div", "dt", "dd", "pre", "code"}
-	for name, v := range map[string]view{"table": s.table(), "plugin": s.detail("fx"), "gone": s.detail("nope" + hostileText)} {
+	views := map[string]view{"table": s.table(), "plugin": s.detail("fx"), "gone": s.detail("nope" + hostileText), "removed": s.removedPage("fx~" + hostileText)}
+	for name, v := range views {
 		t.Run(name, func(t *testing.T) {
 			page := renderPage(t, v)
 			part := livePart(t, v)
@@ -159,6 +161,10 @@ func TestRenderedOutsideTextIsText(t *testing.T) {
 				}
 			}
 			if name == "plugin" {
+				// The core's last error shows its markup as text.
+				if !strings.Contains(text(parse(t, part)), hostileMarkup) {
+					t.Errorf("the last error's markup %q is not shown as text", hostileMarkup)
+				}
 				// The schema is shown as indented JSON: the markup's quotes escaped.
 				want := strings.ReplaceAll(hostileMarkup, `"`, `\"`)
 				pres := findAll(parse(t, part), func(n *html.Node) bool { return n.Data == "pre" })

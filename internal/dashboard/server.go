@@ -34,6 +34,18 @@ type Options struct {
 	// asks for confirmation and then approves everything pending through it;
 	// nil keeps the dashboard read-only.
 	Approve ApproveFunc
+	// CoreStatus, when set, reads openfief-core's owner API: each plugin's
+	// page then shows its syncs or exports and rows, and the pages list the
+	// data the core keeps of removed instances (OF-38). The CLI supplies it
+	// with its transport and the owner's token; nil leaves the core out.
+	CoreStatus CoreStatusFunc
+	// CoreInterval is how often the core is asked again
+	// (DefaultCoreInterval when zero): it offers no watch.
+	CoreInterval time.Duration
+	// PurgeCommand returns the openfief command that purges a removed
+	// instance's data; the CLI supplies it, as it does ApproveCommand. The
+	// dashboard has no purge button: deleting data stays a CLI action.
+	PurgeCommand func(key string) string
 	// Now is the clock ages are computed against; time.Now when nil.
 	Now func() time.Time
 }
@@ -48,6 +60,7 @@ type Server struct {
 	ln      net.Listener
 	port    int
 	watches *watches
+	core    *corePoll
 	handler http.Handler
 }
 
@@ -73,6 +86,7 @@ func New(opts Options, port int) (*Server, error) {
 		return nil, fmt.Errorf("dashboard: listening on 127.0.0.1:%d: %w", port, err)
 	}
 	s := &Server{opts: opts, token: token, ln: ln, port: ln.Addr().(*net.TCPAddr).Port, watches: w}
+	s.core = newCorePoll(opts.CoreStatus, opts.CoreInterval, w.notify)
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {
 		return nil, err
@@ -80,6 +94,7 @@ func New(opts Options, port int) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.serveTable)
 	mux.HandleFunc("GET /plugins/{name}", s.servePlugin)
+	mux.HandleFunc("GET /removed/{key}", s.serveRemoved)
 	mux.HandleFunc("GET /events", s.serveEvents)
 	mux.HandleFunc("POST /plugins/{name}/approve", s.serveApprove)
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", staticOnly(http.FileServerFS(static))))
@@ -96,8 +111,9 @@ func (s *Server) URL() string {
 // Handler is the server's whole HTTP surface, guarded by the token.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Serve starts the watches, serves until ctx ends and then shuts down.
-// It returns an error when the cluster cannot be watched.
+// Serve starts the watches and the core's poll, serves until ctx ends and
+// then shuts down. It returns an error when the cluster cannot be watched; a
+// core that does not answer is shown on the pages, never an error.
 func (s *Server) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -108,6 +124,9 @@ func (s *Server) Serve(ctx context.Context) error {
 		}
 		return err
 	}
+	polled := make(chan struct{})
+	go func() { defer close(polled); s.core.run(ctx) }()
+	defer func() { cancel(); <-polled }()
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(s.ln) }()
@@ -128,6 +147,7 @@ func (s *Server) Serve(ctx context.Context) error {
 func (s *Server) snapshot(r *http.Request) (snapshot, error) {
 	snap, err := s.watches.snapshot(r.Context())
 	snap.now, snap.approve, snap.canApprove = s.opts.Now(), s.opts.ApproveCommand, s.opts.Approve != nil
+	snap.core, snap.purge = s.core.current(), s.opts.PurgeCommand
 	return snap, err
 }
 
@@ -159,12 +179,33 @@ func (s *Server) servePlugin(w http.ResponseWriter, r *http.Request) {
 	render(w, status, d)
 }
 
-// serveEvents streams the table, or with ?plugin=NAME one plugin's page,
-// as server-sent events: the page's live part rendered at once, then again
-// after every change the watches see that alters it. Nothing polls.
+// serveRemoved shows the data openfief-core keeps of one removed instance.
+func (s *Server) serveRemoved(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("key")
+	if !validKey(key) {
+		http.NotFound(w, r)
+		return
+	}
+	snap, err := s.snapshot(r)
+	if err != nil {
+		http.Error(w, "reading the plugins: "+display.Message(err.Error()), http.StatusServiceUnavailable)
+		return
+	}
+	p := snap.removedPage(key)
+	status := http.StatusOK
+	if p.Gone {
+		status = http.StatusNotFound
+	}
+	render(w, status, p)
+}
+
+// serveEvents streams the table, with ?plugin=NAME one plugin's page, or
+// with ?removed=KEY a removed instance's page, as server-sent events: the
+// page's live part rendered at once, then again after every change the
+// watches see, or the core's poll brings, that alters it.
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
-	name := r.URL.Query().Get("plugin")
-	if name != "" && plugins.ValidateName(name) != nil {
+	name, key := r.URL.Query().Get("plugin"), r.URL.Query().Get("removed")
+	if (name != "" && plugins.ValidateName(name) != nil) || (key != "" && !validKey(key)) || (name != "" && key != "") {
 		http.NotFound(w, r)
 		return
 	}
@@ -184,8 +225,11 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		var v view = snap.table()
-		if name != "" {
+		switch {
+		case name != "":
 			v = snap.detail(name)
+		case key != "":
+			v = snap.removedPage(key)
 		}
 		b, err := liveUpdate(v)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/core/ownerapi"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -40,6 +41,10 @@ func TestViewEscapesOutsideText(t *testing.T) {
 	}
 	gone := s.detail("nope" + hostileText)
 	checkStrings(t, "gone", reflect.ValueOf(gone), false)
+	if gone.Removed == nil || len(tbl.Removed.Entries) != 2 {
+		t.Fatal("the removed data is not shown: the test would not cover it")
+	}
+	checkStrings(t, "removed", reflect.ValueOf(s.removedPage("fx~"+hostileText)), false)
 }
 
 // checkStrings walks v and fails on any string that is not valid UTF-8 or
@@ -120,6 +125,16 @@ func hostileSnapshot(t *testing.T) snapshot {
 		Capabilities: []v1alpha1.Capability{v1alpha1.Capability(h)}, Egress: []v1alpha1.EgressHost{v1alpha1.EgressHost(h)},
 		Secrets: []v1alpha1.SecretGrant{{Name: h, SecretName: h}}, DataTiers: []v1alpha1.DataTier{v1alpha1.DataTier(h)}, ImagePullSecrets: []string{h},
 	}}
+	// What the core answers of fx, and data it keeps of removed instances
+	// of fx and of a name made of hostile text: every string a plugin (or a
+	// core not to be trusted) could have written holds it.
+	at := time.Unix(0, 0)
+	core := coreState{configured: true, answered: true, statuses: []ownerapi.InstanceStatus{
+		{Plugin: "fx", Instance: "fx", Scheduled: true, LastSync: &at, LastError: h + hostileMarkup, NextSync: &at, Watermark: h, RowsTotal: 3},
+		{Plugin: "fx", Instance: "fx~" + h, Removed: true, RemovedAt: &at, RowsTotal: 2},
+		{Plugin: "nope" + h, Instance: "nope" + h + "~0a1b2c3d", Removed: true},
+	}}
 	return snapshot{namespace: "openfief" + h, plugins: []v1alpha1.Plugin{p}, grants: map[string]*v1alpha1.PluginGrant{"fx": g},
-		now: time.Unix(0, 0), approve: func(n string) string { return "openfief plugin approve " + n + h }, canApprove: true}
+		now: time.Unix(0, 0), approve: func(n string) string { return "openfief plugin approve " + n + h }, canApprove: true,
+		core: core, purge: func(k string) string { return "openfief plugin purge-data " + k + h }}
 }

@@ -39,10 +39,13 @@ type Row struct {
 	Cells []Cell
 }
 
-// Table is the plugins page: every Plugin of the namespace, sorted by name.
+// Table is the plugins page: every Plugin of the namespace, sorted by name,
+// and the data openfief-core keeps of removed instances (nil when the
+// dashboard does not read the core).
 type Table struct {
 	Namespace string
 	Rows      []Row
+	Removed   *RemovedData
 }
 
 // Item is one labelled line of a section: a label and its values.
@@ -53,11 +56,13 @@ type Item struct {
 	Pre bool
 }
 
-// Section is one titled part of a plugin's page.
+// Section is one titled part of a plugin's page. Alert marks a note that
+// says something could not be read (the core did not answer).
 type Section struct {
 	ID    string
 	Title string
 	Note  string
+	Alert bool
 	Items []Item
 }
 
@@ -71,8 +76,9 @@ type Condition struct {
 }
 
 // Detail is a plugin's page: the row's cells as a summary, the sections
-// (running version, requested, granted, effective, pending), the command
-// that approves what is pending, and the conditions.
+// (running version, requested, granted, effective, pending, and what
+// openfief-core recorded), the command that approves what is pending, the
+// conditions, and the data the core keeps of earlier plugins of the name.
 type Detail struct {
 	Name       string
 	Gone       bool
@@ -84,6 +90,9 @@ type Detail struct {
 	// Approve is set when the page may approve what is pending: the
 	// question the owner confirms and the versions it was asked about.
 	Approve *ApproveOffer
+	// Removed is the data kept of removed instances of this name; nil
+	// when there is none.
+	Removed *RemovedData
 }
 
 // ApproveOffer is the Approve button of a plugin's page: the confirmation
@@ -110,11 +119,15 @@ type snapshot struct {
 	// canApprove puts an Approve button on the pages of plugins with
 	// something pending.
 	canApprove bool
+	// core is openfief-core's last answer; purge returns the CLI command
+	// that purges a removed instance's data.
+	core  coreState
+	purge func(key string) string
 }
 
 // table builds the plugins page, rows sorted by name.
 func (s snapshot) table() Table {
-	t := Table{Namespace: s.namespace, Rows: []Row{}}
+	t := Table{Namespace: s.namespace, Rows: []Row{}, Removed: s.removedData()}
 	ps := slices.Clone(s.plugins)
 	slices.SortFunc(ps, func(a, b v1alpha1.Plugin) int { return cmp.Compare(a.Name, b.Name) })
 	for i := range ps {
@@ -135,7 +148,7 @@ func (s snapshot) table() Table {
 func (s snapshot) detail(name string) Detail {
 	i := slices.IndexFunc(s.plugins, func(p v1alpha1.Plugin) bool { return p.Name == name })
 	if i < 0 {
-		return Detail{Name: name, Gone: true, Summary: []Item{}, Sections: []Section{}, Conditions: []Condition{}}.shown()
+		return Detail{Name: name, Gone: true, Summary: []Item{}, Sections: []Section{}, Conditions: []Condition{}, Removed: s.removedOf(name)}.shown()
 	}
 	p := &s.plugins[i]
 	g := s.grants[name]
@@ -160,6 +173,10 @@ func (s snapshot) detail(name string) Detail {
 			deployedSection(p, s.policy, s.now),
 		},
 		Conditions: conditions(p, s.now),
+		Removed:    s.removedOf(p.Name),
+	}
+	if sec, ok := s.coreSection(p.Name); ok {
+		d.Sections = append(d.Sections, sec)
 	}
 	if !pending.IsEmpty() && s.approve != nil {
 		d.Command = s.approve(p.Name)
@@ -202,6 +219,7 @@ func (t Table) shown() Table {
 		rows[i] = Row{Name: display.Text(r.Name), Cells: shownCells(r.Cells)}
 	}
 	t.Rows = rows
+	t.Removed = t.Removed.shown()
 	return t
 }
 
@@ -214,7 +232,7 @@ func (d Detail) shown() Detail {
 	d.Signature = shownCells([]Cell{d.Signature})[0]
 	sections := make([]Section, len(d.Sections))
 	for i, s := range d.Sections {
-		sections[i] = Section{ID: display.Text(s.ID), Title: display.Text(s.Title), Note: display.Message(s.Note), Items: shownItems(s.Items)}
+		sections[i] = Section{ID: display.Text(s.ID), Title: display.Text(s.Title), Note: display.Message(s.Note), Alert: s.Alert, Items: shownItems(s.Items)}
 	}
 	d.Sections = sections
 	d.Command = display.Text(d.Command)
@@ -224,6 +242,7 @@ func (d Detail) shown() Detail {
 			Age: display.Text(c.Age), Message: display.Message(c.Message)}
 	}
 	d.Conditions = conds
+	d.Removed = d.Removed.shown()
 	if d.Approve != nil {
 		d.Approve = &ApproveOffer{
 			Question:      display.Lines(d.Approve.Question, display.MessageMax, preLinesMax),

@@ -86,6 +86,7 @@
   }
   var url = root + "events";
   if (page === "plugin") url += "?plugin=" + encodeURIComponent(body.dataset.name);
+  if (page === "removed") url += "?removed=" + encodeURIComponent(body.dataset.key);
   live.textContent = "Live updates: connecting…";
   var source = new EventSource(url);
   source.onopen = function () { live.textContent = "Live: follows the cluster as it changes."; };
