@@ -106,11 +106,13 @@ func testLifecycle(t *testing.T, e *platformEnv) {
 	openfief(t, e.kubeconfig, "plugin", "uninstall", instance, "--yes", "--wait", "60s")
 }
 
-// coreStatus is what `openfief plugin status` reports of the core's syncs.
+// coreStatus is what `openfief plugin status` reports of the core's syncs
+// of a connector, or its exports to a view (view set).
 type coreStatus struct {
-	called, succeeded bool
-	lastSync          time.Time
-	rows, fxRates     int
+	called, view, succeeded bool
+	// lastSync is the last sync's or export's time.
+	lastSync      time.Time
+	rows, fxRates int
 	// counts are the rows stored: the total, then batches, transactions,
 	// postings, balances, prices, FX rates, index readings and problems.
 	counts  [9]int
@@ -119,19 +121,20 @@ type coreStatus struct {
 
 var (
 	rowsLine     = regexp.MustCompile(`Rows:\s+(\d+) stored \(batches (\d+), transactions (\d+), postings (\d+), balances (\d+), prices (\d+), FX rates (\d+), index readings (\d+), problems (\d+)\)`)
-	lastSyncLine = regexp.MustCompile(`Last sync:\s+(\S+) \(`)
-	succeeded    = regexp.MustCompile(`Last sync: .*, succeeded`)
+	lastSyncLine = regexp.MustCompile(`Last (?:sync|export):\s+(\S+) \(`)
+	succeeded    = regexp.MustCompile(`Last (?:sync|export): .*, succeeded`)
 )
 
 // readCoreStatus runs `openfief plugin status` and reads its core section.
 func readCoreStatus(ctx context.Context, e *platformEnv, instance string) (coreStatus, string) {
 	code, out := e.cli(ctx, "plugin", "status", instance)
 	var s coreStatus
-	s.summary = lastLines(out, "Called:", "Last sync:", "Last error:", "Rows:")
+	s.summary = lastLines(out, "Called:", "Last sync:", "Last export:", "Last error:", "Rows:")
 	if code != cli.ExitOK {
 		return s, fmt.Sprintf("exit %d: %s", code, out)
 	}
 	s.called = strings.Contains(out, "Called:     yes")
+	s.view = strings.Contains(out, "Called:     yes, as a view")
 	s.succeeded = succeeded.MatchString(out)
 	if m := lastSyncLine.FindStringSubmatch(out); m != nil {
 		s.lastSync, _ = time.Parse(time.RFC3339, m[1])
