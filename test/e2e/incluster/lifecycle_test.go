@@ -170,12 +170,13 @@ func syncedAfter(t *testing.T, e *platformEnv, instance string, since time.Time,
 }
 
 // checkProxyDecision waits until an egress proxy pod has logged that it
-// allowed a tunnel of plugin to target. The proxy logs a tunnel when it
-// closes, which the plugin's HTTP client delays while the connection idles
-// (90 s) unless its pod goes.
-func checkProxyDecision(t *testing.T, e *platformEnv, plugin, target string) {
+// allowed a tunnel of plugin to target, and returns the line. The proxy
+// logs a tunnel when it closes, which the plugin's HTTP client delays while
+// the connection idles (90 s) unless its pod goes.
+func checkProxyDecision(t *testing.T, e *platformEnv, plugin, target string) string {
 	t.Helper()
 	ctx := context.Background()
+	var logged string
 	testutil.Eventually(t, 2*time.Minute, "an egress proxy pod allowing "+plugin+"'s tunnel to "+target, func() (bool, string) {
 		pods, err := e.cs.CoreV1().Pods(plugins.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=openfief-egress-proxy"})
 		if err != nil {
@@ -189,10 +190,12 @@ func checkProxyDecision(t *testing.T, e *platformEnv, plugin, target string) {
 			for _, line := range strings.Split(string(b), "\n") {
 				if strings.Contains(line, `"plugin":"`+plugin+`"`) && strings.Contains(line, `"target":"`+target+`"`) && strings.Contains(line, `"decision":"allow"`) {
 					t.Logf("egress proxy pod %s: %s", p.Name, line)
+					logged = line
 					return true, ""
 				}
 			}
 		}
 		return false, fmt.Sprintf("%d proxy pods, no decision logged", len(pods.Items))
 	})
+	return logged
 }
