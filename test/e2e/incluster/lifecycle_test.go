@@ -106,11 +106,13 @@ func testLifecycle(t *testing.T, e *platformEnv) {
 	openfief(t, e.kubeconfig, "plugin", "uninstall", instance, "--yes", "--wait", "60s")
 }
 
-// coreStatus is what `openfief plugin status` reports of the core's syncs.
+// coreStatus is what `openfief plugin status` reports of the core's syncs
+// of a connector, or its exports to a view (view set).
 type coreStatus struct {
-	called, succeeded bool
-	lastSync          time.Time
-	rows, fxRates     int
+	called, view, succeeded bool
+	// lastSync is the last sync's or export's time.
+	lastSync      time.Time
+	rows, fxRates int
 	// counts are the rows stored: the total, then batches, transactions,
 	// postings, balances, prices, FX rates, index readings and problems.
 	counts  [9]int
@@ -119,19 +121,20 @@ type coreStatus struct {
 
 var (
 	rowsLine     = regexp.MustCompile(`Rows:\s+(\d+) stored \(batches (\d+), transactions (\d+), postings (\d+), balances (\d+), prices (\d+), FX rates (\d+), index readings (\d+), problems (\d+)\)`)
-	lastSyncLine = regexp.MustCompile(`Last sync:\s+(\S+) \(`)
-	succeeded    = regexp.MustCompile(`Last sync: .*, succeeded`)
+	lastSyncLine = regexp.MustCompile(`Last (?:sync|export):\s+(\S+) \(`)
+	succeeded    = regexp.MustCompile(`Last (?:sync|export): .*, succeeded`)
 )
 
 // readCoreStatus runs `openfief plugin status` and reads its core section.
 func readCoreStatus(ctx context.Context, e *platformEnv, instance string) (coreStatus, string) {
 	code, out := e.cli(ctx, "plugin", "status", instance)
 	var s coreStatus
-	s.summary = lastLines(out, "Called:", "Last sync:", "Last error:", "Rows:")
+	s.summary = lastLines(out, "Called:", "Last sync:", "Last export:", "Last error:", "Rows:")
 	if code != cli.ExitOK {
 		return s, fmt.Sprintf("exit %d: %s", code, out)
 	}
 	s.called = strings.Contains(out, "Called:     yes")
+	s.view = strings.Contains(out, "Called:     yes, as a view")
 	s.succeeded = succeeded.MatchString(out)
 	if m := lastSyncLine.FindStringSubmatch(out); m != nil {
 		s.lastSync, _ = time.Parse(time.RFC3339, m[1])
@@ -167,12 +170,13 @@ func syncedAfter(t *testing.T, e *platformEnv, instance string, since time.Time,
 }
 
 // checkProxyDecision waits until an egress proxy pod has logged that it
-// allowed a tunnel of plugin to target. The proxy logs a tunnel when it
-// closes, which the plugin's HTTP client delays while the connection idles
-// (90 s) unless its pod goes.
-func checkProxyDecision(t *testing.T, e *platformEnv, plugin, target string) {
+// allowed a tunnel of plugin to target, and returns the line. The proxy
+// logs a tunnel when it closes, which the plugin's HTTP client delays while
+// the connection idles (90 s) unless its pod goes.
+func checkProxyDecision(t *testing.T, e *platformEnv, plugin, target string) string {
 	t.Helper()
 	ctx := context.Background()
+	var logged string
 	testutil.Eventually(t, 2*time.Minute, "an egress proxy pod allowing "+plugin+"'s tunnel to "+target, func() (bool, string) {
 		pods, err := e.cs.CoreV1().Pods(plugins.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=openfief-egress-proxy"})
 		if err != nil {
@@ -186,10 +190,12 @@ func checkProxyDecision(t *testing.T, e *platformEnv, plugin, target string) {
 			for _, line := range strings.Split(string(b), "\n") {
 				if strings.Contains(line, `"plugin":"`+plugin+`"`) && strings.Contains(line, `"target":"`+target+`"`) && strings.Contains(line, `"decision":"allow"`) {
 					t.Logf("egress proxy pod %s: %s", p.Name, line)
+					logged = line
 					return true, ""
 				}
 			}
 		}
 		return false, fmt.Sprintf("%d proxy pods, no decision logged", len(pods.Items))
 	})
+	return logged
 }

@@ -57,6 +57,7 @@ type platformEnv struct {
 	overlay         string            // the admin's overlay the platform was installed from
 	probe           []byte            // the probe's binary, once built
 	nbp             *devstack.FakeNBP // api.nbp.pl's stand-in, at a StandIn address
+	dav             *devstack.FakeDAV // the owner's WebDAV server's stand-in, at a StandIn address
 	begin           time.Time
 }
 
@@ -74,6 +75,7 @@ var phases = []phase{
 	{"installed", testInstalled},
 	{"check", testCheck},
 	{"lifecycle", testLifecycle},
+	{"view", testView},
 	{"private-registry", testPrivateRegistry},
 	{"isolation", testIsolation},
 	{"check-isolation", testCheckIsolation},
@@ -105,7 +107,7 @@ func TestPlatformInCluster(t *testing.T) {
 // installPlatform starts the platform as `openfief dev --in-cluster` does
 // (devstack's in-cluster mode): the three images built from this tree (or
 // reused from .cache/images), a real node with the cluster DNS and a
-// pre-made volume, the NBP stand-in, a registry for plugin images on the
+// pre-made volume, the NBP and WebDAV stand-ins, a registry for plugin images on the
 // node's bridge with the owner's key trusted through
 // openfief-trusted-signers, a release overlay pinning the images
 // (images.WritePlatformOverlay, as `make release-overlay` writes it) and the
@@ -149,7 +151,7 @@ func installPlatform(t *testing.T) *platformEnv {
 	e.c, e.kubeconfig = stack.Cluster, stack.KubeconfigPath
 	// The tree as the images were built from it (a commit made while the
 	// test runs changes what ReadSource would say now).
-	e.src, e.refs, e.overlay, e.nbp = stack.PlatformSource, stack.PlatformImages, stack.OverlayDir, stack.FakeNBP
+	e.src, e.refs, e.overlay, e.nbp, e.dav = stack.PlatformSource, stack.PlatformImages, stack.OverlayDir, stack.FakeNBP, stack.FakeDAV
 	e.preg = &pluginRegistry{loopback: stack.RegistryLoopback, bridge: stack.RegistryHost}
 	e.signer, e.signersFile = stack.Signer(), stack.SignersFile
 	if install, err := os.ReadFile(stack.InstallLog); err == nil {

@@ -100,7 +100,14 @@ func (r *pluginRegistry) publish(t *testing.T, repo string, m plugins.Manifest, 
 // with; the probe plays a plugin under it too.
 func nbpFxManifest(t *testing.T, root string) plugins.Manifest {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(root, "plugins", "nbp-fx", "manifest.json"))
+	return pluginManifest(t, root, "nbp-fx")
+}
+
+// pluginManifest is plugins/NAME/manifest.json, the label the first-party
+// plugin name is signed with.
+func pluginManifest(t *testing.T, root, name string) plugins.Manifest {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, "plugins", name, "manifest.json"))
 	must(t, err)
 	m, err := plugins.ParseManifestLabel(string(raw))
 	must(t, err)
