@@ -10,9 +10,10 @@ import (
 	"path/filepath"
 )
 
-// EnvSecretsRoot, when set, holds a directory that stands in for the root
-// of the file system for the plugin's Secret mounts: SecretDir then finds
-// the Secret the manifest mounts at /etc/x under <root>/etc/x. Only a
+// EnvSecretsRoot names the variable that, when set, holds a directory
+// standing in for the root of the file system for the plugin's Secret
+// mounts: SecretDir then finds the Secret the manifest mounts at /etc/x
+// under <root>/etc/x. Only a
 // runner that starts the plugin outside a pod sets it (`openfief dev
 // --local-plugins`, whose processes cannot mount anything at /etc/x). The
 // operator never sets it, so in a pod SecretDir returns the mount path
