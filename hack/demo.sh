@@ -3,24 +3,32 @@
 #
 # Starts `openfief dev --local-plugins` (the full control plane built from
 # source, the operator, the egress proxy, openfief-core and a loopback
-# registry with two signed demo images; the demo plugin runs as a local
-# process, since kwok runs no container, and reaches a loopback NBP
-# stand-in), then walks one plugin through install, approval, the core's
-# first syncs, an upgrade that asks for one more host, approval, revocation
-# and uninstall, printing each command and the plugin table. Everything
-# stops at the end (or on Ctrl-C).
+# registry with signed demo images; the demo plugins run as local
+# processes, since kwok runs no container, and reach loopback stand-ins for
+# NBP and for the owner's WebDAV server), then walks the connector nbp-fx
+# through install, approval and the core's first syncs; installs the view
+# webdav-csv with its credentials as a Secret, approves only what it needs,
+# and shows the CSV file the core's export of the stored rates wrote into
+# the stand-in's folder; then takes nbp-fx through an upgrade that asks for
+# one more host, approval, revocation and uninstall, and uninstalls the
+# view, printing each command and the plugin table. Everything stops at the
+# end (or on Ctrl-C).
 #
-# hack/demo.sh --in-cluster (make demo-in-cluster; root, make node) runs the
-# same lifecycle with the whole platform as pods of a real node, installed by
-# `openfief platform install` (`openfief dev --in-cluster`): the core's pod
-# syncs the plugin's pod, which reaches the NBP stand-in through the egress
-# proxy's pods.
+# hack/demo.sh --in-cluster (make demo-in-cluster; root, make node) runs
+# nbp-fx's lifecycle with the whole platform as pods of a real node,
+# installed by `openfief platform install` (`openfief dev --in-cluster`): the
+# core's pod syncs the plugin's pod, which reaches the NBP stand-in through
+# the egress proxy's pods. It leaves the view's steps out for now.
 set -euo pipefail
 
 mode=(--local-plugins)
+# The view's steps run in the local mode, where the view's process trusts
+# the WebDAV stand-in's CA; the in-cluster demo images trust only the NBP
+# stand-in's so far.
+view=yes
 case "${1:-}" in
 "") ;;
---in-cluster) mode=(--in-cluster) ;;
+--in-cluster) mode=(--in-cluster) view="" ;;
 *)
 	echo "usage: hack/demo.sh [--in-cluster]" >&2
 	exit 2
@@ -70,6 +78,62 @@ run() {
 	"${bin}" "$@"
 }
 
+# The view's steps, after nbp-fx stored rates: webdav-csv with its
+# credentials as a Secret and your server's host granted, and the CSV file
+# the core's export wrote into the WebDAV stand-in's folder.
+view_steps() {
+	step "Check the view's image: webdav-csv asks for the view capability, one Secret, one host of your choosing and the accounts tier"
+	run plugin verify "${OPENFIEF_DEMO_IMAGE_VIEW}" --signers "${OPENFIEF_SIGNERS}"
+
+	step "Give it your WebDAV login as the Secret webdav-credentials (read from files, never shown)"
+	# The stand-in's made-up credentials, which openfief dev wrote to 0600
+	# files; an owner would use an app password of their Nextcloud or NAS.
+	kubectl="${root}/.bin/kubectl"
+	printf '$ kubectl -n openfief create secret generic webdav-credentials --from-file=username=%s --from-file=password=%s\n' \
+		"${OPENFIEF_DEMO_DAV_CREDENTIALS}/username" "${OPENFIEF_DEMO_DAV_CREDENTIALS}/password"
+	"${kubectl}" -n openfief create secret generic webdav-credentials \
+		--from-file=username="${OPENFIEF_DEMO_DAV_CREDENTIALS}/username" \
+		--from-file=password="${OPENFIEF_DEMO_DAV_CREDENTIALS}/password"
+
+	step "Install the view, pointed at your WebDAV folder (a stand-in for ${OPENFIEF_DEMO_DAV_HOST})"
+	view_config="${state}/records.json"
+	printf '{"url": "%s"}\n' "${OPENFIEF_DEMO_DAV_URL}" >"${view_config}"
+	printf '$ cat %s\n' "${view_config}"
+	cat "${view_config}"
+	run plugin install records --image "${OPENFIEF_DEMO_IMAGE_VIEW}" --signers "${OPENFIEF_SIGNERS}" --config "${view_config}"
+	run plugin wait records --for NoGrant --timeout 60s
+
+	# Rates need no data tier, but a first install runs only once nothing it
+	# asks for is pending (AwaitingApproval otherwise), so the accounts tier
+	# is granted too; narrowing the grant later would keep it running with
+	# the view alone (RunningPreviousVersion).
+	step "Approve it, naming your server's host; a first install runs only with all it asks for, so accounts too (rates need no tier)"
+	run plugin approve records --host "${OPENFIEF_DEMO_DAV_HOST}" --capability view --secret webdav-credentials --data-tier accounts --yes
+	run plugin wait records --for Running --timeout 120s
+	run plugin list
+
+	step "openfief-core exports the rates nbp-fx stored to the view, which writes them as CSV into your folder"
+	# The first export starts within seconds of the view running; the status
+	# is read into a variable, as in the sync's step.
+	fx_csv=""
+	for _ in $(seq 1 90); do
+		status="$("${bin}" plugin status records 2>/dev/null || true)"
+		# sed, not head: it reads to the end, so nothing upstream dies of SIGPIPE.
+		fx_csv="$(find "${OPENFIEF_DEMO_DAV_DIR}" -type f -name '*-fx-rates.csv' | sort | sed -n 1p)"
+		if grep -q 'Last export: .*succeeded' <<<"${status}" && [[ -n "${fx_csv}" ]]; then
+			break
+		fi
+		fx_csv=""
+		sleep 1
+	done
+	run plugin status records | sed -n '/^Core/,$p'
+	[[ -n "${fx_csv}" ]] || { echo "the view exported no FX rates within 90s" >&2; exit 1; }
+	printf '$ find %s -type f\n' "${OPENFIEF_DEMO_DAV_DIR}"
+	find "${OPENFIEF_DEMO_DAV_DIR}" -type f | sort
+	printf '$ head -n 5 %s\n' "${fx_csv}"
+	head -n 5 "${fx_csv}"
+}
+
 step "Check the demo image's signature and read its signed manifest"
 run plugin verify "${OPENFIEF_DEMO_IMAGE_V1}" --signers "${OPENFIEF_SIGNERS}"
 
@@ -99,26 +163,36 @@ done
 run plugin status fx | sed -n '/^Core/,$p'
 [[ -n "${synced}" ]] || { echo "the core did not sync fx within 60s" >&2; exit 1; }
 
-step "Upgrade to a version that asks for one more host (the previous version keeps running)"
+if [[ -n "${view}" ]]; then
+	view_steps
+fi
+
+step "Upgrade nbp-fx to a version that asks for one more host (the previous version keeps running)"
 run plugin upgrade fx --image "${OPENFIEF_DEMO_IMAGE_V2}" --signers "${OPENFIEF_SIGNERS}"
 run plugin wait fx --for RunningPreviousVersion --timeout 60s
 run plugin list
 run plugin status fx | sed -n '/^Pending/,/^Conditions/p' | sed '$d'
 
-step "Approve the new host (the new version runs)"
+step "Approve nbp-fx's new host (the new version runs)"
 run plugin approve fx --yes
 run plugin wait fx --for Running --timeout 120s
 run plugin list
 
-step "Revoke the grant (nothing runs; a deny-all NetworkPolicy is all that is left)"
+step "Revoke nbp-fx's grant (nothing runs; a deny-all NetworkPolicy is all that is left)"
 run plugin revoke fx --yes
 run plugin wait fx --for NoGrant --timeout 60s
 run plugin list
 run plugin status fx | sed -n '/^Core/,$p'
 
-step "Uninstall (the cluster's garbage collector removes the rest)"
+step "Uninstall nbp-fx (the cluster's garbage collector removes the rest)"
 run plugin uninstall fx --yes --wait 60s
 run plugin list
+
+if [[ -n "${view}" ]]; then
+	step "Uninstall the view with --purge: its grant and the webdav-credentials Secret go too; the CSV files stay yours"
+	run plugin uninstall records --purge --yes --wait 60s
+	run plugin list
+fi
 
 printf '\n== demo finished in %ss\n' "$(($(date +%s) - start))"
 cat <<'EOF'

@@ -46,11 +46,13 @@ into the state directory, prints the commands to try next, and stops
 everything cleanly on Ctrl-C. Pods are played by kwok: they are scheduled and
 become Ready, but no container runs.
 
---local-plugins also plays the kubelet for the demo plugin: each Plugin that
-runs a demo image runs as a local nbp-fx process built from this tree, which
-openfief-core calls on its schedule, and the egress proxy sends api.nbp.pl to a
-loopback stand-in, since the demo needs no internet. 'openfief plugin status'
-then shows the core's syncs and the rows it stored.
+--local-plugins also plays the kubelet for the demo plugins: each Plugin that
+runs a demo image runs as a local process built from this tree (nbp-fx, or the
+view webdav-csv, with its granted Secrets as files), which openfief-core calls,
+and the egress proxy sends api.nbp.pl and dav.openfief.test to loopback
+stand-ins (NBP's API, a WebDAV server), since the demo needs no internet.
+'openfief plugin status' then shows the core's syncs and exports, and the
+view's CSV files appear in the state directory's webdav folder.
 
 With --node real (root; make node builds it), one real node runs instead:
 containerd, the kubelet, kube-proxy and kube-router's firewall, so plugins run
@@ -127,7 +129,7 @@ The control-plane binaries come from .bin/ (make controlplane builds them).`,
 	f.StringVar(&node, "node", "kwok", "what plays the node: kwok (fake nodes, no container runs) or real (one real node; root, make node, docs/node.md)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "also print the control plane's, operator's and proxy's logs")
 	f.StringVar(&binDir, "bin-dir", "", "directory of the control-plane binaries (default: the repository's .bin)")
-	f.BoolVar(&local, "local-plugins", false, "run demo plugins as local processes the core calls, with a loopback NBP stand-in")
+	f.BoolVar(&local, "local-plugins", false, "run demo plugins as local processes the core calls, with loopback stand-ins for NBP and a WebDAV server")
 	f.BoolVar(&inCl, "in-cluster", false, "run the platform itself as pods of a real node, installed by 'openfief platform install' (implies --node real)")
 	return cmd
 }
@@ -147,7 +149,7 @@ The platform is running.
   demo images:
 `, s.KubeconfigPath, s.SignersFile, s.RegistryHost, s.ProxyAddress, s.CoreURL)
 	for _, d := range DemoImages() {
-		fmt.Fprintf(w, "    %-8s %s\n", d.Name, s.Images[d.Name])
+		fmt.Fprintf(w, "    %-10s %s\n", d.Name, s.Images[d.Name])
 	}
 	fmt.Fprintf(w, `
 Try, in another terminal:

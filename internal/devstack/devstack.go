@@ -8,7 +8,8 @@
 // Pods are played by kwok: they are scheduled, become Running and Ready,
 // but no container runs. The demo images are the real nbp-fx plugin, built
 // from this source tree by internal/images as `make images` builds it (or
-// reused from its cache), in two versions signed by the local owner key.
+// reused from its cache), in two versions signed by the local owner key,
+// and the real webdav-csv view image beside it.
 package devstack
 
 import (
@@ -96,12 +97,13 @@ type Options struct {
 	// CoreScheduler replaces the core's schedule settings (interval,
 	// jitter, first delay, backoff); the zero value keeps the defaults.
 	CoreScheduler core.SchedulerOptions
-	// LocalPlugins plays the kubelet for the demo plugin: every Plugin
-	// that runs a demo image runs as a local nbp-fx process built from this
-	// tree, which the core calls, and, unless ProxyResolver is set, the
-	// egress proxy sends api.nbp.pl to a loopback stand-in (FakeNBP), since
-	// the demo has no internet. `openfief dev --local-plugins` and
-	// `make demo` set it.
+	// LocalPlugins plays the kubelet for the demo plugins: every Plugin
+	// that runs a demo image runs as a local process of that plugin
+	// (nbp-fx, webdav-csv) built from this tree, with its granted Secrets
+	// as files, which the core calls; and, unless ProxyResolver is set, the
+	// egress proxy sends api.nbp.pl and FakeDAVHost to loopback stand-ins
+	// (FakeNBP, FakeDAV), since the demo has no internet. `openfief dev
+	// --local-plugins` and `make demo` set it.
 	LocalPlugins bool
 	// InCluster, with a real node, runs the platform itself as pods of the
 	// node instead of in this process: the operator, egress-proxy and
@@ -142,9 +144,10 @@ type Stack struct {
 	CoreURL string
 	// FakeNBP is the loopback NBP stand-in Options.LocalPlugins starts.
 	FakeNBP *FakeNBP
-	// FakeDAV stands in for the owner's WebDAV server, for the view: in the
-	// in-cluster mode at a StandIn address of the node for FakeDAVHost,
-	// serving the directory webdav of Options.Dir.
+	// FakeDAV stands in for the owner's WebDAV server, for the view,
+	// serving the directory webdav of Options.Dir: on loopback
+	// (127.0.0.2) with Options.LocalPlugins, in the in-cluster mode at a
+	// StandIn address of the node for FakeDAVHost.
 	FakeDAV *FakeDAV
 	// EnvFile holds shell exports of the above, for scripts.
 	EnvFile string
@@ -466,9 +469,35 @@ func (s *Stack) writeEnv(dir string) error {
 	for _, d := range DemoImages() {
 		fmt.Fprintf(&b, "export %s=%q\n", d.EnvVar, s.Images[d.Name].String())
 	}
+	if s.FakeDAV != nil {
+		// The owner's side of the WebDAV stand-in: the folder's URL for the
+		// view's config, its host to approve, the directory of this machine
+		// it serves, and the credentials as files for the Secret.
+		creds := filepath.Join(dir, "webdav-credentials")
+		if err := s.FakeDAV.WriteCredentials(creds); err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "export %s=%q\n", EnvDemoDAVURL, s.FakeDAV.FolderURL())
+		fmt.Fprintf(&b, "export %s=%q\n", EnvDemoDAVHost, FakeDAVHost)
+		fmt.Fprintf(&b, "export %s=%q\n", EnvDemoDAVDir, s.FakeDAV.Dir())
+		fmt.Fprintf(&b, "export %s=%q\n", EnvDemoDAVCredentials, creds)
+	}
 	s.EnvFile = filepath.Join(dir, "env")
 	return os.WriteFile(s.EnvFile, []byte(b.String()), 0o600)
 }
+
+// The env file's names for the WebDAV stand-in (writeEnv).
+const (
+	// EnvDemoDAVURL is the stand-in's folder, as webdav-csv's config url.
+	EnvDemoDAVURL = "OPENFIEF_DEMO_DAV_URL"
+	// EnvDemoDAVHost is its host, to approve with --host.
+	EnvDemoDAVHost = "OPENFIEF_DEMO_DAV_HOST"
+	// EnvDemoDAVDir is the directory of this machine the folder is.
+	EnvDemoDAVDir = "OPENFIEF_DEMO_DAV_DIR"
+	// EnvDemoDAVCredentials is a directory (0700) with the files username
+	// and password (0600), for the webdav-credentials Secret.
+	EnvDemoDAVCredentials = "OPENFIEF_DEMO_DAV_CREDENTIALS"
+)
 
 // progress prints numbered steps with their duration.
 type progress struct {

@@ -11,7 +11,6 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -156,7 +155,24 @@ func (f *FakeDAV) Close() {
 	_ = os.RemoveAll(f.dir)
 }
 
-// ip is the address the server listens on.
-func (f *FakeDAV) ip() netip.Addr {
-	return f.ln.Addr().(*net.TCPAddr).AddrPort().Addr().Unmap()
+// route is how the egress proxy reaches it (standInRoutes).
+func (f *FakeDAV) route() standInRoute { return routeOf(FakeDAVHost, f.ln) }
+
+// WriteCredentials writes its user name and password into dir (made 0700)
+// as the files username and password (0600), for the owner's
+// webdav-credentials Secret: a script reads them from there with
+// --from-file, so they never appear in a command line or its output.
+func (f *FakeDAV) WriteCredentials(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for name, v := range map[string]string{"username": f.Username, "password": f.Password} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// Dir is the directory of this machine the view's folder is served from.
+func (f *FakeDAV) Dir() string { return filepath.Join(f.root, fakeDAVFolder) }

@@ -1,12 +1,10 @@
 package devstack
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,46 +94,23 @@ func (f *FakeNBP) CAFile() string { return f.caFile }
 // CAPEM is the same CA certificate as PEM bytes, for an image's CA bundle.
 func (f *FakeNBP) CAPEM() []byte { return f.caPEM }
 
-// ip is the address the server listens on.
-func (f *FakeNBP) ip() netip.Addr {
-	return f.ln.Addr().(*net.TCPAddr).AddrPort().Addr().Unmap()
-}
+// route is how the egress proxy reaches it (standInRoutes).
+func (f *FakeNBP) route() standInRoute { return routeOf(fakeNBPHost, f.ln) }
 
 // Resolver answers the egress proxy's lookup of api.nbp.pl with the
 // server's address and of any other name with "no such host"; the proxy
 // still applies its address policy to the answer (LoopbackPrefixes exempts
 // loopback).
-func (f *FakeNBP) Resolver() egress.Resolver { return fixedResolver{fakeNBPHost: f.ip()} }
+func (f *FakeNBP) Resolver() egress.Resolver {
+	r, _, _ := standInRoutes(f.route()) // one route cannot collide
+	return r
+}
 
 // Dialer connects the proxy's checked connection to the server's address on
 // port 443 to the FakeNBP's port, and any other address as it is.
 func (f *FakeNBP) Dialer() egress.Dialer {
-	return redirectDialer{netip.AddrPortFrom(f.ip(), 443).String(): f.Addr()}
+	_, d, _ := standInRoutes(f.route())
+	return d
 }
-
-// LoopbackPrefixes is the range the proxy must be told to allow for the
-// FakeNBP (egress.Options.UnsafeAllowPrefixes): loopback only.
-func LoopbackPrefixes() []netip.Prefix { return []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} }
 
 const fakeNBPHost = "api.nbp.pl"
-
-// fixedResolver answers lookups from a table; other names do not exist.
-type fixedResolver map[string]netip.Addr
-
-func (r fixedResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if a, ok := r[strings.TrimSuffix(strings.ToLower(host), ".")]; ok {
-		return []netip.Addr{a}, nil
-	}
-	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-}
-
-// redirectDialer connects the addresses it maps elsewhere.
-type redirectDialer map[string]string
-
-func (d redirectDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	if to, ok := d[address]; ok {
-		address = to
-	}
-	var nd net.Dialer
-	return nd.DialContext(ctx, network, address)
-}

@@ -47,9 +47,9 @@ func TestStartPlan(t *testing.T) {
 	}{
 		"kwok":                   {Options{Dir: "/state"}, always(nil, nil)},
 		"as service accounts":    {Options{Dir: "/state", RunAsServiceAccounts: true}, always([]string{"applying the ServiceAccounts"}, nil)},
-		"local plugins":          {Options{Dir: "/state", LocalPlugins: true}, always(nil, []string{"building nbp-fx to"})},
+		"local plugins":          {Options{Dir: "/state", LocalPlugins: true}, always(nil, []string{"building nbp-fx and"})},
 		"real node":              {Options{Dir: "/state", Node: devcluster.NodeReal}, always([]string{"pointing the egress"}, nil)},
-		"real node, all of them": {Options{Dir: "/state", Node: devcluster.NodeReal, RunAsServiceAccounts: true, LocalPlugins: true}, always([]string{"pointing the egress", "applying the ServiceAccounts"}, []string{"building nbp-fx to"})},
+		"real node, all of them": {Options{Dir: "/state", Node: devcluster.NodeReal, RunAsServiceAccounts: true, LocalPlugins: true}, always([]string{"pointing the egress", "applying the ServiceAccounts"}, []string{"building nbp-fx and"})},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -57,6 +57,24 @@ func TestStartPlan(t *testing.T) {
 				t.Errorf("steps (-want +got):\n%s", diff)
 			}
 		})
+	}
+	// The proxy's step names the stand-ins it starts with local plugins,
+	// and only then.
+	proxyStep := func(opts Options) string {
+		for _, st := range (&Stack{}).startPlan(opts) {
+			if strings.HasPrefix(st.what, "starting the egress proxy") {
+				return st.what
+			}
+		}
+		return ""
+	}
+	if what := proxyStep(Options{LocalPlugins: true}); !strings.Contains(what, "api.nbp.pl") || !strings.Contains(what, FakeDAVHost) {
+		t.Errorf("local plugins: proxy step %q", what)
+	}
+	for name, opts := range map[string]Options{"kwok": {}, "the caller's resolver": {LocalPlugins: true, ProxyResolver: fixedResolver{}}} {
+		if what := proxyStep(opts); what != "starting the egress proxy" {
+			t.Errorf("%s: proxy step %q", name, what)
+		}
 	}
 	// The first step says which node runs the pods.
 	if what := (&Stack{}).startPlan(Options{Node: devcluster.NodeReal})[0].what; !strings.Contains(what, "a real node") {

@@ -42,17 +42,26 @@ func (s *Stack) startPlan(opts Options) []startStep {
 			func(ctx context.Context, _ *Options) error { return s.installIdentities(ctx) }})
 	}
 	plan = append(plan,
-		startStep{"building the nbp-fx plugin image (or reusing .cache/images) and serving it, signed, from a loopback registry; its key in openfief-trusted-signers", s.startSignedRegistry},
+		startStep{"building the nbp-fx and webdav-csv plugin images (or reusing .cache/images) and serving them, signed, from a loopback registry; its key in openfief-trusted-signers", s.startSignedRegistry},
 		startStep{"starting the operator", func(_ context.Context, opts *Options) error { return s.startOperator(*opts) }},
-		startStep{"starting the egress proxy", s.startEgressProxy},
+		startStep{proxyWhat(opts), s.startEgressProxy},
 	)
 	if opts.LocalPlugins {
-		plan = append(plan, startStep{"building nbp-fx to run demo plugins as local processes (kwok runs no container)", s.startLocalPluginProcesses})
+		plan = append(plan, startStep{"building nbp-fx and webdav-csv to run demo plugins as local processes (kwok runs no container)", s.startLocalPluginProcesses})
 	}
 	return append(plan,
 		startStep{"starting openfief-core (SQLite in " + filepath.Join(opts.Dir, "core.db") + ")", s.startCoreStep},
 		startStep{"writing " + filepath.Join(opts.Dir, "env"), func(_ context.Context, opts *Options) error { return s.writeEnv(opts.Dir) }},
 	)
+}
+
+// proxyWhat names the proxy's step, which starts the loopback stand-ins too
+// when opts asks for local plugins and brings no resolver.
+func proxyWhat(opts Options) string {
+	if opts.LocalPlugins && opts.ProxyResolver == nil {
+		return "starting the egress proxy, with loopback stand-ins for api.nbp.pl and the owner's WebDAV server (" + FakeDAVHost + ")"
+	}
+	return "starting the egress proxy"
 }
 
 // controlPlaneWhat names the first step, which differs with the node kind.
@@ -135,9 +144,10 @@ func (s *Stack) startSignedRegistry(ctx context.Context, opts *Options) error {
 }
 
 // startEgressProxy starts the egress proxy as its own identity. With
-// LocalPlugins and no resolver of the caller's, it first starts FakeNBP and
-// points the proxy's resolver and dialer at it, since the demo has no
-// internet.
+// LocalPlugins and no resolver of the caller's, it first starts the
+// loopback stand-ins, FakeNBP for api.nbp.pl and FakeDAV for FakeDAVHost
+// (serving the directory webdav of Options.Dir), and points the proxy's
+// resolver and dialer at them, since the demo has no internet.
 func (s *Stack) startEgressProxy(_ context.Context, opts *Options) error {
 	client, err := kubernetes.NewForConfig(s.clientConfig(*opts, ProxyUser))
 	if err != nil {
@@ -150,21 +160,35 @@ func (s *Stack) startEgressProxy(_ context.Context, opts *Options) error {
 		}
 		s.stops = append(s.stops, nbp.Close)
 		s.FakeNBP = nbp
-		opts.ProxyResolver, opts.ProxyDialer, opts.UnsafeAllowPrefixes = nbp.Resolver(), nbp.Dialer(), LoopbackPrefixes()
+		dav, err := StartFakeDAV("", filepath.Join(opts.Dir, "webdav"))
+		if err != nil {
+			return err
+		}
+		s.stops = append(s.stops, dav.Close)
+		s.FakeDAV = dav
+		resolver, dialer, err := standInRoutes(nbp.route(), dav.route())
+		if err != nil {
+			return err
+		}
+		opts.ProxyResolver, opts.ProxyDialer, opts.UnsafeAllowPrefixes = resolver, dialer, LoopbackPrefixes()
 	}
 	return s.startProxy(client, *opts)
 }
 
-// startLocalPluginProcesses builds nbp-fx and runs every Plugin of a demo
-// image as a local process, which the core then calls unless the caller
-// chose where it calls plugins.
+// startLocalPluginProcesses builds the demo plugins and runs every Plugin
+// of a demo image as a local process, which the core then calls unless the
+// caller chose where it calls plugins. The processes trust the stand-ins'
+// CAs (SSL_CERT_FILE), when the stack started them.
 func (s *Stack) startLocalPluginProcesses(_ context.Context, opts *Options) error {
-	ca := ""
+	var cas [][]byte
 	if s.FakeNBP != nil {
-		ca = s.FakeNBP.CAFile()
+		cas = append(cas, s.FakeNBP.CAPEM())
+	}
+	if s.FakeDAV != nil {
+		cas = append(cas, s.FakeDAV.CAPEM())
 	}
 	lctx, cancel := context.WithCancel(context.Background())
-	lp, err := s.startLocalPlugins(lctx, *opts, ca)
+	lp, err := s.startLocalPlugins(lctx, *opts, cas)
 	if err != nil {
 		cancel()
 		return err

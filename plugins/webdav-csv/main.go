@@ -3,7 +3,8 @@
 // choosing (OF-35). It wires the adapter in internal/views/webdavcsv to the
 // Go SDK: the instance's config from OPENFIEF_CONFIG, the username and
 // password read from the webdav-credentials Secret (mounted at
-// /etc/openfief/webdav-csv) on every export, the owner's server reached
+// /etc/openfief/webdav-csv, found through openfief.SecretDir) on every
+// export, the owner's server reached
 // only through the SDK's egress client (HTTPS_PROXY and
 // OPENFIEF_EGRESS_TOKEN_FILE, D-63), and the core served with
 // openfief.ServeView. It logs nothing but a fatal start-up error, which
@@ -38,7 +39,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	v, err := webdavcsv.New(cfg, webdavcsv.WithHTTPClient(client))
+	creds, err := openfief.SecretDir(webdavcsv.DefaultCredentialsDir)
+	if err != nil {
+		return err
+	}
+	v, err := webdavcsv.New(cfg, webdavcsv.WithHTTPClient(client), webdavcsv.WithCredentialsDir(creds))
 	if err != nil {
 		return err
 	}

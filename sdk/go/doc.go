@@ -23,6 +23,11 @@
 // The pieces, each usable on its own:
 //
 //   - Environment: CoreURL, ListenAddress and LoadConfig.
+//   - Secrets: SecretDir, the directory to read a granted Secret's files
+//     from, given the manifest's mount path. In a pod that is the mount
+//     path; a runner that starts the plugin outside a pod (openfief dev
+//     --local-plugins) sets OPENFIEF_SECRETS_ROOT and writes the files
+//     under it. Read them on every use if the Secret may be rotated.
 //   - Tokens: TokenFile reads a projected token on every call, through an
 //     os.Root of its directory, because the kubelet rotates it.
 //   - Serving: NewConnectorServer, NewViewServer, RequireCore,

@@ -17,7 +17,8 @@ import (
 )
 
 // TestMakeDemo runs hack/demo.sh from the repository's root and checks that
-// it finished every step of the lifecycle with exit status 0.
+// it finished every step of the lifecycle with exit status 0, and that the
+// view exported the rates nbp-fx stored as a CSV file.
 func TestMakeDemo(t *testing.T) {
 	root, err := testutil.RepoRoot()
 	if err != nil {
@@ -40,10 +41,16 @@ func TestMakeDemo(t *testing.T) {
 		"== 2. Install it",
 		"== 3. Approve what it asks for (Running)",
 		"== 4. openfief-core calls nbp-fx's Sync",
-		"== 5. Upgrade to a version that asks for one more host",
-		"== 6. Approve the new host",
-		"== 7. Revoke the grant",
-		"== 8. Uninstall",
+		"== 5. Check the view's image",
+		"== 6. Give it your WebDAV login as the Secret webdav-credentials",
+		"== 7. Install the view, pointed at your WebDAV folder",
+		"== 8. Approve it, naming your server's host",
+		"== 9. openfief-core exports the rates nbp-fx stored to the view",
+		"== 10. Upgrade nbp-fx to a version that asks for one more host",
+		"== 11. Approve nbp-fx's new host",
+		"== 12. Revoke nbp-fx's grant",
+		"== 13. Uninstall nbp-fx",
+		"== 14. Uninstall the view with --purge",
 		"== demo finished in ",
 	} {
 		if !strings.Contains(text, want) {
@@ -52,5 +59,20 @@ func TestMakeDemo(t *testing.T) {
 	}
 	if !regexp.MustCompile(`Last sync: .*succeeded`).MatchString(text) {
 		t.Errorf("the demo's output shows no successful sync:\n%s", text)
+	}
+	// The view's export: a successful run, and the CSV file it wrote into
+	// the WebDAV stand-in's folder, printed with its header and the rates.
+	if !regexp.MustCompile(`Last export: .*succeeded`).MatchString(text) {
+		t.Errorf("the demo's output shows no successful export:\n%s", text)
+	}
+	csv := regexp.MustCompile(`(?m)^\$ head -n 5 \S+/webdav/openfief/[0-9]{4}/[0-9]{4}-[0-9]{2}-fx-rates\.csv\n` +
+		`sequence,source,institution,institution_name,date,base_currency,quote_currency,rate,source_ref\n` +
+		`[0-9]+,fx,nbp,Narodowy Bank Polski,[0-9-]+,[A-Z]{3},PLN,[0-9.]+,`)
+	if !csv.MatchString(text) {
+		t.Errorf("the demo's output shows no FX rates CSV written by the view:\n%s", text)
+	}
+	// The stand-in's password is never shown (it is read from a file).
+	if strings.Contains(text, "--from-literal") {
+		t.Errorf("the demo passes a credential on the command line:\n%s", text)
 	}
 }
