@@ -18,17 +18,14 @@
 # nbp-fx's lifecycle with the whole platform as pods of a real node,
 # installed by `openfief platform install` (`openfief dev --in-cluster`): the
 # core's pod syncs the plugin's pod, which reaches the NBP stand-in through
-# the egress proxy's pods. It leaves the view's steps out for now.
+# the egress proxy's pods, and the view's pod writes to the WebDAV stand-in
+# through them.
 set -euo pipefail
 
 mode=(--local-plugins)
-# The view's steps run in the local mode, where the view's process trusts
-# the WebDAV stand-in's CA; the in-cluster demo images trust only the NBP
-# stand-in's so far.
-view=yes
 case "${1:-}" in
 "") ;;
---in-cluster) mode=(--in-cluster) view="" ;;
+--in-cluster) mode=(--in-cluster) ;;
 *)
 	echo "usage: hack/demo.sh [--in-cluster]" >&2
 	exit 2
@@ -163,9 +160,7 @@ done
 run plugin status fx | sed -n '/^Core/,$p'
 [[ -n "${synced}" ]] || { echo "the core did not sync fx within 60s" >&2; exit 1; }
 
-if [[ -n "${view}" ]]; then
-	view_steps
-fi
+view_steps
 
 step "Upgrade nbp-fx to a version that asks for one more host (the previous version keeps running)"
 run plugin upgrade fx --image "${OPENFIEF_DEMO_IMAGE_V2}" --signers "${OPENFIEF_SIGNERS}"
@@ -188,11 +183,9 @@ step "Uninstall nbp-fx (the cluster's garbage collector removes the rest)"
 run plugin uninstall fx --yes --wait 60s
 run plugin list
 
-if [[ -n "${view}" ]]; then
-	step "Uninstall the view with --purge: its grant and the webdav-credentials Secret go too; the CSV files stay yours"
-	run plugin uninstall records --purge --yes --wait 60s
-	run plugin list
-fi
+step "Uninstall the view with --purge: its grant and the webdav-credentials Secret go too; the CSV files stay yours"
+run plugin uninstall records --purge --yes --wait 60s
+run plugin list
 
 printf '\n== demo finished in %ss\n' "$(($(date +%s) - start))"
 cat <<'EOF'

@@ -45,8 +45,9 @@ const CheckProbeRepository = "plugins/" + images.ReleaseCheckProbe
 // demo shows syncs follow one another.
 const InClusterSyncInterval = time.Minute
 
-// standInCAName names the NBP stand-in's CA file in the demo images.
-const standInCAName = "openfief-dev-nbp-stand-in"
+// standInCAName names the stand-in's CA file in the demo images: the NBP
+// stand-in's in nbp-fx, the WebDAV stand-in's in webdav-csv.
+const standInCAName = "openfief-dev-stand-in"
 
 // inClusterPlan lists Start's steps in the in-cluster mode.
 func (s *Stack) inClusterPlan(opts Options) []startStep {
@@ -98,11 +99,11 @@ func (s *Stack) pushPlatformImages(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	// nbp-fx and the check probe too, built once with the others: the cache
-	// entry then holds all five, which the demo images and the probe reuse
-	// (a narrower build would not replace a cached one, and would be built
-	// again each start).
-	specs, err := images.SelectSpecs(append(slices.Clone(PlatformImages), DemoPlugin, images.ReleaseCheckProbe)...)
+	// The demo plugins and the check probe too, built once with the others:
+	// the cache entry then holds all six, which the demo images and the
+	// probe reuse (a narrower build would not replace a cached one, and
+	// would be built again each start).
+	specs, err := images.SelectSpecs(append(append(slices.Clone(PlatformImages), demoPlugins()...), images.ReleaseCheckProbe)...)
 	if err != nil {
 		return err
 	}
@@ -143,7 +144,8 @@ func (s *Stack) pushPlatformImages(ctx context.Context, opts *Options) error {
 // address (its name in the Plugins, which the operator's pod reads and the
 // kubelet pulls, over plain HTTP: the node trusts it, the operator is told
 // by the dev overlay, the CLI by OPENFIEF_INSECURE_REGISTRIES). It pushes
-// the demo images there, nbp-fx trusting the NBP stand-in's CA, and the
+// the demo images there, nbp-fx trusting the NBP stand-in's CA and
+// webdav-csv the WebDAV stand-in's, and the
 // check probe (OF-29: a plugin image, which the operator verifies and the
 // kubelet pulls like any), all signed by a fresh owner key, and publishes
 // the key in openfief-trusted-signers, which the operator reads when it
@@ -172,7 +174,11 @@ func (s *Stack) startBridgeRegistry(ctx context.Context, opts *Options) error {
 		return err
 	}
 	for _, d := range DemoImages() {
-		idx, err := images.WithExtraCA(demo[d.Name], standInCAName, s.FakeNBP.CAPEM())
+		ca := s.FakeNBP.CAPEM()
+		if d.Plugin == DemoView {
+			ca = s.FakeDAV.CAPEM()
+		}
+		idx, err := images.WithExtraCA(demo[d.Name], standInCAName, ca)
 		if err != nil {
 			return err
 		}
