@@ -60,7 +60,7 @@ go_tools() {
 
 # ts_tools installs sdk/ts's npm packages, protoc-gen-es among them, from the
 # lock file, only when node_modules is missing or the lock file changed since
-# the last install.
+# the last install (make test-ts writes the same stamp).
 ts_tools() {
   local mods=sdk/ts/node_modules want
   want=$(sha256sum sdk/ts/package-lock.json | cut -d' ' -f1)

@@ -29,18 +29,24 @@ export class PluginServer {
   private readonly sockets = new Set<Socket>();
   private readonly sniffing = new Set<Socket>();
   private readonly sessions = new Set<Http2Session>();
+  /** HTTP/1.1 connections and how many of their requests are unanswered. */
+  private readonly http1Active = new Map<Socket, number>();
   private draining = false;
 
   /** Serves handler; nothing is listened on until listen. */
   constructor(handler: PluginHandler) {
     const wrapped: PluginHandler = (req, res) => {
-      if (this.draining && req.httpVersionMajor === 1) {
-        // Close the connection once this response is sent.
-        (res as ServerResponse).shouldKeepAlive = false;
-      }
       if (req.httpVersionMajor === 1) {
+        const socket = req.socket as Socket;
+        this.http1Active.set(socket, (this.http1Active.get(socket) ?? 0) + 1);
+        if (this.draining) {
+          // Close the connection once this response is sent.
+          (res as ServerResponse).shouldKeepAlive = false;
+        }
         res.once("close", () => {
-          if (this.draining) this.http1.closeIdleConnections();
+          const n = (this.http1Active.get(socket) ?? 1) - 1;
+          this.http1Active.set(socket, n);
+          if (this.draining && n === 0) socket.end();
         });
       }
       handler(req, res);
@@ -87,7 +93,7 @@ export class PluginServer {
     this.listener.close();
     for (const s of this.sniffing) s.destroy();
     for (const session of this.sessions) session.close();
-    this.http1.closeIdleConnections();
+    for (const [socket, n] of this.http1Active) if (n === 0) socket.end();
     if (this.sockets.size === 0) return;
     let timer: NodeJS.Timeout | undefined;
     const drained = new Promise<boolean>((resolve) => {
@@ -115,6 +121,7 @@ export class PluginServer {
     socket.once("close", () => {
       this.sockets.delete(socket);
       this.sniffing.delete(socket);
+      this.http1Active.delete(socket);
       if (this.sockets.size === 0) this.onEmpty?.();
     });
     socket.on("error", () => socket.destroy());
@@ -134,8 +141,12 @@ export class PluginServer {
       this.sniffing.delete(socket);
       socket.setTimeout(0);
       socket.unshift(seen);
-      if (isH2) this.http2.emit("connection", socket);
-      else this.http1.emit("connection", socket);
+      if (isH2) {
+        this.http2.emit("connection", socket);
+      } else {
+        this.http1Active.set(socket, 0);
+        this.http1.emit("connection", socket);
+      }
     };
     socket.on("readable", onReadable);
   }
