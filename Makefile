@@ -154,7 +154,7 @@ actionlint: ## actionlint (pinned in hack/tools/actionlint) with shellcheck on .
 verify: generate ## gofmt, go vet (with and without the cluster tag), golangci-lint (make lint), actionlint on the workflows (make actionlint), go mod tidy, buf lint/breaking, decision citations, the cluster tag on tests that need it, no pipe into grep -q, the docs' links and paths (hack/doclinks) and generated files must leave no diff.
 	@test -z "$$(git status --porcelain -- api deploy)" || { git status --short -- api deploy; echo "generated files are stale or uncommitted: run make generate and commit"; exit 1; }
 	hack/proto.sh check
-	cd sdk/ts && npm run --silent format:check && npm run --silent typecheck
+	cd sdk/ts && npm run --silent format:check && npm run --silent build && npm run --silent typecheck
 	hack/plugin-labels.sh check
 	hack/check-decisions.sh
 	hack/check-pipes.sh

@@ -13,72 +13,18 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createServer as createHTTPSServer, type Server as HTTPSServer } from "node:https";
-import { connect, createServer, type AddressInfo, type Server, type Socket } from "node:net";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { EgressClient, EgressError, TokenFile, newEgressClient } from "../src/index.js";
 import { parseProxyURL } from "../src/egress.js";
-import { KubeletDir, packageDir, tempDir } from "./helpers.js";
-
-const cert = readFileSync(join(packageDir, "test", "testdata", "target-cert.pem"));
-const key = readFileSync(join(packageDir, "test", "testdata", "target-key.pem"));
+import { ConnectProxy, KubeletDir, packageDir, tempDir } from "./helpers.js";
 
 /** The institution's name, which only the proxy resolves. */
 const institution = "institution.test";
 
-/** A CONNECT proxy that records every CONNECT and tunnels to the target. */
-class ConnectProxy {
-  readonly server: Server;
-  readonly connects: { target: string; auth: string | undefined }[] = [];
-  connections = 0;
-  refuse = false;
-
-  constructor(private readonly targetPort: number) {
-    this.server = createServer((s) => this.handle(s));
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-  }
-
-  private handle(client: Socket): void {
-    this.connections++;
-    let head = Buffer.alloc(0);
-    const onData = (b: Buffer) => {
-      head = Buffer.concat([head, b]);
-      const end = head.indexOf("\r\n\r\n");
-      if (end < 0) return;
-      client.off("data", onData);
-      const lines = head.subarray(0, end).toString("latin1").split("\r\n");
-      const [method, target] = (lines[0] ?? "").split(" ");
-      const auth = lines.find((l) => /^proxy-authorization:/i.test(l))?.replace(/^[^:]*:\s*/, "");
-      if (method !== "CONNECT" || target === undefined) {
-        client.end("HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n");
-        return;
-      }
-      this.connects.push({ target, auth });
-      if (this.refuse) {
-        client.end(
-          "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic\r\nContent-Length: 19\r\n\r\nwords of the proxy!",
-        );
-        return;
-      }
-      if (target !== `${institution}:443`) {
-        client.end("HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n");
-        return;
-      }
-      const upstream = connect(this.targetPort, "127.0.0.1", () => {
-        client.write("HTTP/1.1 200 Connection established\r\n\r\n");
-        const rest = head.subarray(end + 4);
-        if (rest.length > 0) upstream.write(rest);
-        client.pipe(upstream).pipe(client);
-      });
-      upstream.on("error", () => client.destroy());
-      client.on("error", () => upstream.destroy());
-    };
-    client.on("data", onData);
-  }
-}
+const cert = readFileSync(join(packageDir, "test", "testdata", "target-cert.pem"));
+const key = readFileSync(join(packageDir, "test", "testdata", "target-key.pem"));
 
 describe("egress client", () => {
   let target: HTTPSServer;
@@ -100,7 +46,7 @@ describe("egress client", () => {
     });
     target.listen(0, "127.0.0.1");
     await new Promise((r) => target.once("listening", r));
-    proxy = new ConnectProxy((target.address() as AddressInfo).port);
+    proxy = new ConnectProxy((target.address() as AddressInfo).port, institution);
     proxy.server.listen(0, "127.0.0.1");
     await new Promise((r) => proxy.server.once("listening", r));
     tokens = new KubeletDir(tmp.dir, ["token"]);

@@ -6,6 +6,7 @@
 
 import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { connect, createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -114,5 +115,66 @@ export async function eventually(cond: () => boolean, timeoutMs = 10_000): Promi
   while (!cond()) {
     if (Date.now() > deadline) throw new Error("condition not met in time");
     await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/**
+ * A minimal HTTP CONNECT proxy on loopback, for the egress tests: see
+ * egress.test.ts for why it is not the project's egress proxy.
+ */
+export class ConnectProxy {
+  readonly server: Server;
+  readonly connects: { target: string; auth: string | undefined }[] = [];
+  connections = 0;
+  refuse = false;
+
+  /** Tunnels CONNECTs to host:443 to targetPort on loopback; refuses every other target. */
+  constructor(
+    private readonly targetPort: number,
+    private readonly host: string,
+  ) {
+    this.server = createServer((s) => this.handle(s));
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  private handle(client: Socket): void {
+    this.connections++;
+    let head = Buffer.alloc(0);
+    const onData = (b: Buffer) => {
+      head = Buffer.concat([head, b]);
+      const end = head.indexOf("\r\n\r\n");
+      if (end < 0) return;
+      client.off("data", onData);
+      const lines = head.subarray(0, end).toString("latin1").split("\r\n");
+      const [method, target] = (lines[0] ?? "").split(" ");
+      const auth = lines.find((l) => /^proxy-authorization:/i.test(l))?.replace(/^[^:]*:\s*/, "");
+      if (method !== "CONNECT" || target === undefined) {
+        client.end("HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n");
+        return;
+      }
+      this.connects.push({ target, auth });
+      if (this.refuse) {
+        client.end(
+          "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic\r\nContent-Length: 19\r\n\r\nwords of the proxy!",
+        );
+        return;
+      }
+      if (target !== `${this.host}:443`) {
+        client.end("HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n");
+        return;
+      }
+      const upstream = connect(this.targetPort, "127.0.0.1", () => {
+        client.write("HTTP/1.1 200 Connection established\r\n\r\n");
+        const rest = head.subarray(end + 4);
+        if (rest.length > 0) upstream.write(rest);
+        client.pipe(upstream).pipe(client);
+      });
+      upstream.on("error", () => client.destroy());
+      client.on("error", () => upstream.destroy());
+    };
+    client.on("data", onData);
   }
 }
