@@ -254,7 +254,7 @@ type tokenSpec struct {
 	// then only names the algorithm to sign with.
 	headerRaw string
 	claims    any    // a map, or a string sent as the payload's exact bytes
-	key    string // the key in keys.json that signs it; "" for no signature
+	key       string // the key in keys.json that signs it; "" for no signature
 	// mode: "" signs, "corrupt" signs and flips a bit of the signature,
 	// "der" signs an ECDSA signature in ASN.1 DER, "raw" uses token as is.
 	mode   string
