@@ -159,7 +159,7 @@ func indentJSON(t *testing.T, v any) []byte {
 // publicJWK is a key's public JWK as a map, with extra members set.
 func publicJWK(t *testing.T, key any, kid string, extra map[string]any) map[string]any {
 	t.Helper()
-	var pub any = key
+	pub := key
 	if s, ok := key.(crypto.Signer); ok {
 		pub = s.Public()
 	}
