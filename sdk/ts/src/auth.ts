@@ -28,7 +28,15 @@ export function requireCore(verifier: CoreVerifier | null, next: PluginHandler):
       return;
     }
     verifier.verify(token).then(
-      () => next(req, res),
+      () => {
+        try {
+          next(req, res);
+        } catch {
+          // A handler that throws gets its stream cut, never an answer it
+          // did not write.
+          res.destroy();
+        }
+      },
       () => unauthenticated(res),
     );
   };

@@ -18,6 +18,9 @@ export const EGRESS_PROXY_USER = "plugin";
 /** Bounds the egress proxy's answer to a CONNECT, headers included. */
 const MAX_CONNECT_RESPONSE_BYTES = 16 << 10;
 
+/** How long reaching the proxy and its answer to CONNECT may take. */
+const TUNNEL_TIMEOUT_MS = 30_000;
+
 /** How long a whole egress request may take by default, as the Go SDK's client. */
 const DEFAULT_TIMEOUT_MS = 5 * 60_000;
 
@@ -130,6 +133,9 @@ export class EgressAgent extends Agent {
         `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\nProxy-Authorization: Basic ${auth}\r\n\r\n`,
       );
       const rest = await readConnectResponse(raw);
+      // The tunnel is open: from here the request's own timeout counts.
+      raw.setTimeout(0);
+      raw.removeAllListeners("timeout");
       if (rest.length > 0) raw.unshift(rest);
     } catch (e) {
       raw.destroy();
@@ -148,16 +154,21 @@ export class EgressAgent extends Agent {
 }
 
 /** Connects to the proxy itself, over TLS when its URL is https. */
-async function connectProxy(proxy: URL): Promise<Duplex> {
+async function connectProxy(proxy: URL): Promise<Socket> {
   const host = proxy.hostname.replace(/^\[|\]$/g, "");
   const port = Number(proxy.port || (proxy.protocol === "https:" ? 443 : 80));
-  return await new Promise<Duplex>((resolve, reject) => {
+  return await new Promise<Socket>((resolve, reject) => {
     const s =
       proxy.protocol === "https:"
         ? tlsConnect({ host, port, servername: isIP(host) === 0 ? host : undefined }, () =>
             done(null),
           )
         : netConnect({ host, port }, () => done(null));
+    // A proxy that does not take the connection or answer the CONNECT in
+    // time does not hold the request.
+    s.setTimeout(TUNNEL_TIMEOUT_MS, () =>
+      s.destroy(new EgressError("proxy_protocol", "egress: the proxy did not answer in time")),
+    );
     const done = (err: Error | null) => {
       s.off("error", done);
       if (err !== null) reject(new Error(`egress: connect to the proxy: ${err.message}`));

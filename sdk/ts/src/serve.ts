@@ -41,6 +41,12 @@ export interface ServerOptions {
   readMaxBytes?: number;
   /** Connect interceptors, run after the token check. */
   interceptors?: Interceptor[];
+  /**
+   * How long a connection without a call in flight is kept, in
+   * milliseconds; two minutes by default. A call in flight is never cut for
+   * being quiet.
+   */
+  idleTimeoutMs?: number;
 }
 
 /**
@@ -85,7 +91,7 @@ function pluginServer(
     readMaxBytes: options.readMaxBytes ?? defaultMax,
     interceptors: options.interceptors ?? [],
   }) as PluginHandler;
-  return new PluginServer(requireCore(verifier, adapter));
+  return new PluginServer(requireCore(verifier, adapter), { idleTimeoutMs: options.idleTimeoutMs });
 }
 
 /** Options of serveConnector and serveView. */

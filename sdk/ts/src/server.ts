@@ -33,8 +33,15 @@ export class PluginServer {
   private readonly http1Active = new Map<Socket, number>();
   private draining = false;
 
-  /** Serves handler; nothing is listened on until listen. */
-  constructor(handler: PluginHandler) {
+  private readonly idleTimeoutMs: number;
+
+  /**
+   * Serves handler; nothing is listened on until listen. idleTimeoutMs is
+   * how long a connection without a call in flight is kept (two minutes by
+   * default).
+   */
+  constructor(handler: PluginHandler, options: { idleTimeoutMs?: number } = {}) {
+    this.idleTimeoutMs = options.idleTimeoutMs ?? IDLE_TIMEOUT_MS;
     const wrapped: PluginHandler = (req, res) => {
       if (req.httpVersionMajor === 1) {
         const socket = req.socket as Socket;
@@ -55,15 +62,18 @@ export class PluginServer {
       {
         headersTimeout: READ_HEADER_TIMEOUT_MS,
         requestTimeout: 0,
-        keepAliveTimeout: IDLE_TIMEOUT_MS,
+        keepAliveTimeout: this.idleTimeoutMs,
       },
       wrapped,
     );
     this.http2 = createHTTP2Server({}, wrapped);
-    this.http2.setTimeout(IDLE_TIMEOUT_MS);
     this.http2.on("session", (session: Http2Session) => {
       this.sessions.add(session);
-      session.once("close", () => this.sessions.delete(session));
+      const idle = idleCloser(session, this.idleTimeoutMs);
+      session.once("close", () => {
+        idle.stop();
+        this.sessions.delete(session);
+      });
       if (this.draining) session.close();
     });
   }
@@ -150,4 +160,29 @@ export class PluginServer {
     };
     socket.on("readable", onReadable);
   }
+}
+
+/**
+ * Closes an HTTP/2 session once it has had no open stream for the idle
+ * timeout. A stream that is open but quiet, such as a Sync waiting for its
+ * institution, keeps the session: only idleness between calls counts, as in
+ * the Go SDK's server.
+ */
+function idleCloser(session: Http2Session, idleMs: number): { stop: () => void } {
+  let open = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const arm = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => session.close(), idleMs);
+    timer.unref();
+  };
+  session.on("stream", (stream) => {
+    open++;
+    clearTimeout(timer);
+    stream.once("close", () => {
+      if (--open === 0) arm();
+    });
+  });
+  arm();
+  return { stop: () => clearTimeout(timer) };
 }

@@ -5,7 +5,9 @@
 // gRPC clients over HTTP/1.1 and h2c.
 
 import assert from "node:assert/strict";
+import { once } from "node:events";
 import { request as httpRequest } from "node:http";
+import { connect as h2connect, type ClientHttp2Session } from "node:http2";
 import { createServer, type AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { create } from "@bufbuild/protobuf";
@@ -423,6 +425,43 @@ describe("serveConnector", () => {
       await assert.rejects(server.close(200), /drain calls in flight: not done after 200 ms/);
       assert.notEqual(await call, "ok");
     } finally {
+      tmp.cleanup();
+    }
+  });
+});
+
+describe("idle connections", () => {
+  test("an idle HTTP/2 session is closed, a quiet call in flight is not cut", async () => {
+    const tmp = tempDir();
+    await jwksDir(tmp.dir, testIssuer, [keyA]);
+    const server = createConnectorServer(
+      {
+        async sync(req) {
+          // Quiet for four idle timeouts: no byte moves on the connection.
+          await new Promise((r) => setTimeout(r, 400));
+          return { delivery: create(DeliverySchema, { batchId: req.batchId }) };
+        },
+      },
+      new JWKSVerifier(tmp.dir, testInstance, testSubject),
+      { idleTimeoutMs: 100 },
+    );
+    const sessions: ClientHttp2Session[] = [];
+    const addr = await server.listen(0, "127.0.0.1");
+    try {
+      const client = createClient(
+        ConnectorService,
+        createGrpcTransport({ baseUrl: `http://127.0.0.1:${addr.port}` }),
+      );
+      const res = await client.sync({ batchId: "quiet" }, bearer(await signToken(keyA)));
+      assert.equal(res.delivery?.batchId, "quiet");
+      // A session that opens no stream is sent away after the idle timeout.
+      const session = h2connect(`http://127.0.0.1:${addr.port}`);
+      sessions.push(session);
+      const [code] = (await once(session, "goaway")) as [number];
+      assert.equal(code, 0);
+    } finally {
+      for (const s of sessions) s.destroy();
+      await server.close(1000);
       tmp.cleanup();
     }
   });
