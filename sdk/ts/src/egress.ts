@@ -70,12 +70,7 @@ export function parseProxyURL(raw: string): URL {
   if (u.username !== "" || u.password !== "" || /^[a-z]+:\/\/[^/]*@/i.test(raw)) {
     throw new Error("must not carry user info");
   }
-  if (
-    (u.pathname !== "" && u.pathname !== "/") ||
-    u.search !== "" ||
-    u.hash !== "" ||
-    /[?#]/.test(raw)
-  ) {
+  if ((u.pathname !== "" && u.pathname !== "/") || u.search !== "" || u.hash !== "") {
     throw new Error("must not have a path, query or fragment");
   }
   return new URL(`${u.protocol}//${u.host}`);

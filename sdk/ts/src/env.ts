@@ -76,8 +76,11 @@ function parseCoreAddress(s: string): URL {
   if (bracketed) {
     host = bracketed[1] ?? "";
     port = bracketed[2] ?? "";
-    if (isIP(host) !== 6 || host.includes("%"))
+    // Brackets may hold either kind of address, as Go's net.SplitHostPort
+    // allows; never a zone.
+    if (isIP(host) === 0 || host.includes("%")) {
       throw new Error(`${JSON.stringify(s)}: host must be an IP address`);
+    }
   } else {
     const i = s.lastIndexOf(":");
     if (i < 0 || s.indexOf(":") !== i) {
@@ -92,8 +95,7 @@ function parseCoreAddress(s: string): URL {
   } catch (e) {
     throw new Error(`${JSON.stringify(s)}: ${(e as Error).message}`);
   }
-  const u = new URL(`http://${isIP(host) === 6 ? `[${host}]` : host}:${port}`);
-  return u;
+  return new URL(`http://${isIP(host) === 6 ? `[${host}]` : host}:${port}`);
 }
 
 /**

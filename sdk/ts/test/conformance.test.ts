@@ -13,7 +13,15 @@ import {
   DeliverySchema,
   TransactionSchema,
 } from "../src/gen/openfief/connector/v1/connector_pb.js";
-import { ISSUER_FILE_NAME, JWKS_FILE_NAME, JWKSVerifier, TokenRefusedError } from "../src/index.js";
+import {
+  ISSUER_FILE_NAME,
+  JWKS_FILE_NAME,
+  JWKSVerifier,
+  TokenRefusedError,
+  coreURL,
+  listenPort,
+} from "../src/index.js";
+import { parseProxyURL } from "../src/egress.js";
 import {
   NotDecimalError,
   imbalance,
@@ -182,4 +190,51 @@ describe("delivery vectors", () => {
       assert.ok(equals(DeliverySchema, d, want), "sorted differently");
     });
   }
+});
+
+interface EnvironmentVectors {
+  core_address: { in: string; valid: boolean }[];
+  listen_port: { in: string; port: number | null }[];
+  proxy_url: { in: string; out: string | null }[];
+}
+
+describe("environment vectors", () => {
+  const f = read<EnvironmentVectors>("environment.json");
+  test("core addresses", () => {
+    assert.ok(f.core_address.length > 0);
+    for (const v of f.core_address) {
+      let valid = true;
+      try {
+        coreURL({ OPENFIEF_CORE_ADDRESS: v.in });
+      } catch {
+        valid = false;
+      }
+      assert.equal(valid, v.valid, `core address ${JSON.stringify(v.in)}`);
+    }
+  });
+  test("listen ports", () => {
+    assert.ok(f.listen_port.length > 0);
+    for (const v of f.listen_port) {
+      if (v.port === null) {
+        assert.throws(
+          () => listenPort({ OPENFIEF_LISTEN_PORT: v.in }),
+          Error,
+          JSON.stringify(v.in),
+        );
+      } else {
+        assert.equal(listenPort({ OPENFIEF_LISTEN_PORT: v.in }), v.port);
+      }
+    }
+  });
+  test("proxy URLs", () => {
+    assert.ok(f.proxy_url.length > 0);
+    for (const v of f.proxy_url) {
+      if (v.out === null) {
+        assert.throws(() => parseProxyURL(v.in), Error, JSON.stringify(v.in));
+      } else {
+        // The Go SDK prints a URL without a path, the WHATWG URL with "/".
+        assert.equal(parseProxyURL(v.in).href.replace(/\/$/, ""), v.out, JSON.stringify(v.in));
+      }
+    }
+  });
 });
