@@ -78,11 +78,15 @@ TEST_TIMEOUT ?= 45m
 TEST_PARALLEL ?= 3
 
 .PHONY: test
-test: controlplane node ## Run every test of every module, those tagged cluster too (the real-node tests need root: docs/node.md); go test's own vet is off, make verify runs go vet in full.
+test: controlplane node test-ts ## Run every test of every module, those tagged cluster too (the real-node tests need root: docs/node.md), and the TypeScript SDK's (test-ts); go test's own vet is off, make verify runs go vet in full.
 	@for m in $(MODULES); do echo "== go test -tags $(CLUSTER_TAG) -timeout $(TEST_TIMEOUT) $$m"; (cd $$m && OPENFIEF_NODE_LOCK_WAIT=$(NODE_LOCK_WAIT) $(TREE_ENV) $(GO) test -count=1 -vet=off -p $(TEST_PARALLEL) -tags $(CLUSTER_TAG) -timeout $(TEST_TIMEOUT) ./...); done
 
+.PHONY: test-ts
+test-ts: ## The TypeScript SDK (sdk/ts, docs/sdk-typescript.md): npm ci from package-lock.json, build, type check (tsc --noEmit) and its tests with Node's test runner (node --test), the shared conformance vectors among them.
+	cd sdk/ts && npm ci --ignore-scripts --no-audit --no-fund && sha256sum package-lock.json | cut -d' ' -f1 >node_modules/.openfief-lock.sum && npm run build && npm run typecheck && npm run build:test && npm test
+
 .PHONY: test-unit
-test-unit: ## The fast tests: every test not tagged cluster, in every package (no control plane, no real node, no root; under 2 minutes warm on two cores, most of it internal/images and the store's PostgreSQL tests).
+test-unit: test-ts ## The fast tests: every test not tagged cluster, in every package, and the TypeScript SDK's (no control plane, no real node, no root; under 2 minutes warm on two cores, most of it internal/images and the store's PostgreSQL tests).
 	@for m in $(MODULES); do echo "== go test $$m"; (cd $$m && $(TREE_ENV) $(GO) test -count=1 ./...); done
 
 .PHONY: soak
@@ -150,6 +154,7 @@ actionlint: ## actionlint (pinned in hack/tools/actionlint) with shellcheck on .
 verify: generate ## gofmt, go vet (with and without the cluster tag), golangci-lint (make lint), actionlint on the workflows (make actionlint), go mod tidy, buf lint/breaking, decision citations, the cluster tag on tests that need it, no pipe into grep -q, the docs' links and paths (hack/doclinks) and generated files must leave no diff.
 	@test -z "$$(git status --porcelain -- api deploy)" || { git status --short -- api deploy; echo "generated files are stale or uncommitted: run make generate and commit"; exit 1; }
 	hack/proto.sh check
+	cd sdk/ts && npm run --silent format:check && npm run --silent build && npm run --silent typecheck
 	hack/plugin-labels.sh check
 	hack/check-decisions.sh
 	hack/check-pipes.sh

@@ -1,0 +1,356 @@
+// Copyright 2026 The OpenFief Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+import { compactVerify } from "jose";
+import { decodeBase64url } from "./base64url.js";
+import { DEFAULT_SA_JWKS_DIR, Env, type Environment } from "./env.js";
+import { readInDir } from "./files.js";
+import { objectsWithDuplicateMembers } from "./jsondup.js";
+import {
+  ALLOWED_ALGORITHMS,
+  parseSigningKeys,
+  type SigningAlgorithm,
+  type VerifyKey,
+} from "./keys.js";
+import { describe } from "./tokenfile.js";
+
+/** The file of the openfief-sa-jwks ConfigMap holding the cluster's public keys. */
+export const JWKS_FILE_NAME = "jwks.json";
+
+/** The file of the openfief-sa-jwks ConfigMap holding the token issuer. */
+export const ISSUER_FILE_NAME = "issuer";
+
+/**
+ * The clock skew, in seconds, allowed when checking a token's expiry,
+ * not-before and issued-at times.
+ */
+export const LEEWAY_SECONDS = 60;
+
+/** Bounds the bearer tokens verify parses; a Kubernetes token is a few kilobytes. */
+const MAX_TOKEN_LENGTH = 16 << 10;
+
+/** Bound the two files the verifier reads. */
+const MAX_JWKS_BYTES = 1 << 20;
+const MAX_ISSUER_BYTES = 4 << 10;
+
+/**
+ * NumericDates at or beyond 2^62 seconds either way are refused, as the Go
+ * SDK refuses them.
+ */
+const MAX_NUMERIC_DATE = 2 ** 62;
+
+/**
+ * Why a token was refused, the same for both SDKs (the shared conformance
+ * vectors check it):
+ *
+ * - malformed: no token, too long, not a compact JWS with an allowed algorithm;
+ * - key_id: no key ID, or one the mounted key set does not hold;
+ * - key_alg: the token's algorithm is not the one its key verifies;
+ * - signature: the signature does not verify, or the claims are not readable;
+ * - expiry: no expiry, or expired;
+ * - not_yet_valid, issued_in_future: a not-before or issued-at time ahead of now;
+ * - issuer, subject, audience: a claim that is not the expected one;
+ * - keys: the mounted key set or issuer cannot be read or holds no usable key.
+ */
+export type RefusalReason =
+  | "malformed"
+  | "key_id"
+  | "key_alg"
+  | "signature"
+  | "expiry"
+  | "not_yet_valid"
+  | "issued_in_future"
+  | "issuer"
+  | "subject"
+  | "audience"
+  | "keys";
+
+/**
+ * TokenRefusedError is every reason a verifier refuses a token. Its message
+ * never contains the token.
+ */
+export class TokenRefusedError extends Error {
+  override name = "TokenRefusedError";
+  constructor(
+    /** Why, as a fixed word. */
+    readonly reason: RefusalReason,
+    detail: string,
+  ) {
+    super(`token refused: ${detail}`);
+  }
+}
+
+/**
+ * CoreVerifier decides whether a bearer token proves that the core is calling
+ * this plugin instance. The server consults it before any handler runs.
+ */
+export interface CoreVerifier {
+  /**
+   * Resolves only for a token the core holds for this instance; otherwise
+   * rejects, with an error that never contains the token.
+   */
+  verify(token: string): Promise<void>;
+}
+
+/**
+ * The audience of the tokens the core sends to the plugin instance name:
+ * "openfief-plugin:<name>".
+ */
+export function instanceAudience(name: string): string {
+  return "openfief-plugin:" + name;
+}
+
+/** Options of a {@link JWKSVerifier}. */
+export interface JWKSVerifierOptions {
+  /** The clock, in milliseconds since the Unix epoch; Date.now by default. */
+  now?: () => number;
+}
+
+/** One parse of the two files, kept with the bytes it came from. */
+interface KeySet {
+  rawJWKS: Buffer;
+  rawIssuer: Buffer;
+  issuer: string;
+  keys?: Map<string, VerifyKey>;
+  err?: string;
+}
+
+/**
+ * JWKSVerifier is the SDK's CoreVerifier: it checks a core token's signature
+ * with jose against the cluster's public keys in jwks.json, and its claims
+ * against the issuer in issuer, the core's ServiceAccount as subject, this
+ * instance's audience and an expiry, with one minute of leeway. Every call
+ * reads both files afresh (parsing them again only when their bytes
+ * changed), so a key the operator rotates or retires counts from the first
+ * call after the kubelet updates the mount.
+ */
+export class JWKSVerifier implements CoreVerifier {
+  private readonly audience: string;
+  private readonly now: () => number;
+  private cached: KeySet | undefined;
+
+  /**
+   * Returns a verifier of core tokens for the plugin instance named
+   * instance, sent by the ServiceAccount username subject, with the
+   * openfief-sa-jwks files in dir. The files need not exist yet: every
+   * verify reads them.
+   */
+  constructor(
+    private readonly dir: string,
+    instance: string,
+    private readonly subject: string,
+    options: JWKSVerifierOptions = {},
+  ) {
+    if (dir === "") throw new Error("jwks verifier: no key directory");
+    if (instance === "") throw new Error(`jwks verifier: no instance name (${Env.Instance})`);
+    if (subject === "") throw new Error(`jwks verifier: no core subject (${Env.CoreSubject})`);
+    this.audience = instanceAudience(instance);
+    this.now = options.now ?? Date.now;
+  }
+
+  /**
+   * Resolves when token is a JWT signed with RS256, ES256, ES384 or ES512 by
+   * the mounted key its key ID names, issued by the mounted issuer to the
+   * core's subject for this instance's audience, and not expired. Every
+   * refusal is a {@link TokenRefusedError}; none contains the token.
+   */
+  async verify(token: string): Promise<void> {
+    const header = parseCompact(token);
+    const kid = header.kid;
+    if (kid === "") throw new TokenRefusedError("key_id", "no key ID");
+    const ks = await this.keys();
+    if (ks.err !== undefined || ks.keys === undefined) {
+      throw new TokenRefusedError("keys", ks.err ?? "no keys");
+    }
+    const key = ks.keys.get(kid);
+    if (key === undefined) throw new TokenRefusedError("key_id", "unknown key ID");
+    if (key.alg !== header.alg) {
+      throw new TokenRefusedError("key_alg", "algorithm does not fit the key");
+    }
+    let payload: Uint8Array;
+    try {
+      ({ payload } = await compactVerify(token, key.key, { algorithms: [key.alg] }));
+    } catch {
+      throw new TokenRefusedError("signature", "bad signature");
+    }
+    const claims = parseClaims(payload);
+    if (claims === undefined) throw new TokenRefusedError("signature", "bad signature");
+    checkClaims(claims, {
+      issuer: ks.issuer,
+      subject: this.subject,
+      audience: this.audience,
+      nowMs: this.now(),
+    });
+  }
+
+  /**
+   * Reads both files and returns their key set, parsed again only when
+   * their bytes differ from the last parse.
+   */
+  private async keys(): Promise<KeySet> {
+    let rawIssuer: Buffer;
+    let rawJWKS: Buffer;
+    try {
+      rawIssuer = await readInDir(this.dir, ISSUER_FILE_NAME, MAX_ISSUER_BYTES);
+    } catch (e) {
+      throw new TokenRefusedError("keys", `read ${ISSUER_FILE_NAME}: ${describe(e)}`);
+    }
+    try {
+      rawJWKS = await readInDir(this.dir, JWKS_FILE_NAME, MAX_JWKS_BYTES);
+    } catch (e) {
+      throw new TokenRefusedError("keys", `read ${JWKS_FILE_NAME}: ${describe(e)}`);
+    }
+    const c = this.cached;
+    if (c !== undefined && c.rawJWKS.equals(rawJWKS) && c.rawIssuer.equals(rawIssuer)) return c;
+    const ks = parseKeySet(rawJWKS, rawIssuer);
+    this.cached = ks;
+    return ks;
+  }
+}
+
+function parseKeySet(rawJWKS: Buffer, rawIssuer: Buffer): KeySet {
+  const issuer = rawIssuer.toString("utf8").replace(/^[\t\n\v\f\r ]+|[\t\n\v\f\r ]+$/g, "");
+  const ks: KeySet = { rawJWKS, rawIssuer, issuer };
+  if (issuer === "") {
+    ks.err = `${ISSUER_FILE_NAME} is empty`;
+    return ks;
+  }
+  try {
+    ks.keys = parseSigningKeys(rawJWKS, JWKS_FILE_NAME);
+  } catch (e) {
+    ks.err = (e as Error).message;
+  }
+  return ks;
+}
+
+/**
+ * Builds the JWKSVerifier the operator configured: instance from
+ * OPENFIEF_INSTANCE, subject from OPENFIEF_CORE_SUBJECT and the key directory
+ * from OPENFIEF_SA_JWKS_DIR, or the default directory when unset.
+ */
+export function newCoreVerifier(env: Environment = process.env): JWKSVerifier {
+  return new JWKSVerifier(
+    env[Env.SAJWKSDir] || DEFAULT_SA_JWKS_DIR,
+    env[Env.Instance] ?? "",
+    env[Env.CoreSubject] ?? "",
+  );
+}
+
+/** The protected header fields the verifier reads. */
+interface Header {
+  alg: SigningAlgorithm;
+  kid: string;
+}
+
+function malformed(detail: string): TokenRefusedError {
+  return new TokenRefusedError("malformed", detail);
+}
+
+/**
+ * Checks that token is a compact JWS, three strict base64url parts, whose
+ * protected header is a JSON object naming an allowed algorithm; returns
+ * that header.
+ */
+function parseCompact(token: string): Header {
+  if (token === "") throw malformed("no token");
+  if (token.length > MAX_TOKEN_LENGTH) throw malformed("token too long");
+  const notJWS = () => malformed("not a JWS with an allowed algorithm");
+  const parts = token.split(".");
+  if (parts.length !== 3) throw notJWS();
+  const [h, p, s] = parts.map(decodeBase64url);
+  if (h === undefined || p === undefined || s === undefined) throw notJWS();
+  let header: unknown;
+  try {
+    const text = h.toString("utf8");
+    header = JSON.parse(text);
+    if (objectsWithDuplicateMembers(text).has("")) throw notJWS();
+  } catch {
+    throw notJWS();
+  }
+  if (typeof header !== "object" || header === null || Array.isArray(header)) throw notJWS();
+  const fields = header as Record<string, unknown>;
+  const alg = fields["alg"];
+  if (typeof alg !== "string" || !(ALLOWED_ALGORITHMS as readonly string[]).includes(alg)) {
+    throw notJWS();
+  }
+  const kid = fields["kid"];
+  if (kid !== undefined && kid !== null && typeof kid !== "string") throw notJWS();
+  return { alg: alg as SigningAlgorithm, kid: typeof kid === "string" ? kid : "" };
+}
+
+/** The registered claims, read as the Go SDK reads them. */
+interface Claims {
+  iss: string;
+  sub: string;
+  aud: string[];
+  exp?: number;
+  nbf?: number;
+  iat?: number;
+}
+
+/**
+ * Reads the registered claims of a payload, or returns undefined when one of
+ * them has the wrong type: strings for iss, sub and jti, a string or a list
+ * of strings for aud, numbers for exp, nbf and iat (whole seconds, the
+ * fraction dropped), and no member named twice. A null payload has no
+ * claims.
+ */
+function parseClaims(payload: Uint8Array): Claims | undefined {
+  let v: unknown;
+  try {
+    const text = Buffer.from(payload).toString("utf8");
+    v = JSON.parse(text);
+    if (objectsWithDuplicateMembers(text).has("")) return undefined;
+  } catch {
+    return undefined;
+  }
+  if (v === null) v = {};
+  if (typeof v !== "object" || Array.isArray(v)) return undefined;
+  const o = v as Record<string, unknown>;
+  const s = (name: string): string | undefined => {
+    const x = o[name];
+    if (x === undefined || x === null) return "";
+    return typeof x === "string" ? x : undefined;
+  };
+  const iss = s("iss");
+  const sub = s("sub");
+  const jti = s("jti");
+  if (iss === undefined || sub === undefined || jti === undefined) return undefined;
+  let aud: string[];
+  const a = o["aud"];
+  if (a === undefined) aud = [];
+  else if (typeof a === "string") aud = [a];
+  else if (Array.isArray(a) && a.every((x): x is string => typeof x === "string")) aud = a;
+  else return undefined;
+  const claims: Claims = { iss, sub, aud };
+  for (const name of ["exp", "nbf", "iat"] as const) {
+    const x = o[name];
+    if (x === undefined || x === null) continue;
+    if (typeof x !== "number" || !(Math.abs(x) < MAX_NUMERIC_DATE)) return undefined;
+    claims[name] = Math.trunc(x);
+  }
+  return claims;
+}
+
+/** Checks the claims in the Go SDK's order, with the leeway. */
+function checkClaims(
+  c: Claims,
+  want: { issuer: string; subject: string; audience: string; nowMs: number },
+): void {
+  if (c.exp === undefined) throw new TokenRefusedError("expiry", "no expiry");
+  if (c.iss !== want.issuer) throw new TokenRefusedError("issuer", "invalid issuer claim (iss)");
+  if (c.sub !== want.subject) throw new TokenRefusedError("subject", "invalid subject claim (sub)");
+  if (!c.aud.includes(want.audience)) {
+    throw new TokenRefusedError("audience", "invalid audience claim (aud)");
+  }
+  const leeway = LEEWAY_SECONDS * 1000;
+  if (c.nbf !== undefined && want.nowMs + leeway < c.nbf * 1000) {
+    throw new TokenRefusedError("not_yet_valid", "token not valid yet (nbf)");
+  }
+  if (want.nowMs - leeway > c.exp * 1000) {
+    throw new TokenRefusedError("expiry", "token is expired (exp)");
+  }
+  if (c.iat !== undefined && want.nowMs + leeway < c.iat * 1000) {
+    throw new TokenRefusedError("issued_in_future", "token issued in the future (iat)");
+  }
+}
