@@ -83,7 +83,8 @@ test: controlplane node test-ts ## Run every test of every module, those tagged 
 
 .PHONY: test-ts
 test-ts: ## The TypeScript SDK (sdk/ts, docs/sdk-typescript.md): npm ci from package-lock.json, build, type check (tsc --noEmit) and its tests with Node's test runner (node --test), the shared conformance vectors among them.
-	cd sdk/ts && npm ci --ignore-scripts --no-audit --no-fund && sha256sum package-lock.json | cut -d' ' -f1 >node_modules/.openfief-lock.sum && npm run build && npm run typecheck && npm run build:test && npm test
+	hack/ts-deps.sh
+	cd sdk/ts && npm run build && npm run typecheck && npm run build:test && npm test
 
 .PHONY: test-unit
 test-unit: test-ts ## The fast tests: every test not tagged cluster, in every package, and the TypeScript SDK's (no control plane, no real node, no root; under 2 minutes warm on two cores, most of it internal/images and the store's PostgreSQL tests).
@@ -154,7 +155,7 @@ actionlint: ## actionlint (pinned in hack/tools/actionlint) with shellcheck on .
 verify: generate ## gofmt, go vet (with and without the cluster tag), golangci-lint (make lint), actionlint on the workflows (make actionlint), go mod tidy, buf lint/breaking, decision citations, the cluster tag on tests that need it, no pipe into grep -q, the docs' links and paths (hack/doclinks) and generated files must leave no diff.
 	@test -z "$$(git status --porcelain -- api deploy)" || { git status --short -- api deploy; echo "generated files are stale or uncommitted: run make generate and commit"; exit 1; }
 	hack/proto.sh check
-	cd sdk/ts && npm run --silent format:check && npm run --silent build && npm run --silent typecheck
+	cd sdk/ts && npm run --silent format:check && npm run --silent check:src
 	hack/plugin-labels.sh check
 	hack/check-decisions.sh
 	hack/check-pipes.sh

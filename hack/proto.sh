@@ -59,17 +59,10 @@ go_tools() {
 }
 
 # ts_tools installs sdk/ts's npm packages, protoc-gen-es among them, from the
-# lock file, only when node_modules is missing or the lock file changed since
-# the last install (make test-ts writes the same stamp).
+# lock file when they are missing or stale (hack/ts-deps.sh, which make
+# test-ts shares).
 ts_tools() {
-  local mods=sdk/ts/node_modules want
-  want=$(sha256sum sdk/ts/package-lock.json | cut -d' ' -f1)
-  if [[ -x $mods/.bin/protoc-gen-es && -f $mods/.openfief-lock.sum && $(cat "$mods/.openfief-lock.sum") == "$want" ]]; then
-    return 0
-  fi
-  echo "installing sdk/ts's npm packages from package-lock.json" >&2
-  (cd sdk/ts && npm ci --ignore-scripts --no-audit --no-fund >&2)
-  echo "$want" >"$mods/.openfief-lock.sum"
+  "$root/hack/ts-deps.sh"
 }
 
 buf() {
