@@ -91,7 +91,7 @@ test-unit: test-ts ## The fast tests: every test not tagged cluster, in every pa
 	@for m in $(MODULES); do echo "== go test $$m"; (cd $$m && $(TREE_ENV) $(GO) test -count=1 ./...); done
 
 .PHONY: soak
-soak: controlplane node ## Run the end-to-end, real-node and fault suites N times (default 10) and print each test's pass rate and the runs it failed in; RUN=regexp narrows it, failed tests' output in .cache/soak (root; about 6 minutes a run).
+soak: controlplane node ## Run the end-to-end, real-node and fault suites N times (default 10) and print each test's pass rate and the runs it failed in; RUN=regexp narrows it, failed tests' output in .cache/soak (root; about 10 minutes a run).
 	OPENFIEF_NODE_LOCK_WAIT=$(NODE_LOCK_WAIT) $(GO) run ./hack/soak -tags $(CLUSTER_TAG) -n $(or $(N),10) $(if $(RUN),-run '$(RUN)') ./test/e2e/... ./test/fault/
 
 .PHONY: cover
