@@ -177,6 +177,32 @@ func (n *realNode) standIn(name string) (netip.Addr, error) {
 	if a, ok := n.resolver.lookup(dns.Fqdn(strings.ToLower(name))); ok {
 		return a, nil
 	}
+	addr, err := n.addStandInAddr()
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	n.resolver.add(name, addr)
+	return addr, nil
+}
+
+// StandInAddress adds an address of StandInPrefix to the real node's
+// bridge, where a server of the caller's can listen and every pod can
+// connect (pods route StandInPrefix to the bridge), without a name: for a
+// node without the cluster DNS, whose egress proxy runs outside the node
+// and resolves stand-in names with a resolver of the caller's. The
+// address goes with the bridge when the node stops.
+func (c *Cluster) StandInAddress() (netip.Addr, error) {
+	if c.node == nil {
+		return netip.Addr{}, errors.New("devcluster: StandInAddress needs a real node")
+	}
+	c.node.standInMu.Lock()
+	defer c.node.standInMu.Unlock()
+	return c.node.addStandInAddr()
+}
+
+// addStandInAddr adds the next free address of StandInPrefix to the
+// bridge; the caller holds standInMu.
+func (n *realNode) addStandInAddr() (netip.Addr, error) {
 	b := StandInPrefix.Addr().As4()
 	b[3] = byte(standInFirst + n.standIns)
 	if int(b[3]) < standInFirst || n.standIns >= 250-standInFirst {
@@ -187,6 +213,5 @@ func (n *realNode) standIn(name string) (netip.Addr, error) {
 		return netip.Addr{}, err
 	}
 	n.standIns++
-	n.resolver.add(name, addr)
 	return addr, nil
 }

@@ -329,6 +329,12 @@ func (s *Stack) PublishImage(ctx context.Context, repo string, m plugins.Manifes
 	if err != nil {
 		return plugins.ImageRef{}, err
 	}
+	return s.PublishBuiltImage(ctx, repo, img)
+}
+
+// PublishBuiltImage pushes img, a plugin image built elsewhere (its
+// manifest label already set), and signs it as PublishImage does.
+func (s *Stack) PublishBuiltImage(ctx context.Context, repo string, img v1.Image) (plugins.ImageRef, error) {
 	push := s.RegistryHost
 	if s.RegistryLoopback != "" {
 		push = s.RegistryLoopback

@@ -22,6 +22,8 @@ type entry struct {
 	name string
 	mode int64
 	data []byte
+	// link, when set, makes the entry a symbolic link to it.
+	link string
 }
 
 // dir and file build entries.
@@ -29,6 +31,7 @@ func dir(name string) entry { return entry{name: name, mode: 0o755} }
 func file(name string, mode int64, data []byte) entry {
 	return entry{name: name, mode: mode, data: data}
 }
+func symlink(name, to string) entry { return entry{name: name, mode: 0o777, link: to} }
 
 // newLayer packs entries into a gzip-compressed OCI layer that depends on
 // nothing but its arguments: entries sorted by name, owned by 0:0 with no
@@ -48,9 +51,12 @@ func newLayer(entries []entry, mtime time.Time) (v1.Layer, error) {
 			ModTime: mtime,
 			Format:  tar.FormatUSTAR,
 		}
-		if strings.HasSuffix(e.name, "/") {
+		switch {
+		case strings.HasSuffix(e.name, "/"):
 			hdr.Typeflag = tar.TypeDir
-		} else {
+		case e.link != "":
+			hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, e.link
+		default:
 			hdr.Typeflag = tar.TypeReg
 			hdr.Size = int64(len(e.data))
 		}

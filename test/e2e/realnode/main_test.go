@@ -8,10 +8,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,6 +30,8 @@ var shared struct {
 	nbp   *devstack.FakeNBP
 	err   error
 	dir   string
+	// resolver is the egress proxy's.
+	resolver *resolver
 }
 
 // standInHosts are the names the egress proxy resolves to the node's bridge
@@ -39,12 +39,32 @@ var shared struct {
 var standInHosts = []string{"api.nbp.pl", "rates.example.org"}
 
 // resolver answers the egress proxy's lookups of standInHosts with the
-// node's bridge address once the node runs; other names do not exist.
-type resolver struct{ nbp atomic.Pointer[netip.Addr] }
+// node's bridge address once the node runs, and the names a test set with
+// theirs; other names do not exist.
+type resolver struct {
+	mu    sync.Mutex
+	names map[string]netip.Addr
+}
+
+// set makes name resolve to a, or not at all for the zero address.
+func (r *resolver) set(name string, a netip.Addr) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.names == nil {
+		r.names = map[string]netip.Addr{}
+	}
+	if !a.IsValid() {
+		delete(r.names, name)
+		return
+	}
+	r.names[name] = a
+}
 
 func (r *resolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if a := r.nbp.Load(); a != nil && slices.Contains(standInHosts, strings.TrimSuffix(strings.ToLower(host), ".")) {
-		return []netip.Addr{*a}, nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if a, ok := r.names[strings.TrimSuffix(strings.ToLower(host), ".")]; ok {
+		return []netip.Addr{a}, nil
 	}
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
@@ -88,6 +108,7 @@ func platform(t *testing.T) (*devstack.Stack, *devstack.FakeNBP) {
 	shared.once.Do(func() {
 		start := time.Now()
 		res := &resolver{}
+		shared.resolver = res
 		if shared.dir, shared.err = os.MkdirTemp("", "openfief-realnode-"); shared.err != nil {
 			return
 		}
@@ -95,18 +116,22 @@ func platform(t *testing.T) (*devstack.Stack, *devstack.FakeNBP) {
 			Dir:           shared.dir,
 			Node:          devcluster.NodeReal,
 			ProxyResolver: res,
-			// The stand-in is on the node's bridge, a private range.
-			UnsafeAllowPrefixes: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
-			// TestCoreSyncsPodOnRealNode's instance is synced every
-			// coreInterval; the others keep the default (an hour).
-			CoreScheduler: core.SchedulerOptions{Intervals: map[string]time.Duration{coreInstance: coreInterval}},
+			// The stand-in is on the node's bridge, a private range; so
+			// are the stand-in addresses of devcluster.StandInAddress.
+			UnsafeAllowPrefixes: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16"), devcluster.StandInPrefix},
+			// TestCoreSyncsPodOnRealNode's and
+			// TestTypeScriptConnectorOnRealNode's instances are synced
+			// every coreInterval; the others keep the default (an hour).
+			CoreScheduler: core.SchedulerOptions{Intervals: map[string]time.Duration{coreInstance: coreInterval, tsInstance: coreInterval}},
 		})
 		if shared.err != nil {
 			return
 		}
 		gw := shared.stack.Cluster.NodeGateway()
 		addr, _ := netip.AddrFromSlice(gw.To4())
-		res.nbp.Store(&addr)
+		for _, h := range standInHosts {
+			res.set(h, addr)
+		}
 		shared.nbp, shared.err = devstack.StartFakeNBP(net.JoinHostPort(gw.String(), "443"))
 		fmt.Printf("platform with a real node up in %v\n", time.Since(start).Round(time.Millisecond))
 	})

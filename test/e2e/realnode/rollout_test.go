@@ -171,11 +171,19 @@ func occurrences(e eventsv1.Event) int {
 	return 1
 }
 
-// publishProbe publishes the probe (internal/devcluster/testdata/probe, as
-// /plugin) under nbp-fx's manifest to repo and returns its reference.
+// publishProbe publishes the probe under nbp-fx's manifest to repo and
+// returns its reference.
 func publishProbe(t *testing.T, stack *devstack.Stack, repo string) string {
 	t.Helper()
-	manifestJSON, err := os.ReadFile(filepath.Join(repoRoot(t), "plugins", "nbp-fx", "manifest.json"))
+	return publishProbeAs(t, stack, repo, filepath.Join("plugins", "nbp-fx", "manifest.json"))
+}
+
+// publishProbeAs publishes the probe (internal/devcluster/testdata/probe, as
+// /plugin) under the manifest.json at manifestFile (relative to the
+// repository) to repo, signed by the owner, and returns its reference.
+func publishProbeAs(t *testing.T, stack *devstack.Stack, repo, manifestFile string) string {
+	t.Helper()
+	manifestJSON, err := os.ReadFile(filepath.Join(repoRoot(t), manifestFile))
 	if err != nil {
 		t.Fatal(err)
 	}
