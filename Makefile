@@ -173,6 +173,10 @@ verify: generate ## gofmt, go vet (with and without the cluster tag), golangci-l
 images: ## Build the operator, egress-proxy, openfief-core, nbp-fx, ibkr-flex, webdav-csv and check-probe images (linux/amd64+arm64) from source, reproducibly, into .cache/images/<revision>; REGISTRY=host[:port][/path] also pushes them to $(REGISTRY)/openfief/<name> (docs/images.md).
 	$(GO) run ./hack/images build $(if $(REGISTRY),--push "$(REGISTRY)")
 
+.PHONY: ts-image
+ts-image: ## Build the TypeScript SDK's example connector's image (Debian's Node.js under the compiled example, linux/amd64+arm64) into .cache/images/fx-rates-ts (replaced by each build); REGISTRY=host[:port][/path] also pushes it, and `go run ./hack/images sign --key KEY --dir DIR` signs it (docs/sdk-typescript.md).
+	$(GO) run ./hack/images build-ts $(if $(REGISTRY),--push "$(REGISTRY)")
+
 .PHONY: sign
 sign: ## Sign the images the last `make images REGISTRY=...` pushed with KEY, a cosign-compatible PEM private key (COSIGN_PASSWORD unlocks an encrypted one), attached as OCI referrers.
 	$(GO) run ./hack/images sign --key "$(KEY)"

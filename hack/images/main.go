@@ -5,12 +5,16 @@
 //	go run ./hack/images sign --key FILE [--dir DIR]
 //	go run ./hack/images attest --key FILE [--dir DIR] [--builder-id URI] [--command CMD]
 //	go run ./hack/images keygen [--out PREFIX] [--name NAME]
+//	go run ./hack/images build-ts [--push PREFIX] [--platform P,...] [--insecure]
 //
 // build writes an OCI layout to .cache/images/<revision> and, with --push,
 // sends every image index to PREFIX/openfief/<name> (make images
 // REGISTRY=...). sign signs what the last build pushed (make sign); attest
 // attaches its signed SBOM and SLSA provenance (make attest). keygen
 // makes a cosign-compatible key pair. The private key is never printed.
+// build-ts builds the TypeScript SDK's example connector's image
+// (docs/sdk-typescript.md) into .cache/images/fx-rates-ts; with
+// --push, sign --dir that folder signs it.
 package main
 
 import (
@@ -35,7 +39,8 @@ const usage = `usage:
   images build [--push PREFIX] [--platform linux/amd64,linux/arm64] [--image NAME,...] [--insecure] [--cache DIR]
   images sign --key FILE [--dir DIR] [--cache DIR]
   images attest --key FILE [--dir DIR] [--cache DIR] [--builder-id URI] [--command CMD]
-  images keygen [--out PREFIX] [--name NAME]`
+  images keygen [--out PREFIX] [--name NAME]
+  images build-ts [--push PREFIX] [--platform linux/amd64,linux/arm64] [--insecure] [--cache DIR]`
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
@@ -50,6 +55,8 @@ func run(ctx context.Context, args []string) error {
 		return attest(ctx, args[1:])
 	case "keygen":
 		return keygen(args[1:])
+	case "build-ts":
+		return buildTS(ctx, args[1:])
 	default:
 		return fmt.Errorf("unknown command %q\n%s", args[0], usage)
 	}
