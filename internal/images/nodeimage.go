@@ -20,8 +20,16 @@ import (
 )
 
 // NodeEntrypoint is how a TypeScript plugin's image starts: Debian's
-// Node.js on the plugin's compiled main module.
-var NodeEntrypoint = []string{"/usr/bin/node", "/app/main.js"}
+// Node.js on the plugin's compiled main module, trusting OpenSSL's store
+// (--use-openssl-ca), which the runtime layer points at CABundlePath,
+// instead of the roots compiled into Node.js: the image trusts its CA
+// bundle, as the Go images do.
+var NodeEntrypoint = []string{"/usr/bin/node", "--use-openssl-ca", "/app/main.js"}
+
+// opensslDir is OPENSSLDIR of Debian's libssl: OpenSSL's default store is
+// its cert.pem file and certs folder, which Debian's openssl package links
+// to the system bundle; the runtime layer makes the same links.
+const opensslDir = "usr/lib/ssl"
 
 // NodePlugin is what a TypeScript plugin's image is built from
 // (docs/decisions.md: the TypeScript plugin image).
@@ -139,6 +147,11 @@ func nodeRuntimeLayer(runtimeDir string, epoch time.Time) (v1.Layer, error) {
 	// with its version and its .deb's SHA-256. Their licences are in
 	// usr/share/doc/*/copyright, as the packages ship them.
 	entries = append(entries, dir(nodeRuntimeDoc+"/"), file(nodeRuntimeDoc+"/packages.tsv", 0o644, packages))
+	if slices.ContainsFunc(entries, func(e entry) bool { return strings.HasPrefix(e.name, opensslDir+"/") }) {
+		return nil, fmt.Errorf("%s has a /%s of its own; only libssl's library was expected", runtimeDir, opensslDir)
+	}
+	entries = append(entries, dir(opensslDir+"/"),
+		symlink(opensslDir+"/cert.pem", CABundlePath), symlink(opensslDir+"/certs", path.Dir(CABundlePath)))
 	for _, l := range []struct{ name, to string }{{"bin", "usr/bin"}, {"lib", "usr/lib"}, {"lib64", "usr/lib64"}} {
 		if slices.ContainsFunc(entries, func(e entry) bool { return e.name == l.name || e.name == l.name+"/" }) {
 			return nil, fmt.Errorf("%s has a /%s of its own; merged-/usr packages were expected", runtimeDir, l.name)

@@ -62,7 +62,7 @@ func BuildTSExample(ctx context.Context, src Source, archs []string, extraCA []b
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	app := filepath.Join(tmp, "app")
 	if err := TSPluginApp(ctx, src.Root, TSExample.Sources, app); err != nil {
 		return nil, err

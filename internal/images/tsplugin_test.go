@@ -6,9 +6,14 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,10 +34,12 @@ import (
 // image per platform, sorted; user 65532, Node.js on /app/main.js; the
 // manifest label of the example's manifest.json; the layers in order with
 // the runtime's package list; the same bytes when built again. As root it
-// then unpacks this machine's image and runs it in a chroot: the runtime
-// starts, and the example loads the SDK and its dependencies from
-// /app/node_modules far enough to refuse a start without the proxy the
-// operator would set.
+// then unpacks this machine's image and runs it in a chroot, with no
+// environment: the runtime starts; Node.js as the entrypoint runs it trusts
+// a server whose CA is in the image's bundle, where Node.js's compiled-in
+// roots (the control) do not; and the example loads the SDK and its
+// dependencies from /app/node_modules far enough to refuse a start without
+// the proxy the operator would set.
 func TestTSExampleImage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("downloads Debian's Node.js and builds two images: not in -short")
@@ -43,7 +50,12 @@ func TestTSExampleImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := Source{Root: root, Commit: strings.Repeat("ab", 20), Epoch: time.Unix(1767225600, 0).UTC(), Version: "v0.0.0-test"}
-	idx, err := BuildTSExample(ctx, src, []string{"arm64", "amd64"}, nil)
+	// A TLS server on loopback whose certificate only the image's CA bundle
+	// trusts (the test's stand-in CA, appended as a plugin test's is).
+	bank := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("rates")) }))
+	defer bank.Close()
+	bankCA := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: bank.Certificate().Raw})
+	idx, err := BuildTSExample(ctx, src, []string{"arm64", "amd64"}, bankCA)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +109,7 @@ func TestTSExampleImage(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := cf.Config
-		if c.User != User || strings.Join(c.Entrypoint, " ") != "/usr/bin/node /app/main.js" || len(c.Env) != 0 || len(c.Cmd) != 0 {
+		if c.User != User || strings.Join(c.Entrypoint, " ") != "/usr/bin/node --use-openssl-ca /app/main.js" || len(c.Env) != 0 || len(c.Cmd) != 0 {
 			t.Errorf("%s: user %q, entrypoint %q, env %q, cmd %q", d.Platform.Architecture, c.User, c.Entrypoint, c.Env, c.Cmd)
 		}
 		if c.Labels[plugins.ManifestLabel] != label {
@@ -135,7 +147,7 @@ func TestTSExampleImage(t *testing.T) {
 	}
 
 	// The same inputs give the same bytes.
-	again, err := BuildTSExample(ctx, src, []string{HostPlatform().Architecture}, nil)
+	again, err := BuildTSExample(ctx, src, []string{HostPlatform().Architecture}, bankCA)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +173,9 @@ func TestTSExampleImage(t *testing.T) {
 		t.Fatalf("unpacking the image: %v\n%s", err, out)
 	}
 	run := func(args ...string) (string, error) {
-		cmd := exec.Command("chroot", append([]string{"--userspec=65532:65532", dir}, args...)...)
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "chroot", append([]string{"--userspec=65532:65532", dir}, args...)...)
 		cmd.Env = []string{}
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
@@ -173,7 +187,21 @@ func TestTSExampleImage(t *testing.T) {
 		t.Fatalf("node in the image: %v: %s", err, out)
 	}
 	t.Logf("Node.js %s runs in the image", strings.TrimSpace(out))
-	out, err = run("/usr/bin/node", "/app/main.js")
+	// The entrypoint's Node.js trusts the image's bundle, and so the bank;
+	// the control, Node.js's compiled-in roots (--use-bundled-ca), does not.
+	get := fmt.Sprintf(`require("https").get(%q, (r) => { console.log("status", r.statusCode); process.exit(0); })`+
+		`.on("error", (e) => { console.log(e.code); process.exit(0); })`, bank.URL)
+	out, err = run(append(slices.Clone(NodeEntrypoint[:2]), "-e", get)...)
+	if err != nil || strings.TrimSpace(out) != "status 200" {
+		t.Errorf("an HTTPS request to a server the bundle trusts, as the entrypoint runs Node.js: %v: %s", err, out)
+	}
+	out, err = run("/usr/bin/node", "--use-bundled-ca", "-e", get)
+	if got := strings.TrimSpace(out); err != nil || got == "status 200" || got == "" {
+		t.Errorf("the control, Node.js's compiled-in roots: %v: %q, want a certificate error", err, got)
+	} else {
+		t.Logf("the control, Node.js's compiled-in roots: %s", got)
+	}
+	out, err = run(NodeEntrypoint...)
 	if err == nil || !strings.Contains(out, "fx-rates: egress: no proxy configured") {
 		t.Errorf("the example without the operator's environment: %v: %s", err, out)
 	}

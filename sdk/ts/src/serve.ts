@@ -1,7 +1,7 @@
 // Copyright 2026 The OpenFief Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-import type { Interceptor, ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { requireCore, type PluginHandler } from "./auth.js";
 import { listenPort, type Environment } from "./env.js";
@@ -80,6 +80,26 @@ export function createViewServer(
   );
 }
 
+/** The longest message of a plain error that plainErrors passes on. */
+const MAX_ERROR_MESSAGE = 1024;
+
+/**
+ * plainErrors passes what a plain (non-Connect) error thrown by a handler
+ * says on to the core, with Code.Unknown, as connect-go does for a Go
+ * plugin's error; Connect-ES alone would answer a bare "internal error", and
+ * the core's status could not say why a sync failed. A ConnectError passes
+ * as it is. The SDK's own errors never hold a token.
+ */
+const plainErrors: Interceptor = (next) => async (req) => {
+  try {
+    return await next(req);
+  } catch (e) {
+    if (e instanceof ConnectError) throw e;
+    const message = e instanceof Error ? e.message : String(e);
+    throw new ConnectError(message.slice(0, MAX_ERROR_MESSAGE), Code.Unknown);
+  }
+};
+
 function pluginServer(
   verifier: CoreVerifier | null,
   options: ServerOptions,
@@ -89,7 +109,7 @@ function pluginServer(
   const adapter = connectNodeAdapter({
     routes,
     readMaxBytes: options.readMaxBytes ?? defaultMax,
-    interceptors: options.interceptors ?? [],
+    interceptors: [plainErrors, ...(options.interceptors ?? [])],
   }) as PluginHandler;
   return new PluginServer(requireCore(verifier, adapter), { idleTimeoutMs: options.idleTimeoutMs });
 }

@@ -153,6 +153,40 @@ describe("connector server", () => {
     });
   }
 
+  test("a plain error from the handler reaches the core as Unknown with its message, as in Go", async () => {
+    const tmp2 = tempDir();
+    await jwksDir(tmp2.dir, testIssuer, [keyA]);
+    const failing = createConnectorServer(
+      {
+        async sync() {
+          throw new Error("the bank answered 503");
+        },
+        async importFile() {
+          throw new ConnectError("not a statement", Code.InvalidArgument);
+        },
+      },
+      new JWKSVerifier(tmp2.dir, testInstance, testSubject),
+    );
+    const addr = await failing.listen(0, "127.0.0.1");
+    try {
+      const client = createClient(
+        ConnectorService,
+        createGrpcTransport({ baseUrl: `http://127.0.0.1:${addr.port}` }),
+      );
+      const token = await signToken(keyA);
+      const plain = await refusedWith(client.sync({ batchId: "b" }, bearer(token)), Code.Unknown);
+      assert.equal(plain.rawMessage, "the bank answered 503");
+      const typed = await refusedWith(
+        client.importFile(stream(header("f")), bearer(token)),
+        Code.InvalidArgument,
+      );
+      assert.equal(typed.rawMessage, "not a statement");
+    } finally {
+      await failing.close(1000);
+      tmp2.cleanup();
+    }
+  });
+
   test("ImportFile refuses a chunk before the header, a second header and no header", async () => {
     const client = createClient(ConnectorService, transports["gRPC over h2c"]!());
     const token = await signToken(keyA);
