@@ -153,7 +153,7 @@ func TestTypeScriptConnectorOnRealNode(t *testing.T) {
 	})
 	t.Logf("direct to the bank at %s: from the plugin's container %s, from the node %s", direct, fromPlugin, control)
 
-	openfief(t, stack, "plugin", "uninstall", tsInstance, "--yes", "--purge", "--purge-data", "--wait", "60s")
+	openfief(t, stack, "plugin", "uninstall", tsInstance, "--yes", "--purge", "--purge-data", "--core-url", stack.CoreURL, "--wait", "60s")
 	podGone(t, cs, tsInstance)
 }
 
