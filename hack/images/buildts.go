@@ -57,6 +57,25 @@ func buildTS(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return err
+	}
+	for _, desc := range im.Manifests {
+		img, err := idx.Image(desc.Digest)
+		if err != nil {
+			return err
+		}
+		m, err := img.Manifest()
+		if err != nil {
+			return err
+		}
+		size := desc.Size + m.Config.Size
+		for _, l := range m.Layers {
+			size += l.Size
+		}
+		fmt.Printf("  %s  linux/%-7s %9s  %s\n", images.TSExample.Name, desc.Platform.Architecture, images.MiB(size), desc.Digest)
+	}
 	// One layout, replaced by each build: the example is not released.
 	dir := filepath.Join(*cache, images.TSExample.Name)
 	if err := os.RemoveAll(dir); err != nil {
