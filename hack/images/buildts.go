@@ -66,15 +66,11 @@ func buildTS(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		m, err := img.Manifest()
+		pi, err := images.Describe(*desc.Platform, img)
 		if err != nil {
 			return err
 		}
-		size := desc.Size + m.Config.Size
-		for _, l := range m.Layers {
-			size += l.Size
-		}
-		fmt.Printf("  %s  linux/%-7s %9s  %s\n", images.TSExample.Name, desc.Platform.Architecture, images.MiB(size), desc.Digest)
+		fmt.Printf("  %s  linux/%-7s %9s  %s\n", images.TSExample.Name, desc.Platform.Architecture, images.MiB(pi.Size), pi.Digest)
 	}
 	// One layout, replaced by each build: the example is not released.
 	dir := filepath.Join(*cache, images.TSExample.Name)

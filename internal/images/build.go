@@ -147,7 +147,7 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 				if err != nil {
 					return fmt.Errorf("image %s for %s: %w", s.Name, p, err)
 				}
-				imgs[i], err = describe(p, img)
+				imgs[i], err = Describe(p, img)
 				return err
 			})
 		}
@@ -174,8 +174,8 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 	return res, nil
 }
 
-// describe computes an image's digest and pull size.
-func describe(p v1.Platform, img v1.Image) (PlatformImage, error) {
+// Describe computes an image's digest and pull size.
+func Describe(p v1.Platform, img v1.Image) (PlatformImage, error) {
 	d, err := img.Digest()
 	if err != nil {
 		return PlatformImage{}, err

@@ -64,31 +64,49 @@ func newImage(p v1.Platform, s Spec, b base, binary []byte, epoch time.Time, lab
 	if err != nil {
 		return nil, err
 	}
+	layers := []historyLayer{{b.users, usersHistory}}
+	if s.CABundle {
+		layers = append(layers, historyLayer{b.ca, caHistory})
+	}
+	layers = append(layers, historyLayer{bin, fmt.Sprintf("/%s (CGO_ENABLED=0 go build %s %s)", s.Name, strings.Join(GoFlags, " "), s.Package)})
+	cfg := v1.Config{Entrypoint: []string{"/" + s.Name}, User: User, WorkingDir: "/", Labels: labels}
+	return assemble(p, cfg, layers, epoch, annotations)
+}
+
+// What the base layers hold, as their history says.
+const (
+	usersHistory = "/etc/passwd, /etc/group (user 65532)"
+	caHistory    = CABundlePath + " (golang.org/x/crypto/x509roots/fallback)"
+)
+
+// historyLayer is one layer of an image and what its history line says it
+// holds.
+type historyLayer struct {
+	layer v1.Layer
+	what  string
+}
+
+// assemble is p's image of layers, in order, under cfg: an OCI manifest
+// and config, every created time epoch, each layer's history line
+// "openfief images: <what>", and annotations on the manifest.
+func assemble(p v1.Platform, cfg v1.Config, layers []historyLayer, epoch time.Time, annotations map[string]string) (v1.Image, error) {
 	created := v1.Time{Time: epoch}
 	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-	img, err = mutate.ConfigFile(img, &v1.ConfigFile{
+	img, err := mutate.ConfigFile(img, &v1.ConfigFile{
 		Architecture: p.Architecture,
 		OS:           p.OS,
 		Created:      created,
-		Config: v1.Config{
-			Entrypoint: []string{"/" + s.Name},
-			User:       User,
-			WorkingDir: "/",
-			Labels:     labels,
-		},
-		RootFS: v1.RootFS{Type: "layers"},
+		Config:       cfg,
+		RootFS:       v1.RootFS{Type: "layers"},
 	})
 	if err != nil {
 		return nil, err
 	}
-	adds := []mutate.Addendum{{Layer: b.users, History: v1.History{Created: created, CreatedBy: "openfief images: /etc/passwd, /etc/group (user 65532)"}}}
-	if s.CABundle {
-		adds = append(adds, mutate.Addendum{Layer: b.ca, History: v1.History{Created: created, CreatedBy: "openfief images: " + CABundlePath + " (golang.org/x/crypto/x509roots/fallback)"}})
+	adds := make([]mutate.Addendum, len(layers))
+	for i, l := range layers {
+		adds[i] = mutate.Addendum{Layer: l.layer, History: v1.History{Created: created, CreatedBy: "openfief images: " + l.what}}
 	}
-	adds = append(adds, mutate.Addendum{Layer: bin, History: v1.History{Created: created,
-		CreatedBy: fmt.Sprintf("openfief images: /%s (CGO_ENABLED=0 go build %s %s)", s.Name, strings.Join(GoFlags, " "), s.Package)}})
-	img, err = mutate.Append(img, adds...)
-	if err != nil {
+	if img, err = mutate.Append(img, adds...); err != nil {
 		return nil, err
 	}
 	return mutate.Annotations(img, annotations).(v1.Image), nil

@@ -190,7 +190,7 @@ func Load(dir, root string) (*Result, error) {
 			if d.Platform == nil {
 				return nil, fmt.Errorf("%s: an image of %s names no platform", dir, ri.Name)
 			}
-			pi, err := describe(*d.Platform, img)
+			pi, err := Describe(*d.Platform, img)
 			if err != nil {
 				return nil, err
 			}

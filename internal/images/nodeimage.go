@@ -12,9 +12,6 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
@@ -117,7 +114,9 @@ func NodePluginIndex(src Source, p NodePlugin) (v1.ImageIndex, error) {
 			return nil, fmt.Errorf("images: the Node.js runtime for %s: %w", arch, err)
 		}
 		plat := v1.Platform{OS: "linux", Architecture: arch}
-		img, err := nodeImage(plat, []v1.Layer{users, ca, runtime, app}, epoch, labels, annotations)
+		img, err := assemble(plat, v1.Config{Entrypoint: NodeEntrypoint, User: User, WorkingDir: "/app", Labels: labels},
+			[]historyLayer{{users, usersHistory}, {ca, caHistory}, {runtime, "Debian's nodejs and its dependencies (hack/node-runtime.sh)"},
+				{app, "/app: the plugin's JavaScript and production node_modules"}}, epoch, annotations)
 		if err != nil {
 			return nil, err
 		}
@@ -161,42 +160,6 @@ func nodeRuntimeLayer(runtimeDir string, epoch time.Time) (v1.Layer, error) {
 		}
 	}
 	return newLayer(entries, epoch)
-}
-
-// nodeImage is one platform's image of layers: user 65532, NodeEntrypoint,
-// working directory /app, no environment.
-func nodeImage(p v1.Platform, layers []v1.Layer, epoch time.Time, labels, annotations map[string]string) (v1.Image, error) {
-	created := v1.Time{Time: epoch}
-	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-	img, err := mutate.ConfigFile(img, &v1.ConfigFile{
-		Architecture: p.Architecture,
-		OS:           p.OS,
-		Created:      created,
-		Config: v1.Config{
-			Entrypoint: NodeEntrypoint,
-			User:       User,
-			WorkingDir: "/app",
-			Labels:     labels,
-		},
-		RootFS: v1.RootFS{Type: "layers"},
-	})
-	if err != nil {
-		return nil, err
-	}
-	what := []string{
-		"/etc/passwd, /etc/group (user 65532)",
-		CABundlePath + " (golang.org/x/crypto/x509roots/fallback)",
-		"Debian's nodejs and its dependencies (hack/node-runtime.sh)",
-		"/app: the plugin's JavaScript and production node_modules",
-	}
-	adds := make([]mutate.Addendum, len(layers))
-	for i, l := range layers {
-		adds[i] = mutate.Addendum{Layer: l, History: v1.History{Created: created, CreatedBy: "openfief images: " + what[i]}}
-	}
-	if img, err = mutate.Append(img, adds...); err != nil {
-		return nil, err
-	}
-	return mutate.Annotations(img, annotations).(v1.Image), nil
 }
 
 // treeEntries reads the tree under root as layer entries under prefix:
