@@ -12,7 +12,10 @@
 //     ReplicaSets, the garbage collector, ServiceAccounts, the root CA
 //     publisher, ...), kube-scheduler and kwok, which plays the kubelets of
 //     one or more fake nodes, so Pods are scheduled and become Running and
-//     Ready, and Deployments become Available.
+//     Ready, and Deployments become Available. kwok renews a node lease for
+//     each fake node, as a kubelet does, and makes a pod Ready again when
+//     the node lifecycle controller marked it not Ready (a fake node that
+//     missed its heartbeats while the API server was away).
 //
 // In Full mode, Options.Node = NodeReal replaces kwok with one real node:
 // containerd, the kubelet, kube-proxy (nftables mode) and kube-router's

@@ -2,10 +2,12 @@ package devcluster
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +26,20 @@ const (
 	FakeNodeLabel = "type"
 	// FakeNodeLabelValue is the value of FakeNodeLabel on fake nodes.
 	FakeNodeLabelValue = "kwok"
+
+	// fakeNodeLeaseSeconds is the node lease kwok holds for each fake node,
+	// as a kubelet does: renewed every quarter of it (10 s), so a fake
+	// node's heartbeat does not hang on kwok's status heartbeat alone (every
+	// 20 to 25 s, retried with a doubling back-off when the API server is
+	// away), which the node lifecycle controller's 50 s grace period left
+	// too little room under load.
+	fakeNodeLeaseSeconds = 40
 )
+
+// kwokReadyAgain is a kwok stage added to the pinned ones: see the file.
+//
+//go:embed kwok-ready-again.yaml
+var kwokReadyAgain []byte
 
 // startFull starts the controller manager, the scheduler and kwok against
 // the running API server, registers the fake nodes and waits until they are
@@ -38,6 +53,10 @@ func (c *Cluster) startFull(ctx context.Context, binDir string, opts Options) er
 	// the CA that signed the API server's serving certificate.
 	caFile := filepath.Join(c.Dir, "ca.crt")
 	if err := os.WriteFile(caFile, c.env.ControlPlane.APIServer.SecureServing.CA, 0o600); err != nil {
+		return fmt.Errorf("devcluster: %w", err)
+	}
+	readyAgain := filepath.Join(c.Dir, "kwok-ready-again.yaml")
+	if err := os.WriteFile(readyAgain, kwokReadyAgain, 0o600); err != nil {
 		return fmt.Errorf("devcluster: %w", err)
 	}
 
@@ -67,6 +86,8 @@ func (c *Cluster) startFull(ctx context.Context, binDir string, opts Options) er
 		{kwokBin, []string{
 			"--kubeconfig=" + kubeconfig,
 			"--config=" + filepath.Join(binDir, kwokStagesFile),
+			"--config=" + readyAgain,
+			"--node-lease-duration-seconds=" + strconv.Itoa(fakeNodeLeaseSeconds),
 			"--manage-all-nodes=false",
 			"--manage-nodes-with-annotation-selector=" + FakeNodeAnnotation + "=fake",
 			"--server-address=127.0.0.1:0",
