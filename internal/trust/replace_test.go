@@ -3,6 +3,7 @@ package trust
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -19,7 +20,8 @@ import (
 // narrowing to A refuses B's image as UntrustedSigner from the cache (no
 // registry round), while A's stays verified; replacing with A and B again
 // reads B's image afresh and admits it; a fresh verifier that never knew B
-// finds B's image unsigned, which is why narrowing keeps the cache.
+// finds B's image unsigned, which is why narrowing keeps the cache, and says
+// that a signature it could not verify is attached.
 func TestPolicyVerifierSwapsPolicy(t *testing.T) {
 	reg := cosigntest.NewRegistry(t, false)
 	a, b := cosigntest.NewKey(t), cosigntest.NewKey(t)
@@ -60,8 +62,10 @@ func TestPolicyVerifierSwapsPolicy(t *testing.T) {
 	}
 
 	fresh := NewPolicyVerifier(reader(onlyA), onlyA)
-	if got := fresh.Check(ctx, refB, &m); got.Reason != v1alpha1.ReasonUnsigned {
-		t.Errorf("B's image read with A's key only: %+v, want Unsigned", got)
+	// It still tells the owner that a signature is there.
+	const said = "; 1 signature attached to it did not verify with the trusted signers' keys and certificates: it may be signed by a signer not trusted here"
+	if got := fresh.Check(ctx, refB, &m); got.Reason != v1alpha1.ReasonUnsigned || !strings.HasSuffix(got.Message, said) {
+		t.Errorf("B's image read with A's key only: %+v, want Unsigned ending %q", got, said)
 	}
 
 	v.Replace(reader(both), both)

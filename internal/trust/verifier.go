@@ -112,7 +112,7 @@ func (v *PolicyVerifier) Narrow(images cosign.ImageVerifier, policy plugins.Trus
 // Check decides whether ref may run with the declared manifest.
 func (v *PolicyVerifier) Check(ctx context.Context, ref plugins.ImageRef, declared *plugins.Manifest) Verification {
 	st := v.state.Load()
-	signed, err := v.signedImage(ctx, st, ref)
+	signed, unverified, err := v.signedImage(ctx, st, ref)
 	if err != nil {
 		// A refused read wraps ErrRegistryUnavailable too: test it first.
 		if errors.Is(err, cosign.ErrRegistryUnauthorized) {
@@ -127,7 +127,22 @@ func (v *PolicyVerifier) Check(ctx context.Context, ref plugins.ImageRef, declar
 		}
 		return Verification{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalidImage, Message: err.Error()}
 	}
-	return decide(st.policy, signed, declared)
+	res := decide(st.policy, signed, declared)
+	if res.Reason == v1alpha1.ReasonUnsigned && unverified > 0 {
+		// A reader holds only the trusted keys, so a signature by any other
+		// key looks like none: say that there was one.
+		res.Message += fmt.Sprintf("; %d %s attached to it did not verify with the trusted signers' keys and certificates: "+
+			"it may be signed by a signer not trusted here", unverified, plural(unverified, "signature", "signatures"))
+	}
+	return res
+}
+
+// plural returns one when n is 1 and many otherwise.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // decide maps the trust policy's answer onto the condition.
@@ -190,26 +205,39 @@ func SignerFromMessage(reason, message string) string {
 }
 
 // signedImage returns the verified signatures and label of ref's digest
-// under st, from st's cache when an earlier check found it signed. Checks
-// of one image under one state share a registry round; under different
-// states they do not, so no check sees signatures read with other keys.
-func (v *PolicyVerifier) signedImage(ctx context.Context, st *verifierState, ref plugins.ImageRef) (plugins.SignedImage, error) {
+// under st, from st's cache when an earlier check found it signed, and, for
+// an image read now, how many of its signature bundles did not verify (a key
+// or certificate st does not trust, or a bad signature). Checks of one image
+// under one state share a registry round; under different states they do
+// not, so no check sees signatures read with other keys.
+func (v *PolicyVerifier) signedImage(ctx context.Context, st *verifierState, ref plugins.ImageRef) (plugins.SignedImage, int, error) {
 	if img, ok := st.cache.Get(ref.Digest()); ok {
-		return img.(plugins.SignedImage), nil
+		return img.(plugins.SignedImage), 0, nil
+	}
+	type read struct {
+		img        plugins.SignedImage
+		unverified int
 	}
 	key := strconv.FormatUint(st.serial, 10) + " " + ref.String()
 	res, err, _ := v.flight.Do(key, func() (any, error) {
-		img, _, err := st.images.Verify(ctx, ref)
+		img, rep, err := st.images.Verify(ctx, ref)
 		if err != nil {
-			return plugins.SignedImage{}, err
+			return read{}, err
 		}
 		if len(img.Signatures) > 0 {
 			st.cache.Add(ref.Digest(), img)
 		}
-		return img, nil
+		r := read{img: img}
+		for _, s := range rep.Skipped {
+			if errors.Is(s.Reason, cosign.ErrUnverifiedBundle) {
+				r.unverified++
+			}
+		}
+		return r, nil
 	})
 	if err != nil {
-		return plugins.SignedImage{}, err
+		return plugins.SignedImage{}, 0, err
 	}
-	return res.(plugins.SignedImage), nil
+	r := res.(read)
+	return r.img, r.unverified, nil
 }

@@ -2,6 +2,7 @@ package trust
 
 import (
 	"context"
+	"strings"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -62,8 +63,8 @@ func TestPolicyVerifierWithRealSignatures(t *testing.T) {
 	}
 
 	got = v.Check(ctx, unsigned, &manifest)
-	if got.Status != metav1.ConditionFalse || got.Reason != v1alpha1.ReasonUnsigned {
-		t.Errorf("unsigned image: %+v", got)
+	if got.Status != metav1.ConditionFalse || got.Reason != v1alpha1.ReasonUnsigned || strings.Contains(got.Message, "attached") {
+		t.Errorf("unsigned image: %+v, want Unsigned with no signature said to be attached", got)
 	}
 	requests = reg.Requests()
 	v.Check(ctx, unsigned, &manifest)
