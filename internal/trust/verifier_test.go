@@ -2,8 +2,8 @@ package trust
 
 import (
 	"context"
-	"strings"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
