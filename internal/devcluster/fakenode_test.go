@@ -8,12 +8,10 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 )
 
 // TestFakeNodeLeasesRenewed checks that kwok holds a node lease for every
@@ -67,20 +65,7 @@ func TestFakeNodePodReadyAgain(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	ns := createNamespace(t, ctx, c, "ready-again", nil)
-	labels := map[string]string{"app": "again"}
-	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "again"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "again", Image: "example.invalid/again:1"}}},
-			},
-		},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	deploymentBecomesAvailable(t, ctx, cs, ns, "again")
 	pod := waitOnePodReady(t, ctx, cs, ns, "app=again", "")
 
 	for i := range pod.Status.Conditions {
