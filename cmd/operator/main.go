@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
@@ -18,13 +19,15 @@ import (
 	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/memlimit"
 	"github.com/arkadiuss/openfief/internal/operator"
+	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
 func main() {
 	o := operator.DefaultOptions()
 	var (
-		qps   float64
-		burst int
+		qps         float64
+		burst       int
+		gateTargets = plugins.DefaultGateTargets
 	)
 	flag.StringVar(&o.Cluster.CoreService, "core-service", o.Cluster.CoreService, "name of the core's Service in openfief")
 	flag.StringVar(&o.Cluster.CorePort, "core-port", o.Cluster.CorePort, "name of the core Service's port plugins call")
@@ -45,11 +48,26 @@ func main() {
 	flag.DurationVar(&o.RegistryTimeout, "registry-timeout", o.RegistryTimeout, "time limit of one image verification's registry reads")
 	flag.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "how many Plugins reconcile at once, so a slow one never holds up another's revocation")
 	flag.DurationVar(&o.ReconcileTimeout, "reconcile-timeout", o.ReconcileTimeout, "time limit of one Plugin's reconcile")
+	flag.StringVar(&o.Cluster.Gate.Image, "isolation-gate-image", o.Cluster.Gate.Image, "the release's check probe image by digest, run as every plugin pod's isolation gate (required unless --isolation-gate=false)")
+	flag.BoolFunc("isolation-gate", "true (default) starts every plugin only once its pod's network isolation is in force; false runs plugins without the gate (unsafe: a plugin's first moments are unfiltered)", func(v string) error {
+		on, err := strconv.ParseBool(v)
+		o.Cluster.Gate.Disabled = !on
+		return err
+	})
+	flag.StringVar(&gateTargets, "isolation-gate-targets", gateTargets, "what the isolation gate must find blocked, comma-separated: cluster-dns, api-server, node-dns, or KIND=IP:PORT with KIND tcp, dns-udp or dns-tcp")
+	flag.DurationVar(&o.Cluster.Gate.Settings.AttemptTimeout, "isolation-gate-timeout", o.Cluster.Gate.Settings.AttemptTimeout, "how long one isolation gate attempt waits for an answer before it counts as blocked")
+	flag.DurationVar(&o.Cluster.Gate.Settings.Deadline, "isolation-gate-deadline", o.Cluster.Gate.Settings.Deadline, "how long the isolation gate waits for isolation before it fails the pod")
 	flag.Float64Var(&qps, "kube-api-qps", operator.DefaultKubeAPIQPS, "requests per second the operator sends to the API server at most")
 	flag.IntVar(&burst, "kube-api-burst", operator.DefaultKubeAPIBurst, "burst above --kube-api-qps")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	targets, err := plugins.ParseGateTargets(gateTargets)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "operator: --isolation-gate-targets:", err)
+		os.Exit(2)
+	}
+	o.Cluster.Gate.Settings.Targets = targets
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	// A Go soft memory limit under the container's, so the GC works harder
 	// before the kernel's OOM killer would stop the process.

@@ -73,6 +73,7 @@ func startOperatorAs(t *testing.T, env *admissionEnv) *rejectionCounter {
 	t.Helper()
 	rejections := &rejectionCounter{}
 	o := operator.DefaultOptions()
+	o.Cluster.Gate.Image = testutil.GateImage
 	o.Images = signedImages{}
 	o.MetricsBindAddress, o.HealthProbeBindAddress, o.LeaderElection = "0", "", false
 	operatortest.Start(t, env.cluster.Config, operatortest.Options{

@@ -16,16 +16,21 @@ import (
 const DefaultListenPort = 8080
 
 const usage = "usage: check-probe              serve on $" + plugins.EnvListenPort + " until SIGTERM\n" +
-	"       check-probe run REQUEST_JSON   try each cell once and print the results as JSON"
+	"       check-probe run REQUEST_JSON   try each cell once and print the results as JSON\n" +
+	"       check-probe gate [--timeout D] [--rounds N] [--deadline D] TARGET...\n" +
+	"                                      wait until every target is blocked (the isolation gate, OF-42)"
 
 // Main is the probe's command line: no arguments serves (Serve) on the port
 // getenv names until ctx ends; `run REQUEST_JSON` tries the request's cells
-// and prints one probewire.Response on stdout. It returns the exit code
-// (probewire.ExitOK, ExitFailed, ExitBadRequest).
+// and prints one probewire.Response on stdout; `gate ...` is the isolation
+// gate the operator runs before every plugin's container (OF-42). It
+// returns the exit code (probewire.ExitOK, ExitFailed, ExitBadRequest).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	switch {
 	case len(args) == 0:
 		return serveMain(ctx, stderr, getenv)
+	case len(args) >= 1 && args[0] == plugins.GateVerb:
+		return gateMain(ctx, args[1:], stdout, stderr, getenv)
 	case len(args) == 2 && args[0] == probewire.Run:
 		r, err := parseRequest(args[1])
 		if err != nil {

@@ -146,6 +146,7 @@ func (p *platform) startOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := operator.DefaultOptions()
+	o.Cluster.Gate.Image = testutil.GateImage
 	o.Images = trust.NewPolicyVerifier(images, policy)
 	o.MetricsBindAddress, o.HealthProbeBindAddress, o.LeaderElection = "0", "", false
 	operatortest.Start(t, p.cluster.Config, operatortest.Options{

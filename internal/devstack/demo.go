@@ -63,8 +63,10 @@ func demoPlugins() []string {
 // demoIndexes builds the demo plugins for this machine's platform, or
 // reuses the source tree's cached build, and returns an image index per
 // demo image, by name: as built, with manifest.json's label, or with the
-// image's extra hosts added to that label.
-func demoIndexes(ctx context.Context, progress io.Writer) (map[string]v1.ImageIndex, error) {
+// image's extra hosts added to that label. withProbe adds the check probe
+// under images.ReleaseCheckProbe: a real node runs it as every plugin pod's
+// isolation gate (OF-42).
+func demoIndexes(ctx context.Context, progress io.Writer, withProbe bool) (map[string]v1.ImageIndex, error) {
 	root, err := sourceRoot()
 	if err != nil {
 		return nil, err
@@ -73,15 +75,26 @@ func demoIndexes(ctx context.Context, progress io.Writer) (map[string]v1.ImageIn
 	if err != nil {
 		return nil, err
 	}
-	specs, err := images.SelectSpecs(demoPlugins()...)
+	names := demoPlugins()
+	if withProbe {
+		names = append(names, images.ReleaseCheckProbe)
+	}
+	specs, err := images.SelectSpecs(names...)
 	if err != nil {
 		return nil, err
 	}
 	res, reused, err := images.Cached(ctx, images.CacheDir(root), images.Options{Source: src, Specs: specs, Platforms: []v1.Platform{images.HostPlatform()}})
 	if err != nil {
-		return nil, fmt.Errorf("build the demo images (%s): %w", strings.Join(demoPlugins(), ", "), err)
+		return nil, fmt.Errorf("build the demo images (%s): %w", strings.Join(names, ", "), err)
 	}
 	out := map[string]v1.ImageIndex{}
+	if withProbe {
+		built, ok := res.Get(images.ReleaseCheckProbe)
+		if !ok {
+			return nil, fmt.Errorf("the build holds no %s image", images.ReleaseCheckProbe)
+		}
+		out[images.ReleaseCheckProbe] = built.Index
+	}
 	for _, d := range DemoImages() {
 		built, ok := res.Get(d.Plugin)
 		if !ok || len(built.Images) == 0 {

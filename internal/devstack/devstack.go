@@ -112,6 +112,10 @@ type Options struct {
 	// volume for the core's data (incluster.go). `openfief dev --in-cluster`
 	// sets it.
 	InCluster bool
+	// DisableIsolationGate runs plugin pods without the isolation gate
+	// (OF-42), which shows the window the gate closes: only tests set it.
+	// In the in-cluster mode the installed operator is told so too.
+	DisableIsolationGate bool
 	// BeforeInstall, in the in-cluster mode, runs once the node, the NBP
 	// stand-in, the registries, the namespace and the owner's signers are
 	// in place, just before the install; what it returns is added to the
@@ -164,6 +168,10 @@ type Stack struct {
 	InstallLog string
 
 	signer *ocisign.KeySigner
+	// gateImage is the check probe on the loopback registry, which the
+	// in-process operator runs as the isolation gate (OF-42): with a real
+	// node only.
+	gateImage string
 	// checkProbe is the check probe image (OF-29) on the bridge registry,
 	// signed by signer, and checkProbeIndex its build: in the in-cluster
 	// mode only.
@@ -266,8 +274,8 @@ func service(name, portName string, port, podPort int32, selector string) *corev
 // startRegistry serves an in-memory OCI registry (with the Referrers API) on
 // loopback, pushes the demo images (the real nbp-fx image index, see
 // demoIndexes) and signs them with the owner key.
-func (s *Stack) startRegistry(ctx context.Context, dir string, signer *ocisign.KeySigner, progress io.Writer) error {
-	demo, err := demoIndexes(ctx, progress)
+func (s *Stack) startRegistry(ctx context.Context, dir string, signer *ocisign.KeySigner, progress io.Writer, realNode bool) error {
+	demo, err := demoIndexes(ctx, progress, realNode)
 	if err != nil {
 		return err
 	}
@@ -283,6 +291,15 @@ func (s *Stack) startRegistry(ctx context.Context, dir string, signer *ocisign.K
 	s.stops = append(s.stops, func() { _ = srv.Close() })
 	s.RegistryHost = ln.Addr().String()
 
+	if probe, ok := demo[images.ReleaseCheckProbe]; ok {
+		// The platform's own image, pinned by digest like the release pins
+		// it; the operator runs it, unverified, as the isolation gate.
+		ref, err := images.PushIndex(ctx, images.Repository(s.RegistryHost, images.ReleaseCheckProbe), probe, images.PushOptions{})
+		if err != nil {
+			return err
+		}
+		s.gateImage = ref.String()
+	}
 	for _, d := range DemoImages() {
 		ref, err := images.PushIndex(ctx, s.RegistryHost+"/"+d.Repository, demo[d.Name], images.PushOptions{})
 		if err != nil {
@@ -361,6 +378,17 @@ func (s *Stack) startOperator(opts Options) error {
 	}
 	o := operator.DefaultOptions()
 	o.TrustedSignersFile = s.SignersFile
+	o.Cluster.Gate.Image, o.Cluster.Gate.Disabled = s.gateImage, opts.DisableIsolationGate
+	if s.gateImage == "" {
+		// kwok runs no container: a name that is never pulled.
+		o.Cluster.Gate.Image = unpulledGateImage
+	} else {
+		targets, err := plugins.ParseGateTargets(s.gateTargets().String())
+		if err != nil {
+			return err
+		}
+		o.Cluster.Gate.Settings.Targets = targets
+	}
 	o.Cluster.CoreSubject = CoreSubject
 	o.MetricsBindAddress, o.HealthProbeBindAddress, o.LeaderElection = "0", "", false
 	mopts := o.ManagerOptions(scheme)
@@ -536,3 +564,8 @@ func orDiscard(w io.Writer) io.Writer {
 
 // CoreSubject is the core's username, which plugins accept calls from (D-59).
 const CoreSubject = "system:serviceaccount:" + plugins.Namespace + ":" + CoreServiceAccount
+
+// unpulledGateImage is the isolation gate image the operator is given where
+// kwok plays the pods: digest-pinned, in the reserved .invalid domain, never
+// pulled (OF-42).
+const unpulledGateImage = "unpulled.invalid/openfief/check-probe@sha256:0000000000000000000000000000000000000000000000000000000000000000"

@@ -151,7 +151,7 @@ func (s *Stack) pushPlatformImages(ctx context.Context, opts *Options) error {
 // the key in openfief-trusted-signers, which the operator reads when it
 // starts.
 func (s *Stack) startBridgeRegistry(ctx context.Context, opts *Options) error {
-	demo, err := demoIndexes(ctx, opts.Progress)
+	demo, err := demoIndexes(ctx, opts.Progress, false)
 	if err != nil {
 		return err
 	}
@@ -263,6 +263,11 @@ func (s *Stack) installPlatform(ctx context.Context, opts *Options) error {
 		return err
 	}
 	o := DevOverlay{InsecureRegistries: []string{s.RegistryHost}, SyncInterval: InClusterSyncInterval}
+	if opts.DisableIsolationGate {
+		o.OperatorArgs = append(o.OperatorArgs, "--isolation-gate=false")
+	} else {
+		o.OperatorArgs = append(o.OperatorArgs, "--isolation-gate-targets="+s.gateTargets().String())
+	}
 	if opts.CoreScheduler.DefaultInterval > 0 {
 		o.SyncInterval = opts.CoreScheduler.DefaultInterval
 	}
@@ -307,6 +312,9 @@ type DevOverlay struct {
 	// SyncInterval, if not zero, is how often the core syncs each connector
 	// (a later --sync-interval wins over deploy/core's).
 	SyncInterval time.Duration
+	// OperatorArgs are added to the operator's arguments (the isolation
+	// gate's targets, OF-42).
+	OperatorArgs []string
 }
 
 // WriteDevOverlay writes dir/kustomization.yaml: the release overlay at
@@ -332,10 +340,15 @@ func WriteDevOverlay(dir, release string, o DevOverlay) error {
 		}
 	}
 	var patches strings.Builder
-	if len(o.InsecureRegistries) > 0 {
+	var operatorArgs []string
+	for _, host := range o.InsecureRegistries {
+		operatorArgs = append(operatorArgs, "--insecure-registry="+host)
+	}
+	operatorArgs = append(operatorArgs, o.OperatorArgs...)
+	if len(operatorArgs) > 0 {
 		patches.WriteString("  - target: {kind: Deployment, name: openfief-operator}\n    patch: |-\n")
-		for _, host := range o.InsecureRegistries {
-			fmt.Fprintf(&patches, "      - {op: add, path: /spec/template/spec/containers/0/args/-, value: \"--insecure-registry=%s\"}\n", host)
+		for _, arg := range operatorArgs {
+			fmt.Fprintf(&patches, "      - {op: add, path: /spec/template/spec/containers/0/args/-, value: %q}\n", arg)
 		}
 	}
 	if o.SyncInterval > 0 {

@@ -131,7 +131,7 @@ func (s *Stack) startSignedRegistry(ctx context.Context, opts *Options) error {
 		return err
 	}
 	s.signer = signer
-	if err := s.startRegistry(ctx, opts.Dir, signer, opts.Progress); err != nil {
+	if err := s.startRegistry(ctx, opts.Dir, signer, opts.Progress, opts.Node == devcluster.NodeReal); err != nil {
 		return err
 	}
 	if opts.Node == devcluster.NodeReal {

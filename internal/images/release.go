@@ -40,7 +40,8 @@ var releaseBases = map[string]string{
 
 // WriteReleaseOverlay writes outDir/kustomization.yaml: deploy/operator,
 // deploy/egress-proxy and deploy/core (under deployDir) with their images set to refs, by
-// image name, as `kustomize edit set image <unpinned>=<repo>@sha256:<hex>`
+// image name (and the check probe, when refs has it, as the operator's
+// isolation gate), as `kustomize edit set image <unpinned>=<repo>@sha256:<hex>`
 // would. It then renders the overlay with the kustomize API and checks that
 // every container runs exactly one of refs, so a mismatch of names fails
 // here and not in a cluster. header is written as comment lines on top.
@@ -137,6 +138,9 @@ func writeOverlay(outDir, deployDir string, r Release, platform bool) error {
 		k.Images = append(k.Images, types.Image{Name: Unpinned[image], NewName: ref.Name(), Digest: ref.Digest()})
 		want[ref.String()] = true
 	}
+	if probe, ok := r.Refs[ReleaseCheckProbe]; ok {
+		k.Patches = append(k.Patches, gatePatch(probe))
+	}
 	if cm, err := releaseConfigMap(r); err != nil {
 		return err
 	} else if len(cm.LiteralSources) > 0 {
@@ -195,8 +199,25 @@ func writeOverlay(outDir, deployDir string, r Release, platform bool) error {
 
 // ReleaseCheckProbe is the image an overlay's Release.Refs may name besides
 // the platform's: the check probe (OF-29), which no Deployment runs; the
-// overlay names it in the ConfigMap deploy.ReleaseConfigMap instead.
+// overlay names it in the ConfigMap deploy.ReleaseConfigMap, and passes it
+// to the operator as every plugin pod's isolation gate (gatePatch, OF-42).
 const ReleaseCheckProbe = "check-probe"
+
+// operatorDeployment is the operator's Deployment in deploy/operator.
+const operatorDeployment = "openfief-operator"
+
+// gatePatch adds --isolation-gate-image=<probe> to the operator's
+// arguments: the operator refuses to start without a gate image (OF-42), so
+// an overlay that pins no check probe installs an operator that says so.
+func gatePatch(probe plugins.ImageRef) types.Patch {
+	op, _ := json.Marshal([]map[string]string{{
+		"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "--isolation-gate-image=" + probe.String(),
+	}})
+	return types.Patch{
+		Target: &types.Selector{ResId: resid.ResId{Gvk: resid.Gvk{Group: "apps", Version: "v1", Kind: "Deployment"}, Name: operatorDeployment}},
+		Patch:  string(op),
+	}
+}
 
 // releaseConfigMap generates deploy.ReleaseConfigMap in the openfief
 // namespace with the check probe's reference and the release's catalog,

@@ -44,6 +44,8 @@ type Cluster struct {
 	CoreSelector map[string]string
 	// ProxySelector selects the egress proxy's pods; nil without a proxy.
 	ProxySelector map[string]string
+	// Gate is the isolation gate every plugin pod starts with (OF-42).
+	Gate IsolationGate
 }
 
 // ClusterFromServices reads the core's Service and, if not nil, the egress

@@ -25,6 +25,8 @@ type ClusterConfig struct {
 	CoreSubject string
 	// PluginPort is the port plugins listen on; 8080 when zero.
 	PluginPort int
+	// Gate is the isolation gate every plugin pod starts with (OF-42).
+	Gate IsolationGate
 }
 
 // Read looks up both Services in the openfief namespace and turns them into
@@ -48,6 +50,7 @@ func (cc ClusterConfig) Read(ctx context.Context, c client.Client) (Cluster, err
 	}
 	cl.Topology.CoreSubject = cc.CoreSubject
 	cl.Topology.PluginPort = cc.PluginPort
+	cl.Gate = cc.Gate
 	return cl, nil
 }
 

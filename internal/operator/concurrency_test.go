@@ -46,6 +46,7 @@ func TestSlowPluginDoesNotBlockRevocation(t *testing.T) {
 	c, cl := testCluster(t)
 	images := &stallingImages{fakeImages: newFakeImages(), stall: testutil.Image("stalls"), stalled: make(chan struct{}, 1)}
 	o := DefaultOptions()
+	o.Cluster.Gate.Image = testutil.GateImage
 	o.Images = images
 	o.ReconcileTimeout = 2 * time.Second
 	startManager(t, c, 0, func(mgr ctrl.Manager) error {

@@ -147,6 +147,7 @@ func startOperator(t testing.TB, c *devcluster.Cluster, images trust.ImageChecke
 func startOperatorQPS(t testing.TB, c *devcluster.Cluster, images trust.ImageChecker, qps float32) *operatorRun {
 	t.Helper()
 	o := DefaultOptions()
+	o.Cluster.Gate.Image = testutil.GateImage
 	o.Images = images
 	return startManager(t, c, qps, func(mgr ctrl.Manager) error {
 		_, err := AddToManager(mgr, o)
@@ -188,6 +189,18 @@ func assertHardenedPod(t *testing.T, d *appsv1.Deployment, image string) {
 	}
 	if d.Spec.Template.Annotations[AnnotationConfigHash] == "" {
 		t.Error("no config hash annotation")
+	}
+	// The isolation gate runs first, as hardened, with nothing mounted
+	// (OF-42).
+	if len(spec.InitContainers) != 1 {
+		t.Fatalf("init containers %s, want the isolation gate", describeJSON(spec.InitContainers))
+	}
+	gate := spec.InitContainers[0]
+	gsc := gate.SecurityContext
+	if gate.Name != plugins.GateContainerName || gate.Image != testutil.GateImage || len(gate.VolumeMounts) != 0 ||
+		gsc == nil || !*gsc.RunAsNonRoot || !*gsc.ReadOnlyRootFilesystem || *gsc.AllowPrivilegeEscalation ||
+		!slices.Equal(gsc.Capabilities.Drop, []corev1.Capability{"ALL"}) || gsc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("isolation gate not as built: %s", describeJSON(gate))
 	}
 }
 

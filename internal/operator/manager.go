@@ -68,8 +68,12 @@ type Reconcilers struct {
 // pruner, the signing-key publisher reading the API server mgr connects to,
 // and a /healthz and /readyz check. A signers file that can't be read or
 // parsed is an error, so the operator refuses to start rather than trust
-// less or more than the owner said.
+// less or more than the owner said; so is an isolation gate without an
+// image (ErrNoIsolationGate) unless it is disabled (OF-42).
 func AddToManager(mgr ctrl.Manager, o Options) (*Reconcilers, error) {
+	if err := o.Cluster.Gate.Validate(); err != nil {
+		return nil, err
+	}
 	images := o.Images
 	recorder := mgr.GetEventRecorder(EventReportingController)
 	var signers *ownerSigners

@@ -125,7 +125,7 @@ func BuildObjects(p *v1alpha1.Plugin, image string, config []byte, w plugins.Wor
 						Labels:      labels,
 						Annotations: map[string]string{AnnotationConfigHash: hex.EncodeToString(sum[:])},
 					},
-					Spec: buildPodSpec(name, image, w),
+					Spec: buildPodSpec(name, image, w, c.Gate),
 				},
 			},
 		},
@@ -186,9 +186,10 @@ func buildNetworkPolicy(meta metav1.ObjectMeta, plugin string, np plugins.Networ
 	return out
 }
 
-// buildPodSpec hardens the pod to the restricted Pod Security Standard and
-// mounts exactly the workload's tokens, Secrets and ConfigMaps.
-func buildPodSpec(name, image string, w plugins.Workload) corev1.PodSpec {
+// buildPodSpec hardens the pod to the restricted Pod Security Standard,
+// mounts exactly the workload's tokens, Secrets and ConfigMaps, and starts
+// the plugin only after the isolation gate (OF-42).
+func buildPodSpec(name, image string, w plugins.Workload, gate IsolationGate) corev1.PodSpec {
 	var (
 		volumes []corev1.Volume
 		mounts  []corev1.VolumeMount
@@ -238,18 +239,13 @@ func buildPodSpec(name, image string, w plugins.Workload) corev1.PodSpec {
 			RunAsNonRoot:   ptr.To(true),
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
+		InitContainers: buildGateContainer(gate),
 		Containers: []corev1.Container{{
-			Name:  containerName,
-			Image: image,
-			Ports: []corev1.ContainerPort{{Name: portName, ContainerPort: int32(w.PluginPort), Protocol: corev1.ProtocolTCP}},
-			Env:   env,
-			SecurityContext: &corev1.SecurityContext{
-				RunAsNonRoot:             ptr.To(true),
-				AllowPrivilegeEscalation: ptr.To(false),
-				ReadOnlyRootFilesystem:   ptr.To(true),
-				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
+			Name:            containerName,
+			Image:           image,
+			Ports:           []corev1.ContainerPort{{Name: portName, ContainerPort: int32(w.PluginPort), Protocol: corev1.ProtocolTCP}},
+			Env:             env,
+			SecurityContext: restrictedContainer(),
 			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 				TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(portName)},
 			}},

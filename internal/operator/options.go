@@ -69,7 +69,10 @@ const (
 type Options struct {
 	// Cluster names the core's and the egress proxy's Services and what
 	// every plugin pod is told about the core (--core-service, --core-port,
-	// --proxy-service, --proxy-port, --core-service-account, --plugin-port).
+	// --proxy-service, --proxy-port, --core-service-account, --plugin-port),
+	// and the isolation gate every plugin pod starts with (--isolation-gate*,
+	// OF-42): AddToManager refuses Options without a gate image unless the
+	// gate is disabled.
 	Cluster ClusterConfig
 	// TrustedSignersFile, when set, is a fixed signers.json read once at
 	// start in place of the ConfigMap openfief-trusted-signers
@@ -134,7 +137,8 @@ type Options struct {
 // DefaultOptions returns the Options of cmd/operator's flag defaults: the
 // default Service names, the owner's signers followed through the API,
 // metrics on :8080, probes on :8081 and leader election on, timed as
-// controller-runtime would.
+// controller-runtime would, and the isolation gate's default targets and
+// timing without an image, which the caller must set (OF-42).
 func DefaultOptions() Options {
 	return Options{
 		Cluster: ClusterConfig{
@@ -144,6 +148,7 @@ func DefaultOptions() Options {
 			ProxyPort:    DefaultProxyPort,
 			CoreSubject:  plugins.DefaultCoreSubject,
 			PluginPort:   plugins.DefaultPluginPort,
+			Gate:         IsolationGate{Settings: plugins.DefaultGateSettings()},
 		},
 		RegistryTimeout:         DefaultRegistryTimeout,
 		MaxConcurrentReconciles: DefaultMaxConcurrentReconciles,

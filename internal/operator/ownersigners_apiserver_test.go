@@ -85,6 +85,7 @@ func TestOwnerSignersChangeLive(t *testing.T) {
 	}
 
 	o := DefaultOptions()
+	o.Cluster.Gate.Image = testutil.GateImage
 	if o.TrustedSignersFile != "" {
 		t.Fatalf("the default options read a fixed signers file %q", o.TrustedSignersFile)
 	}
@@ -245,6 +246,7 @@ func TestOwnerSignersInvalidAtStart(t *testing.T) {
 	t.Cleanup(func() { _ = cl.Delete(context.Background(), cm) })
 
 	o := DefaultOptions()
+	o.Cluster.Gate.Image = testutil.GateImage
 	o.Images = nil
 	startManager(t, c, 0, func(mgr ctrl.Manager) error { _, err := AddToManager(mgr, o); return err })
 	f := &fixture{t: t, cluster: c, cl: cl, images: newFakeImages()}

@@ -194,6 +194,7 @@ type refusals = testutil.Refusals
 func runOperatorAs(t testing.TB, c *devcluster.Cluster, user, lease string, images trust.ImageChecker) (*refusals, func()) {
 	t.Helper()
 	o := DefaultOptions()
+	o.Cluster.Gate.Image = testutil.GateImage
 	o.Images = images
 	return runOperatorWithOptions(t, c, user, lease, o)
 }

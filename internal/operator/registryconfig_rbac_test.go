@@ -44,6 +44,7 @@ func TestOperatorVerifiesPrivateImageUnderItsRole(t *testing.T) {
 	reg.Lock()
 
 	o := DefaultOptions()
+	o.Cluster.Gate.Image = testutil.GateImage
 	o.TrustedSignersFile = signers
 	o.RegistryConfigFile = cosigntest.DockerConfig(t, "operator", password, reg.Host)
 	refused, stop := runOperatorWithOptions(t, c, rbac.user(), LeaderElectionID, o)

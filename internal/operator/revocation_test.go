@@ -85,6 +85,7 @@ func TestRevocationGoesAheadOfBacklog(t *testing.T) {
 	victim := testutil.MakePlugin("rev-victim", testutil.Image("rev-victim")).Egress("api.nbp.pl").Obj()
 	images := &gatedImages{fakeImages: newFakeImages(), victim: testutil.Image("rev-victim"), held: make(chan struct{}, 1)}
 	o := DefaultOptions()
+	o.Cluster.Gate.Image = testutil.GateImage
 	o.Images = images
 	o.MaxConcurrentReconciles = 1
 	startManager(t, c, 0, func(mgr ctrl.Manager) error {

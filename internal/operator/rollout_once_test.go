@@ -215,6 +215,7 @@ func startStaleOperator(t *testing.T) (*fixture, *staleDeployments, *eventLog) {
 	var tick atomic.Int64
 	base := time.Now()
 	o := DefaultOptions()
+	o.Cluster.Gate.Image = testutil.GateImage
 	o.Images = images
 	run := startManager(t, c, 100, func(mgr ctrl.Manager) error {
 		r, err := AddToManager(mgr, o)

@@ -86,6 +86,7 @@ func operatorChild() error {
 		return fmt.Errorf("%s: %w", childBurstEnv, err)
 	}
 	o := DefaultOptions()
+	o.Cluster.Gate.Image = testutil.GateImage
 	o.Images = allSigned{}
 	o.LeaderElection = false
 	o.HealthProbeBindAddress = ""

@@ -21,3 +21,8 @@ func Digest(word string) string {
 func Image(word string) string {
 	return "registry.example.com/plugins/" + word + "@" + Digest(word)
 }
+
+// GateImage is the isolation gate image (OF-42) the tests' operators are
+// given where no container runs (kwok's pods, the API server alone): a
+// digest-pinned name that is never pulled.
+var GateImage = "registry.example.com/openfief/check-probe@" + Digest("check-probe")

@@ -56,6 +56,7 @@ type platformEnv struct {
 	signersFile     string            // the owner's signers, for `plugin install --signers`
 	overlay         string            // the admin's overlay the platform was installed from
 	probe           []byte            // the probe's binary, once built
+	gate            plugins.ImageRef  // the check probe, the operator's isolation gate (OF-42)
 	nbp             *devstack.FakeNBP // api.nbp.pl's stand-in, at a StandIn address
 	dav             *devstack.FakeDAV // the owner's WebDAV server's stand-in, at a StandIn address
 	begin           time.Time
@@ -154,6 +155,7 @@ func installPlatform(t *testing.T) *platformEnv {
 	e.src, e.refs, e.overlay, e.nbp, e.dav = stack.PlatformSource, stack.PlatformImages, stack.OverlayDir, stack.FakeNBP, stack.FakeDAV
 	e.preg = &pluginRegistry{loopback: stack.RegistryLoopback, bridge: stack.RegistryHost}
 	e.signer, e.signersFile = stack.Signer(), stack.SignersFile
+	e.gate = stack.CheckProbeImage()
 	if install, err := os.ReadFile(stack.InstallLog); err == nil {
 		t.Logf("openfief platform install --overlay %s:\n%s", e.overlay, install)
 	}

@@ -94,6 +94,9 @@ func testUpgradeRollback(t *testing.T, e *platformEnv) {
 			t.Fatalf("%s as %s has the digest of %s: the upgrade would change nothing", b.Spec.Name, next.Version, e.src.Version)
 		}
 	}
+	// The same isolation gate (OF-42): a new gate image would change every
+	// plugin's pod template, and this test checks that no plugin restarts.
+	nextRefs[images.ReleaseCheckProbe] = e.gate
 	t.Logf("%s the platform's images as %s in %s", map[bool]string{true: "reused", false: "built"}[reused], next.Version, time.Since(start).Round(100*time.Millisecond))
 	must(t, images.WritePlatformOverlay(filepath.Join(e.work, "release-next"), filepath.Join(e.root, "deploy"), images.Release{
 		Refs: nextRefs, Version: next.Tag(), Header: "TestPlatformInCluster: this tree as a newer version.",
