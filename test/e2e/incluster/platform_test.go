@@ -79,6 +79,7 @@ var phases = []phase{
 	{"view", testView},
 	{"private-registry", testPrivateRegistry},
 	{"isolation", testIsolation},
+	{"isolation-at-start", testIsolationAtStart},
 	{"check-isolation", testCheckIsolation},
 	{"upgrade", testUpgradeRollback},
 	{"faults", testFaults},

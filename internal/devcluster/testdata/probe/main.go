@@ -12,7 +12,9 @@
 // ServiceAccount token ("user NAME"); `probe resolve udp|tcp NAME
 // [SERVER]` the addresses the cluster DNS (or SERVER, host:port) gives
 // NAME over that transport; `probe write
-// DIR` writes a file there and reads it back.
+// DIR` writes a file there and reads it back. With /attack.json in its
+// image it also attacks from its first instruction (atstart.go); `probe
+// at-start` prints what it found.
 package main
 
 import (
@@ -31,6 +33,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "at-start" {
+		fmt.Println(printAttack())
+		return
+	}
+	if len(os.Args) == 1 {
+		attackAtStart() // before anything else: see atstart.go
+	}
 	if len(os.Args) > 1 && os.Args[1] == "whoami" {
 		fmt.Printf("exec: uid=%d gid=%d\n", os.Getuid(), os.Getgid())
 		return
