@@ -35,8 +35,9 @@ import (
 
 // LabelCheckRun marks the Plugins and PluginGrants `openfief check
 // --isolation` creates, with its run's id: the check deletes only objects
-// that carry it, and removes those an interrupted run left.
-const LabelCheckRun = "openfief.io/check-run"
+// that carry it, and removes those an interrupted run left; the core calls
+// none of them (plugins.LabelCheckRun).
+const LabelCheckRun = plugins.LabelCheckRun
 
 // isolationOptions are --isolation's flags.
 type isolationOptions struct {

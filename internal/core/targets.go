@@ -35,7 +35,9 @@ type Target struct {
 // is True for the current generation's status (Running, or
 // RunningPreviousVersion while an upgrade waits for approval) and the status
 // names what the running version holds. A Plugin being deleted, without a
-// grant, or not yet reconciled is not.
+// grant, or not yet reconciled is not. A Plugin labelled
+// plugins.LabelCheckRun (a probe of `openfief check --isolation`, OF-29) is
+// a target the core calls for nothing.
 func TargetOf(p *v1alpha1.Plugin) (Target, bool) {
 	if p.DeletionTimestamp != nil || p.Status.Effective == nil {
 		return Target{}, false
@@ -48,6 +50,11 @@ func TargetOf(p *v1alpha1.Plugin) (Target, bool) {
 	case v1alpha1.ReasonRunning, v1alpha1.ReasonRunningPreviousVersion:
 	default:
 		return Target{}, false
+	}
+	if _, probe := p.Labels[plugins.LabelCheckRun]; probe {
+		// The check's probes (OF-29) are never called: no Sync, no pages
+		// of the record. The label only ever takes calls away.
+		return Target{Instance: p.Name, UID: string(p.UID), DataTiers: slices.Sorted(slices.Values(p.Status.Effective.DataTiers))}, true
 	}
 	t := Target{
 		Instance:  p.Name,

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
 func TestTargetOf(t *testing.T) {
@@ -19,6 +20,7 @@ func TestTargetOf(t *testing.T) {
 	for name, tc := range map[string]struct {
 		status  v1alpha1.PluginStatus
 		deleted bool
+		labels  map[string]string
 		want    Target
 		ok      bool
 	}{
@@ -30,10 +32,14 @@ func TestTargetOf(t *testing.T) {
 		"ready with an odd reason": {status: v1alpha1.PluginStatus{Conditions: ready(metav1.ConditionTrue, "Other"), Effective: connector}},
 		"no effective permissions": {status: v1alpha1.PluginStatus{Conditions: ready(metav1.ConditionTrue, v1alpha1.ReasonRunning)}},
 		"not reconciled yet":       {},
-		"being deleted":            {status: v1alpha1.PluginStatus{Conditions: ready(metav1.ConditionTrue, v1alpha1.ReasonRunning), Effective: connector}, deleted: true},
+		// OF-29: the check's probes are views the core never calls, and the
+		// label can only take calls away.
+		"check probe (view)":      {labels: map[string]string{plugins.LabelCheckRun: "r1"}, status: v1alpha1.PluginStatus{Conditions: ready(metav1.ConditionTrue, v1alpha1.ReasonRunning), Effective: view}, ok: true, want: Target{Instance: "p"}},
+		"check probe (connector)": {labels: map[string]string{plugins.LabelCheckRun: "r1"}, status: v1alpha1.PluginStatus{Conditions: ready(metav1.ConditionTrue, v1alpha1.ReasonRunning), Effective: connector}, ok: true, want: Target{Instance: "p", DataTiers: []string{"accounts", "z"}}},
+		"being deleted":           {status: v1alpha1.PluginStatus{Conditions: ready(metav1.ConditionTrue, v1alpha1.ReasonRunning), Effective: connector}, deleted: true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p := &v1alpha1.Plugin{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Status: tc.status}
+			p := &v1alpha1.Plugin{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: tc.labels}, Status: tc.status}
 			if tc.deleted {
 				p.DeletionTimestamp = &now
 			}

@@ -24,3 +24,10 @@ const (
 	// creates.
 	ValueManagedBy = "openfief-operator"
 )
+
+// LabelCheckRun marks the Plugins and PluginGrants `openfief check
+// --isolation` creates, with its run's id (OF-29): the check deletes only
+// objects that carry it, and the core never calls a Plugin that carries it,
+// neither Sync nor a view's pages. Anyone who may label a Plugin can only
+// take calls away with it.
+const LabelCheckRun = "openfief.io/check-run"
