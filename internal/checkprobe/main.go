@@ -17,11 +17,13 @@ const DefaultListenPort = 8080
 
 const usage = "usage: check-probe              serve on $" + plugins.EnvListenPort + " until SIGTERM\n" +
 	"       check-probe run REQUEST_JSON   try each cell once and print the results as JSON\n" +
+	"       check-probe at-start           print what the config's at-start cells saw (OF-42)\n" +
 	"       check-probe gate [--timeout D] [--rounds N] [--deadline D] TARGET...\n" +
 	"                                      wait until every target is blocked (the isolation gate, OF-42)"
 
 // Main is the probe's command line: no arguments serves (Serve) on the port
-// getenv names until ctx ends; `run REQUEST_JSON` tries the request's cells
+// getenv names until ctx ends, after starting the config's at-start cells
+// (`at-start` prints what they saw); `run REQUEST_JSON` tries the request's cells
 // and prints one probewire.Response on stdout; `gate ...` is the isolation
 // gate the operator runs before every plugin's container (OF-42). It
 // returns the exit code (probewire.ExitOK, ExitFailed, ExitBadRequest).
@@ -29,6 +31,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 	switch {
 	case len(args) == 0:
 		return serveMain(ctx, stderr, getenv)
+	case len(args) == 1 && args[0] == probewire.AtStart:
+		return atStartMain(stdout, stderr, getenv)
 	case len(args) >= 1 && args[0] == plugins.GateVerb:
 		return gateMain(ctx, args[1:], stdout, stderr, getenv)
 	case len(args) == 2 && args[0] == probewire.Run:
@@ -55,6 +59,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 // serveMain listens on the port of plugins.EnvListenPort (default
 // DefaultListenPort) and serves until ctx ends.
 func serveMain(ctx context.Context, stderr io.Writer, getenv func(string) string) int {
+	startAtStart(ctx, stderr, getenv) // first: its window starts with the process
 	port := DefaultListenPort
 	if v := getenv(plugins.EnvListenPort); v != "" {
 		p, err := strconv.Atoi(v)

@@ -147,3 +147,68 @@ func ObservedStatus(observed string) (int, bool) {
 	}
 	return code, true
 }
+
+// The probe's config (OPENFIEF_CONFIG, EnvConfig), which `openfief check
+// --isolation` sets on each probe Plugin: the cells the served probe tries
+// from its first instruction, over and over for a window, so the check
+// sees what a plugin reaches before its isolation is in force (OF-42's "at
+// start" cells). `/check-probe at-start` prints what they observed.
+const (
+	// EnvConfig is the plugin's config variable, which the operator sets
+	// from the Plugin's spec.config.
+	EnvConfig = "OPENFIEF_CONFIG"
+	// AtStart is the sub-command that prints AtStartResponse.
+	AtStart = "at-start"
+	// ExitPending: `at-start` was asked before the window ended, or the
+	// probe has no at-start cells; nothing is on stdout.
+	ExitPending = 3
+	// MaxWindowMillis bounds AtStartConfig.WindowMillis.
+	MaxWindowMillis = 10000
+	// DefaultWindowMillis is the window when AtStartConfig.WindowMillis is 0.
+	DefaultWindowMillis = 3000
+	// MaxConfigBytes bounds the config the probe reads.
+	MaxConfigBytes = 64 << 10
+)
+
+// Config is the probe's OPENFIEF_CONFIG.
+type Config struct {
+	// AtStart, when set, makes the served probe try its cells from its
+	// first instruction.
+	AtStart *AtStartConfig `json:"atStart,omitempty"`
+}
+
+// AtStartConfig is what the probe tries at start: tcp and dns cells only
+// (no proxy cell: the probe must not send its token before it is asked
+// to), each tried again and again, bounded by TimeoutMillis per attempt,
+// until WindowMillis after the process started.
+type AtStartConfig struct {
+	WindowMillis  int    `json:"windowMillis,omitempty"`
+	TimeoutMillis int    `json:"timeoutMillis,omitempty"`
+	Cells         []Cell `json:"cells"`
+}
+
+// AtStartResponse is what `/check-probe at-start` prints: per cell, in
+// config order, every attempt of the window.
+type AtStartResponse struct {
+	// WindowMillis is the window the cells were tried for.
+	WindowMillis int             `json:"windowMillis"`
+	Results      []AtStartResult `json:"results"`
+}
+
+// AtStartResult is what one cell observed during the window.
+type AtStartResult struct {
+	Name string `json:"name"`
+	// Attempts is how many times it was tried; FirstMillis when the first
+	// attempt began, in milliseconds after the probe's process started.
+	Attempts    int   `json:"attempts"`
+	FirstMillis int64 `json:"firstMillis"`
+	// Reached is how many attempts were open or answered, and
+	// FirstReachedMillis when the first of them began (-1: none).
+	Reached            int   `json:"reached"`
+	FirstReachedMillis int64 `json:"firstReachedMillis"`
+	// Observed counts the attempts by what they observed (the Observed
+	// constants).
+	Observed map[string]int `json:"observed"`
+	// Detail is the last reached attempt's detail, or the last one's.
+	Detail string `json:"detail,omitempty"`
+}
