@@ -168,6 +168,7 @@ type sheetCell struct {
 	text      string // what the cell shows
 }
 
+// String shows the cell in a failure message.
 func (c sheetCell) String() string {
 	return fmt.Sprintf("R%dC%d[%s %q %q]", c.row, c.col, c.valueType, c.value, c.text)
 }
