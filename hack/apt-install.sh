@@ -3,7 +3,7 @@
 # are not installed yet, so a fresh machine needs nothing installed by hand
 # (the tests call it for what they run: runc and the CNI plugins for the real
 # node, PostgreSQL for the core's store, Chromium for the dashboard's browser
-# test). It runs apt-get only when something is missing, updates the package
+# test, LibreOffice Calc for webdav-csv's spreadsheet test). It runs apt-get only when something is missing, updates the package
 # lists at most once per run, and never starts a package's daemon (no systemd
 # here; policy-rc.d blocks it too).
 #

@@ -37,7 +37,13 @@
 // applies without a restart; they are never logged or returned.
 //
 // Spreadsheets. Cells are neutralised against formula injection
-// (Neutralise): a value starting with = + - @ or a tab, carriage return or
-// line feed gets a leading single quote, unless it is a plain decimal such
-// as -12.50, which stays a number.
+// (Neutralise), for every way a spreadsheet may split the line: on the
+// comma, on a semicolon (the list separator in comma-decimal locales such
+// as Polish), on a tab, or on a carriage return or line feed inside a
+// quoted cell. The cell and each piece of it after one of those
+// characters that starts with = + - @ (or a full-width form), possibly
+// behind white space, control or format characters or double quotes,
+// gets a single quote at its start: "Coffee;=cmd|' /C calc'!A0" is written
+// as "Coffee;'=cmd|' /C calc'!A0". A value that is a plain decimal such as
+// -12.50 stays a number.
 package webdavcsv

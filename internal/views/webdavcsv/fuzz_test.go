@@ -54,3 +54,26 @@ func FuzzReadSequences(f *testing.F) {
 		}
 	})
 }
+
+// FuzzNeutralise: for any value, no fragment of the neutralised cell,
+// split on any separator a spreadsheet may use, read as it is or naively
+// unquoted, as a cell or as the file holds it, starts with a formula
+// character, unless the value is a plain decimal, which is kept as it is.
+// Neutralising only adds single quotes, and doing it twice changes nothing.
+func FuzzNeutralise(f *testing.F) {
+	for _, s := range append([]string{"", "-12.50", "4.2840", "=1+2", "Café =1+1", "a;-1.50", " \t =1", "a;\u200b=1"}, hostileCells...) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		out := Neutralise(in)
+		if bad := formulaFragments(in, out); bad != "" {
+			t.Fatalf("Neutralise(%q) = %q: %s", in, out, bad)
+		}
+		if strings.ReplaceAll(out, "'", "") != strings.ReplaceAll(in, "'", "") {
+			t.Fatalf("Neutralise(%q) = %q: changed more than quotes", in, out)
+		}
+		if again := Neutralise(out); again != out {
+			t.Fatalf("Neutralise(%q) = %q, but Neutralise of that = %q", in, out, again)
+		}
+	})
+}
