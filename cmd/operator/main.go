@@ -54,7 +54,7 @@ func main() {
 		o.Cluster.Gate.Disabled = !on
 		return err
 	})
-	flag.StringVar(&gateTargets, "isolation-gate-targets", gateTargets, "what the isolation gate must find blocked, comma-separated: cluster-dns, api-server, node-dns, or KIND=IP:PORT with KIND tcp, dns-udp or dns-tcp")
+	flag.StringVar(&gateTargets, "isolation-gate-targets", gateTargets, "what the isolation gate must find blocked, comma-separated: cluster-dns, api-server, node-dns, or tcp=IP:PORT")
 	flag.DurationVar(&o.Cluster.Gate.Settings.AttemptTimeout, "isolation-gate-timeout", o.Cluster.Gate.Settings.AttemptTimeout, "how long one isolation gate attempt waits for an answer before it counts as blocked")
 	flag.DurationVar(&o.Cluster.Gate.Settings.Deadline, "isolation-gate-deadline", o.Cluster.Gate.Settings.Deadline, "how long the isolation gate waits for isolation before it fails the pod")
 	flag.Float64Var(&qps, "kube-api-qps", operator.DefaultKubeAPIQPS, "requests per second the operator sends to the API server at most")

@@ -24,10 +24,6 @@ const resolvConf = "/etc/resolv.conf"
 // maxResolvConfBytes bounds the read of resolvConf.
 const maxResolvConfBytes = 64 << 10
 
-// gateQuery is what the gate's DNS attempts ask for: a name only the
-// cluster's DNS knows, so a forwarding resolver does not send it on.
-const gateQuery = probewire.DefaultDNSQuery
-
 // gateEnv is what the gate reads besides its arguments.
 type gateEnv struct {
 	getenv     func(string) string
@@ -50,7 +46,7 @@ func parseGateArgs(args []string, stderr io.Writer) (plugins.GateSettings, error
 		return plugins.GateSettings{}, err
 	}
 	if fs.NArg() == 0 {
-		return plugins.GateSettings{}, errors.New("no target: name at least one of cluster-dns, api-server, node-dns or KIND=IP:PORT")
+		return plugins.GateSettings{}, errors.New("no target: name at least one of cluster-dns, api-server, node-dns or tcp=IP:PORT")
 	}
 	targets, err := plugins.ParseGateTargets(strings.Join(fs.Args(), ","))
 	if err != nil {
@@ -79,11 +75,7 @@ func expandGateTargets(targets []plugins.GateTarget, env gateEnv) (attempts []ga
 			attempts = append(attempts, a)
 		}
 	}
-	dns := func(host string) {
-		addr := net.JoinHostPort(host, "53")
-		add(plugins.GateDNSUDP, addr)
-		add(plugins.GateDNSTCP, addr)
-	}
+	dns := func(host string) { add(plugins.GateTCP, net.JoinHostPort(host, "53")) }
 	for _, t := range targets {
 		switch t.Class {
 		case "":
@@ -164,15 +156,8 @@ func gateRound(ctx context.Context, attempts []gateAttempt, timeout time.Duratio
 		wg.Go(func() {
 			actx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			var observed, detail string
-			switch a.kind {
-			case plugins.GateTCP:
-				observed, detail = tryTCP(actx, a.address)
-			case plugins.GateDNSUDP:
-				observed, detail = tryDNS(actx, "udp", a.address, gateQuery)
-			case plugins.GateDNSTCP:
-				observed, detail = tryDNS(actx, "tcp", a.address, gateQuery)
-			}
+			// TCP only, sending nothing: see plugins.GateTCP.
+			observed, detail := tryTCP(actx, a.address)
 			out[i] = gateObservation{attempt: a, observed: observed, detail: cleanDetail(detail)}
 		})
 	}

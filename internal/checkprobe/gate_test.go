@@ -98,50 +98,37 @@ func mustTargets(t *testing.T, list string) []plugins.GateTarget {
 // container starts only after its first round of attempts, and every round
 // before, found everything blocked.
 func TestGateWaitsForIsolation(t *testing.T) {
-	for _, kind := range []plugins.GateKind{plugins.GateDNSUDP, plugins.GateDNSTCP} {
-		t.Run(string(kind), func(t *testing.T) {
-			srv := startDNS(t)
-			addr := srv.udp
-			if kind == plugins.GateDNSTCP {
-				addr = srv.tcp
-			}
-			s := plugins.GateSettings{
-				Targets:        mustTargets(t, string(kind)+"="+addr+",tcp="+closedPort(t)),
-				AttemptTimeout: 300 * time.Millisecond, Rounds: 2, Deadline: 20 * time.Second,
-			}
-			run := startGate(t.Context(), s, testGateEnv(nil, ""))
-			select {
-			case code := <-run.done:
-				t.Fatalf("the gate exited %d while %s answered: %s%s", code, addr, run.stdout, run.stderr)
-			case <-time.After(time.Second):
-			}
-			srv.stop()
-			select {
-			case code := <-run.done:
-				if code != probewire.ExitOK {
-					t.Fatalf("exit %d after the server stopped: %s", code, run.stderr)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("the gate did not pass 10 s after the server stopped")
-			}
-			out := run.stdout.String()
-			if !strings.HasPrefix(out, "isolation gate: in place after ") || !strings.Contains(out, string(kind)+" "+addr+" refused") {
-				t.Errorf("stdout %q", out)
-			}
-		})
+	srv := startDNS(t) // a TCP listener that answers, like the cluster DNS
+	s := plugins.GateSettings{
+		Targets:        mustTargets(t, "tcp="+srv.tcp+",tcp="+closedPort(t)),
+		AttemptTimeout: 300 * time.Millisecond, Rounds: 2, Deadline: 20 * time.Second,
+	}
+	run := startGate(t.Context(), s, testGateEnv(nil, ""))
+	select {
+	case code := <-run.done:
+		t.Fatalf("the gate exited %d while %s answered: %s%s", code, srv.tcp, run.stdout, run.stderr)
+	case <-time.After(time.Second):
+	}
+	srv.stop()
+	select {
+	case code := <-run.done:
+		if code != probewire.ExitOK {
+			t.Fatalf("exit %d after the server stopped: %s", code, run.stderr)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gate did not pass 10 s after the server stopped")
+	}
+	out := run.stdout.String()
+	if !strings.HasPrefix(out, "isolation gate: in place after ") || !strings.Contains(out, "tcp "+srv.tcp+" refused") {
+		t.Errorf("stdout %q", out)
 	}
 }
 
 // TestGateCountsSilenceAsBlocked: a target that never answers (a dropping
 // firewall) counts as blocked once each attempt's timeout passes.
 func TestGateCountsSilenceAsBlocked(t *testing.T) {
-	silent, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = silent.Close() })
 	s := plugins.GateSettings{
-		Targets:        mustTargets(t, "dns-udp="+silent.LocalAddr().String()+",tcp="+fullBacklog(t)),
+		Targets:        mustTargets(t, "tcp="+fullBacklog(t)),
 		AttemptTimeout: 100 * time.Millisecond, Rounds: 2, Deadline: 10 * time.Second,
 	}
 	run := startGate(t.Context(), s, testGateEnv(nil, ""))
@@ -159,7 +146,7 @@ func TestGateCountsSilenceAsBlocked(t *testing.T) {
 func TestGateFailsWhenIsolationNeverComes(t *testing.T) {
 	srv := startDNS(t)
 	s := plugins.GateSettings{
-		Targets:        mustTargets(t, "dns-tcp="+srv.tcp+",tcp="+closedPort(t)),
+		Targets:        mustTargets(t, "tcp="+srv.tcp+",tcp="+closedPort(t)),
 		AttemptTimeout: 100 * time.Millisecond, Rounds: 2, Deadline: 700 * time.Millisecond,
 	}
 	run := startGate(t.Context(), s, testGateEnv(nil, ""))
@@ -173,7 +160,7 @@ func TestGateFailsWhenIsolationNeverComes(t *testing.T) {
 	}
 	msg := run.stderr.String()
 	want := "isolation not in place after 700ms"
-	if !strings.Contains(msg, want) || !strings.Contains(msg, "dns-tcp "+srv.tcp+": answered") || strings.Contains(msg, "refused") {
+	if !strings.Contains(msg, want) || !strings.Contains(msg, "tcp "+srv.tcp+": open") || strings.Contains(msg, "refused") {
 		t.Errorf("stderr %q: want %q and only the answering target", msg, want)
 	}
 	if run.stdout.String() != "" {
@@ -245,11 +232,7 @@ func TestExpandGateTargets(t *testing.T) {
 	for _, a := range got {
 		names = append(names, a.String())
 	}
-	want := []string{
-		"dns-tcp 10.96.0.10:53", "dns-tcp 192.168.1.5:53",
-		"dns-udp 10.96.0.10:53", "dns-udp 192.168.1.5:53",
-		"tcp 10.96.0.1:443", "tcp 203.0.113.7:443",
-	}
+	want := []string{"tcp 10.96.0.10:53", "tcp 10.96.0.1:443", "tcp 192.168.1.5:53", "tcp 203.0.113.7:443"}
 	if d := cmp.Diff(want, names); d != "" || len(skipped) != 0 {
 		t.Errorf("attempts (-want +got):\n%s\nskipped %q", d, skipped)
 	}
@@ -259,7 +242,7 @@ func TestExpandGateTargets(t *testing.T) {
 		t.Errorf("nothing to try: err %v, skipped %q", err, skipped)
 	}
 	got, skipped, err = expandGateTargets(mustTargets(t, plugins.DefaultGateTargets), testGateEnv(map[string]string{plugins.EnvNodeIP: "fd00::5"}, ""))
-	if err != nil || len(got) != 2 || !slices.ContainsFunc(skipped, func(s string) bool { return strings.HasPrefix(s, "cluster-dns") }) {
+	if err != nil || len(got) != 1 || !slices.ContainsFunc(skipped, func(s string) bool { return strings.HasPrefix(s, "cluster-dns") }) {
 		t.Errorf("IPv6 node only: %v %q %v", got, skipped, err)
 	}
 }
@@ -268,7 +251,7 @@ func TestExpandGateTargets(t *testing.T) {
 // what the gate reads back, and bad arguments are refused with exit 2.
 func TestGateArgsRoundTrip(t *testing.T) {
 	s := plugins.DefaultGateSettings()
-	s.Targets = mustTargets(t, plugins.DefaultGateTargets+",dns-udp=[2001:db8::53]:53")
+	s.Targets = mustTargets(t, plugins.DefaultGateTargets+",tcp=[2001:db8::53]:53")
 	got, err := parseGateArgs(s.Args()[1:], &lockedWriter{})
 	if err != nil {
 		t.Fatal(err)
@@ -283,6 +266,7 @@ func TestGateArgsRoundTrip(t *testing.T) {
 		{"gate", "--deadline=1h", "cluster-dns"},
 		{"gate", "tcp=example.com:443"},
 		{"gate", "udp=10.0.0.1:53"},
+		{"gate", "dns-udp=10.0.0.1:53"},
 	} {
 		var errOut lockedWriter
 		if code := Main(t.Context(), bad, &lockedWriter{}, &errOut, func(string) string { return "" }); code != probewire.ExitBadRequest {

@@ -21,7 +21,8 @@ func (l gateList) String() string { return strings.Join(l, ",") }
 func (s *Stack) gateTargets() gateList {
 	list := gateList{plugins.DefaultGateTargets}
 	add := func(hostport string) {
-		if ap, err := netip.ParseAddrPort(hostport); err == nil {
+		// A loopback address is the pod's own, which says nothing.
+		if ap, err := netip.ParseAddrPort(hostport); err == nil && !ap.Addr().IsLoopback() {
 			list = append(list, "tcp="+ap.String())
 		}
 	}

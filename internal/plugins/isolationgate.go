@@ -36,29 +36,28 @@ const (
 // Classes of gate target: names the gate expands inside the pod, so the
 // operator need not know the addresses.
 const (
-	// GateClusterDNS is every nameserver of the pod's /etc/resolv.conf (the
-	// cluster DNS), over UDP and TCP.
+	// GateClusterDNS is port 53 of every nameserver of the pod's
+	// /etc/resolv.conf (the cluster DNS), over TCP.
 	GateClusterDNS = "cluster-dns"
 	// GateAPIServer is the API server's Service (EnvAPIServerHost and
-	// EnvAPIServerPort), over TCP.
+	// EnvAPIServerPort).
 	GateAPIServer = "api-server"
-	// GateNodeDNS is port 53 of the pod's node (EnvNodeIP), over UDP and
-	// TCP: the node's resolver, where it has one.
+	// GateNodeDNS is port 53 of the pod's node (EnvNodeIP), over TCP: the
+	// node's resolver, where it has one.
 	GateNodeDNS = "node-dns"
 )
 
 // GateKind is how one gate target is tried.
 type GateKind string
 
-// The kinds of explicit gate target.
-const (
-	// GateTCP opens a TCP connection.
-	GateTCP GateKind = "tcp"
-	// GateDNSUDP sends a DNS query over UDP; any reply means reachable.
-	GateDNSUDP GateKind = "dns-udp"
-	// GateDNSTCP sends a DNS query over TCP.
-	GateDNSTCP GateKind = "dns-tcp"
-)
+// GateTCP, the one kind of explicit gate target, opens a TCP connection
+// and closes it at once, sending nothing. The gate sends no datagram: an
+// answered one leaves the node's connection tracking an established flow
+// for its address and port, which the plugin could reuse, past its policy,
+// for as long as the entry lives (30 s and more; OF-42). A TCP connection
+// the gate closed is over: a new one from the same port is a new flow, which
+// the policy judges.
+const GateTCP GateKind = "tcp"
 
 // GateTarget is one thing the gate must find blocked: a class it expands
 // itself, or an explicit kind and address.
@@ -71,7 +70,7 @@ type GateTarget struct {
 }
 
 // String is the target's command-line form, which ParseGateTarget reads:
-// a class, or kind=address ("tcp=203.0.113.7:443", "dns-udp=[2001:db8::1]:53").
+// a class, or kind=address ("tcp=203.0.113.7:443", "tcp=[2001:db8::1]:53").
 func (t GateTarget) String() string {
 	if t.Class != "" {
 		return t.Class
@@ -98,12 +97,10 @@ func ParseGateTarget(s string) (GateTarget, error) {
 	}
 	kind, addr, ok := strings.Cut(s, "=")
 	if !ok {
-		return GateTarget{}, fmt.Errorf("%w: %q is neither %s, %s nor %s, nor KIND=IP:PORT", ErrInvalidGateTarget, s, GateClusterDNS, GateAPIServer, GateNodeDNS)
+		return GateTarget{}, fmt.Errorf("%w: %q is neither %s, %s nor %s, nor tcp=IP:PORT", ErrInvalidGateTarget, s, GateClusterDNS, GateAPIServer, GateNodeDNS)
 	}
-	switch GateKind(kind) {
-	case GateTCP, GateDNSUDP, GateDNSTCP:
-	default:
-		return GateTarget{}, fmt.Errorf("%w: kind %q: want %s, %s or %s", ErrInvalidGateTarget, kind, GateTCP, GateDNSUDP, GateDNSTCP)
+	if GateKind(kind) != GateTCP {
+		return GateTarget{}, fmt.Errorf("%w: kind %q: want %s (the gate sends no datagram, OF-42)", ErrInvalidGateTarget, kind, GateTCP)
 	}
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil || ap.Port() == 0 || ap.Addr().Zone() != "" {
@@ -144,11 +141,13 @@ const DefaultGateTargets = GateAPIServer + "," + GateClusterDNS + "," + GateNode
 
 // The gate's timing: the flags of `/check-probe gate` and the operator's.
 const (
-	// DefaultGateAttemptTimeout is how long one attempt waits for an answer
-	// before it counts as unanswered (a dropping firewall). A target that
-	// answers later than this is indistinguishable from a blocked one, so
-	// it is far above what the cluster DNS or the API server take.
-	DefaultGateAttemptTimeout = time.Second
+	// DefaultGateAttemptTimeout is how long one attempt waits for a TCP
+	// connection before it counts as unanswered (a dropping firewall, or a
+	// rejecting one whose ICMP errors the kernel rate-limits). A peer's
+	// kernel answers a SYN within a millisecond on a cluster network, so a
+	// target slower than this is taken for blocked only under a load that
+	// stalls the cluster.
+	DefaultGateAttemptTimeout = 500 * time.Millisecond
 	// DefaultGateRounds is how many rounds in a row must find every target
 	// blocked.
 	DefaultGateRounds = 2

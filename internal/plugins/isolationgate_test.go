@@ -8,12 +8,11 @@ import (
 
 func TestParseGateTarget(t *testing.T) {
 	for in, want := range map[string]string{
-		"cluster-dns":          "cluster-dns",
-		"api-server":           "api-server",
-		"node-dns":             "node-dns",
-		"tcp=203.0.113.7:443":  "tcp=203.0.113.7:443",
-		"dns-udp=10.0.0.10:53": "dns-udp=10.0.0.10:53",
-		"dns-tcp=[fd00::a]:53": "dns-tcp=[fd00::a]:53",
+		"cluster-dns":         "cluster-dns",
+		"api-server":          "api-server",
+		"node-dns":            "node-dns",
+		"tcp=203.0.113.7:443": "tcp=203.0.113.7:443",
+		"tcp=[fd00::a]:53":    "tcp=[fd00::a]:53",
 	} {
 		got, err := ParseGateTarget(in)
 		if err != nil || got.String() != want {
@@ -21,7 +20,7 @@ func TestParseGateTarget(t *testing.T) {
 		}
 	}
 	for _, in := range []string{
-		"", "dns", "udp=10.0.0.1:53", "tcp=example.com:443", "tcp=10.0.0.1", "tcp=10.0.0.1:0",
+		"", "dns", "udp=10.0.0.1:53", "dns-udp=10.0.0.10:53", "dns-tcp=10.0.0.10:53", "tcp=example.com:443", "tcp=10.0.0.1", "tcp=10.0.0.1:0",
 		"tcp=[fe80::1%eth0]:53", "tcp=10.0.0.1:65536", "Cluster-DNS", "tcp=10.0.0.1:443 ",
 		"tcp=" + string(make([]byte, 80)),
 	} {
@@ -84,7 +83,7 @@ func TestGateSettingsValidate(t *testing.T) {
 
 // FuzzParseGateTarget: a parsed target prints as what parses back to it.
 func FuzzParseGateTarget(f *testing.F) {
-	for _, s := range []string{"cluster-dns", "tcp=1.2.3.4:5", "dns-udp=[::1]:53", "dns-tcp=10.0.0.1:053"} {
+	for _, s := range []string{"cluster-dns", "tcp=1.2.3.4:5", "tcp=[::1]:53", "tcp=10.0.0.1:053"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
