@@ -108,13 +108,14 @@ func (s *Store) ReadPage(ctx context.Context, view string, kinds []EntryKind, bo
 	if err != nil {
 		return Page{}, err
 	}
-	// The candidates: numbers and sizes only, at most limit+1 of each kind.
+	// The candidates: numbers and sizes only, of each kind at most limit+1
+	// and no more than fit the budget and one beyond.
 	var all []candidate
 	for _, k := range EntryKinds {
 		if !slices.Contains(kinds, k) {
 			continue
 		}
-		got, err := s.candidates(ctx, k, places[k], limit+1)
+		got, err := s.candidates(ctx, k, places[k], limit+1, budget)
 		if err != nil {
 			return Page{}, fmt.Errorf("store: read page for %s: %s: %w", view, k, err)
 		}
@@ -163,9 +164,37 @@ type candidate struct {
 	kind      EntryKind
 }
 
-// candidates reads the numbers and sizes of at most limit entries of kind
+// candidates reads the numbers and sizes of the entries of kind numbered
+// after after, oldest first: at most limit, and none past the first whose
+// predecessors of its kind exceed budget (that one says there is more).
+// They are read in growing chunks, so that the database computes the
+// sizes of no more than a chunk beyond those.
+func (s *Store) candidates(ctx context.Context, kind EntryKind, after int64, limit int, budget int64) ([]candidate, error) {
+	var out []candidate
+	var sum int64
+	for chunk := 2; ; chunk *= 2 {
+		n := min(chunk, limit-len(out))
+		got, err := s.sizes(ctx, kind, after, n)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range got {
+			out = append(out, c)
+			if sum > budget {
+				return out, nil
+			}
+			sum += c.size
+		}
+		if len(got) < n || len(out) == limit {
+			return out, nil
+		}
+		after = out[len(out)-1].seq
+	}
+}
+
+// sizes reads the numbers and sizes of at most limit entries of kind
 // numbered after after, oldest first.
-func (s *Store) candidates(ctx context.Context, kind EntryKind, after int64, limit int) ([]candidate, error) {
+func (s *Store) sizes(ctx context.Context, kind EntryKind, after int64, limit int) ([]candidate, error) {
 	rows, err := s.db.QueryContext(ctx, s.d.bind(sizeQueries[kind]), after, limit)
 	if err != nil {
 		return nil, err
