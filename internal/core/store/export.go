@@ -58,7 +58,9 @@ type Page struct {
 	More bool
 	// Bytes is the sum of the entries' sizes as the database computed
 	// them before they were read: what PageBounds.Bytes bounds. It equals
-	// the sum of their Size.
+	// the sum of their Size, unless the entries changed between the two
+	// reads (a purge removed some; a removal lengthened their source's
+	// name by a few bytes, well within the RowCost of each).
 	Bytes int64
 }
 
