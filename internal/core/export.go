@@ -48,7 +48,7 @@ func (c *Caller) Export(ctx context.Context, instance string, req *viewv1.Export
 
 // ViewStore is what an Exporter needs of the store; *store.Store is it.
 type ViewStore interface {
-	ReadPage(ctx context.Context, view string, kinds []store.EntryKind, limit int) (store.Page, error)
+	ReadPage(ctx context.Context, view string, kinds []store.EntryKind, bounds store.PageBounds) (store.Page, error)
 	AdvanceView(ctx context.Context, view string, places map[store.EntryKind]int64) error
 }
 
@@ -61,11 +61,23 @@ type Exporter struct {
 	// Tiers returns a view instance's effective data tiers as its grant
 	// stands now; it is asked before every page.
 	Tiers func(ctx context.Context, instance string) ([]string, error)
+	// Hold, when set, is asked once a page read under tiers is ready to be
+	// sent. It fails with ErrGrantChanged when the view's grant no longer
+	// holds every one of tiers; otherwise it returns the context to send
+	// the page with, derived from ctx and cancelled with the cause
+	// ErrGrantChanged as soon as a change that takes one of them away is
+	// applied, and release, which Run calls once the call has returned:
+	// the change waits for it, so no byte of the page leaves after it is
+	// applied. Views sets it (Views.Hold) with Tiers.
+	Hold func(ctx context.Context, instance string, tiers []string) (send context.Context, release func(), err error)
 	// PageEntries bounds the entries of one page; 0 means
 	// DefaultExportPageEntries.
 	PageEntries int
 	// MaxRequestBytes bounds one page's encoded size; 0 means
-	// DefaultMaxExportRequestBytes. A page above it is read again with half
+	// DefaultMaxExportRequestBytes. The store reads a page within it, less
+	// pageRequestOverhead, by the entries' sizes before it reads them
+	// (store.PageBounds); an entry's size bounds its encoding, so the
+	// encoded page fits. Should it not, the page is read again with half
 	// as many entries, so a view never gets a message larger than the SDK
 	// reads (MaxViewMessageBytes, twice this).
 	MaxRequestBytes int
@@ -77,6 +89,10 @@ const DefaultMaxExportRequestBytes = 8 << 20
 // DefaultExportPageEntries is the entries of a page when Exporter does not
 // say.
 const DefaultExportPageEntries = 1000
+
+// pageRequestOverhead is what a request holds besides its entries (the run
+// ID, the tiers, More), kept out of the store's byte bound.
+const pageRequestOverhead = 1 << 10
 
 // ExportResult is what one run sent.
 type ExportResult struct {
@@ -111,7 +127,8 @@ func (x *Exporter) Run(ctx context.Context, instance, runID string) (ExportResul
 		} else if !slices.Equal(tiers, runTiers) {
 			return res, fmt.Errorf("export to %s: %w (from %v to %v) after %d pages", instance, ErrGrantChanged, runTiers, tiers, res.Pages)
 		}
-		page, err := x.Store.ReadPage(ctx, instance, ViewKinds(tiers), limit)
+		bounds := store.PageBounds{Entries: limit, Bytes: int64(max(maxBytes-pageRequestOverhead, 1))}
+		page, err := x.Store.ReadPage(ctx, instance, ViewKinds(tiers), bounds)
 		if err != nil {
 			return res, storeError{fmt.Errorf("export to %s: %w", instance, err)}
 		}
@@ -129,7 +146,7 @@ func (x *Exporter) Run(ctx context.Context, instance, runID string) (ExportResul
 			limit = len(page.Entries) / 2
 			continue
 		}
-		if err := x.call(ctx, instance, req); err != nil {
+		if err := x.send(ctx, instance, tiers, req); err != nil {
 			return res, fmt.Errorf("export to %s: page %d: %w", instance, res.Pages+1, err)
 		}
 		if err := x.Store.AdvanceView(ctx, instance, page.Places); err != nil {
@@ -141,6 +158,24 @@ func (x *Exporter) Run(ctx context.Context, instance, runID string) (ExportResul
 			return res, nil
 		}
 	}
+}
+
+// send sends a page read under tiers, held by Hold (when set) so that a
+// change taking one of them away, once applied, stops it.
+func (x *Exporter) send(ctx context.Context, instance string, tiers []string, req *viewv1.ExportRequest) error {
+	if x.Hold == nil {
+		return x.call(ctx, instance, req)
+	}
+	sctx, release, err := x.Hold(ctx, instance, tiers)
+	if err != nil {
+		return err
+	}
+	defer release()
+	err = x.call(sctx, instance, req)
+	if cause := context.Cause(sctx); err != nil && errors.Is(cause, ErrGrantChanged) && ctx.Err() == nil {
+		return fmt.Errorf("the page's call was stopped: %w", cause)
+	}
+	return err
 }
 
 // call sends one page within the call timeout.

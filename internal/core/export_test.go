@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -238,4 +239,53 @@ func (s sizeRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 		*s.max = int(r.ContentLength)
 	}
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// pageRecorder is a ViewStore that keeps the bounds of every page read and
+// the bytes it held.
+type pageRecorder struct {
+	ViewStore
+	mu    sync.Mutex
+	pages []store.Page
+	bytes []int64
+}
+
+func (r *pageRecorder) ReadPage(ctx context.Context, view string, kinds []store.EntryKind, b store.PageBounds) (store.Page, error) {
+	p, err := r.ViewStore.ReadPage(ctx, view, kinds, b)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pages = append(r.pages, p)
+	r.bytes = append(r.bytes, b.Bytes)
+	return p, err
+}
+
+// TestExportReadsPagesWithinTheByteBound: behind transactions of many long
+// postings, the Exporter has the store read each page within its byte
+// bound, before it is read: no page it holds is above MaxRequestBytes,
+// unless it is a single entry, and every entry still arrives once.
+func TestExportReadsPagesWithinTheByteBound(t *testing.T) {
+	h := newExportHarness(t)
+	for i := range 8 {
+		d := storetest.LargeTransaction(fmt.Sprintf("big-%d", i), fmt.Sprintf("big-%d", i), 40, 4000) // about 170 KB
+		if _, err := h.st.Import(t.Context(), "bank", store.KindSync, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.tiers = func() []string { return []string{TierAccounts} }
+	h.x.PageEntries = DefaultExportPageEntries
+	h.x.MaxRequestBytes = 400 << 10
+	rec := &pageRecorder{ViewStore: h.st}
+	h.x.Store = rec
+	if _, err := h.x.Run(t.Context(), "csv", "run-1"); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range rec.pages {
+		if len(p.Entries) > 1 && p.Bytes > int64(h.x.MaxRequestBytes) {
+			t.Errorf("page %d held %d entries of %d bytes (asked for at most %d): above the request's %d", i, len(p.Entries), p.Bytes, rec.bytes[i], h.x.MaxRequestBytes)
+		}
+	}
+	days := storetest.Days(0, 25)
+	if got, want := h.view.counts(), map[string]int{"fx": days, "price": days, "index": days, "tx": 25 + 8, "balance": days}; !equalCounts(got, want) {
+		t.Errorf("the view has %v, want %v", got, want)
+	}
 }

@@ -63,10 +63,22 @@ type Views struct {
 	o   ViewOptions
 	ctx context.Context
 
+	// mu guards the workers, the views' tiers and the pages held for
+	// sending: Update changes the tiers and stops the held pages they no
+	// longer allow under it, Hold checks the tiers and holds a page under it.
 	mu      sync.Mutex
 	workers map[string]*viewWorker
 	tiers   map[string][]string
+	held    map[*heldPage]string
 	wg      sync.WaitGroup
+}
+
+// heldPage is a page being sent to a view under tiers (Views.Hold).
+type heldPage struct {
+	tiers  []string
+	cancel context.CancelCauseFunc
+	// released is closed once the page's call has returned.
+	released chan struct{}
 }
 
 type viewWorker struct {
@@ -112,9 +124,9 @@ func NewViews(ctx context.Context, o ViewOptions) *Views {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	v := &Views{o: o, ctx: ctx, workers: map[string]*viewWorker{}, tiers: map[string][]string{}}
+	v := &Views{o: o, ctx: ctx, workers: map[string]*viewWorker{}, tiers: map[string][]string{}, held: map[*heldPage]string{}}
 	if o.Exporter.Tiers == nil {
-		o.Exporter.Tiers = v.Tiers
+		o.Exporter.Tiers, o.Exporter.Hold = v.Tiers, v.Hold
 	}
 	return v
 }
@@ -134,13 +146,55 @@ func (v *Views) Tiers(_ context.Context, instance string) ([]string, error) {
 	return slices.Clone(t), nil
 }
 
+// Hold is Exporter.Hold for the running views: under the lock Update
+// changes the tiers with, it refuses a page read under tiers the view no
+// longer holds every one of (ErrGrantChanged), and holds the page
+// otherwise. An Update that takes one of those tiers away, or stops the
+// view, cancels the page's context with the cause ErrGrantChanged and
+// returns only once release was called, so that a page read under a tier
+// is not sent once a change narrowing it is applied, without holding the
+// lock across the call.
+func (v *Views) Hold(ctx context.Context, instance string, tiers []string) (context.Context, func(), error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	now, ok := v.tiers[instance]
+	if !ok {
+		return nil, nil, fmt.Errorf("plugin %q: %w", instance, ErrNotView)
+	}
+	if !holdsAll(now, tiers) {
+		return nil, nil, fmt.Errorf("%w (from %v to %v) before the page was sent", ErrGrantChanged, tiers, now)
+	}
+	sctx, cancel := context.WithCancelCause(ctx)
+	p := &heldPage{tiers: slices.Clone(tiers), cancel: cancel, released: make(chan struct{})}
+	v.held[p] = instance
+	return sctx, func() {
+		v.mu.Lock()
+		delete(v.held, p)
+		v.mu.Unlock()
+		cancel(nil)
+		close(p.released)
+	}, nil
+}
+
+// holdsAll tells whether have holds every one of want.
+func holdsAll(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
+}
+
 // Update sets the running instances: a worker starts for each new view
 // (claiming its instance in the store first, as a connector's does) and
 // stops for each instance that is no longer one, or is another Plugin of
 // the same name. It returns once the stopped workers have ended, so that no
 // page of theirs moves a view's place after it: the core marks a removed
 // instance's data only then. A view's tiers are not kept in the worker:
-// the Exporter asks for them before every page.
+// the Exporter asks for them before every page, and a page held for
+// sending under a tier the new tiers lack is stopped, and waited for, before
+// Update returns (Hold).
 func (v *Views) Update(targets []Target) {
 	want := map[string]Target{}
 	tiers := map[string][]string{}
@@ -151,8 +205,15 @@ func (v *Views) Update(targets []Target) {
 		}
 	}
 	var stopped []*viewWorker
+	var narrowed []*heldPage
 	v.mu.Lock()
 	v.tiers = tiers
+	for p, name := range v.held {
+		if !holdsAll(tiers[name], p.tiers) {
+			p.cancel(ErrGrantChanged)
+			narrowed = append(narrowed, p)
+		}
+	}
 	for name, w := range v.workers {
 		if t, ok := want[name]; !ok || t.UID != w.uid {
 			w.cancel()
@@ -179,6 +240,9 @@ func (v *Views) Update(targets []Target) {
 		v.o.Log.Info("exporting to the view", "plugin", name, "interval", v.o.Interval.String())
 	}
 	v.mu.Unlock()
+	for _, p := range narrowed {
+		<-p.released
+	}
 	for _, w := range stopped {
 		<-w.done
 	}

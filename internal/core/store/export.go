@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	connectorv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1"
 )
@@ -33,6 +34,11 @@ type Entry struct {
 	Kind        EntryKind
 	Source      string
 	Institution *connectorv1.Institution
+	// Size is what the entry counts for in a page's bytes (PageBounds),
+	// measured as read: RowCost and the bytes of its text (its instance's
+	// and institution's included), for a transaction with RowCost and the
+	// text of each of its postings.
+	Size int64
 
 	FxRate           *connectorv1.FxRate
 	Price            *connectorv1.Price
@@ -50,52 +56,161 @@ type Page struct {
 	Places map[EntryKind]int64
 	// More says the store held further entries of the kinds asked for.
 	More bool
+	// Bytes is the sum of the entries' sizes as the database computed
+	// them before they were read: what PageBounds.Bytes bounds. It equals
+	// the sum of their Size, unless the entries changed between the two
+	// reads (a purge removed some; a removal lengthened their source's
+	// name by a few bytes, well within the RowCost of each).
+	Bytes int64
 }
 
 // MaxPageEntries bounds the entries of one page.
 const MaxPageEntries = 5000
 
+// DefaultPageBytes is the bytes of a page when PageBounds does not say: the
+// core's largest request to a view (8 MiB).
+const DefaultPageBytes = 8 << 20
+
+// RowCost is what a row costs beyond its text, in an entry's size: the Go
+// structs it is read into and the tags of its encoding. It makes an
+// entry's size bound its memory and its encoded form, however short its
+// strings.
+const RowCost = 256
+
+// PageBounds bound one page before anything of it is read.
+type PageBounds struct {
+	// Entries is the most entries of the page (1 to MaxPageEntries).
+	Entries int
+	// Bytes is the most bytes of the page, by the entries' sizes
+	// (Entry.Size); 0 means DefaultPageBytes. The entries are taken in
+	// order while they fit. An entry larger than Bytes on its own is a page
+	// of its own, so a page holds at most Bytes, or one entry.
+	Bytes int64
+}
+
 // ReadPage reads the next entries of the kinds given for view (a view
-// instance's name), after the view's place for each kind: at most limit
-// entries (1 to MaxPageEntries), the oldest first. It records nothing: the
-// view's place moves only with AdvanceView.
-func (s *Store) ReadPage(ctx context.Context, view string, kinds []EntryKind, limit int) (Page, error) {
+// instance's name), after the view's place for each kind, the oldest first,
+// within bounds. The bounds hold before the entries are read: the store
+// first reads the numbers and sizes of the candidates (the size computed by
+// the database), picks those that fit, and then reads those alone. It
+// records nothing: the view's place moves only with AdvanceView.
+func (s *Store) ReadPage(ctx context.Context, view string, kinds []EntryKind, bounds PageBounds) (Page, error) {
+	limit := bounds.Entries
 	if limit < 1 || limit > MaxPageEntries {
 		return Page{}, fmt.Errorf("store: read page for %s: limit %d is not between 1 and %d", view, limit, MaxPageEntries)
+	}
+	budget := bounds.Bytes
+	if budget == 0 {
+		budget = DefaultPageBytes
+	}
+	if budget < 0 {
+		return Page{}, fmt.Errorf("store: read page for %s: a byte bound of %d", view, budget)
 	}
 	places, err := s.ViewPlaces(ctx, view)
 	if err != nil {
 		return Page{}, err
 	}
-	var all []Entry
-	more := false
+	// The candidates: numbers and sizes only, of each kind at most limit+1
+	// and no more than fit the budget and one beyond.
+	var all []candidate
 	for _, k := range EntryKinds {
 		if !slices.Contains(kinds, k) {
 			continue
 		}
-		got, err := s.readKind(ctx, k, places[k], limit+1)
+		got, err := s.candidates(ctx, k, places[k], limit+1, budget)
 		if err != nil {
 			return Page{}, fmt.Errorf("store: read page for %s: %s: %w", view, k, err)
 		}
-		if len(got) > limit {
-			more = true
-			got = got[:limit]
-		}
 		all = append(all, got...)
 	}
-	slices.SortFunc(all, func(a, b Entry) int { return cmp.Compare(a.Seq, b.Seq) })
-	if len(all) > limit {
-		more = true
-		all = all[:limit]
+	slices.SortFunc(all, func(a, b candidate) int { return cmp.Compare(a.seq, b.seq) })
+	// Those that fit, in order: the first always (alone if it is larger
+	// than the budget).
+	var total int64
+	taken := 0
+	for _, c := range all {
+		if taken == limit || (taken > 0 && total+c.size > budget) {
+			break
+		}
+		total += c.size
+		taken++
 	}
-	p := Page{Entries: all, Places: map[EntryKind]int64{}, More: more}
-	for _, e := range all {
-		p.Places[e.Kind] = max(p.Places[e.Kind], e.Seq)
+	p := Page{Places: map[EntryKind]int64{}, More: taken < len(all)}
+	count := map[EntryKind]int{}
+	for _, c := range all[:taken] {
+		p.Places[c.kind] = max(p.Places[c.kind], c.seq)
+		count[c.kind]++
 	}
+	// The entries taken of a kind are its first ones: read exactly those.
+	for _, k := range EntryKinds {
+		if count[k] == 0 {
+			continue
+		}
+		got, err := s.readKind(ctx, k, places[k], p.Places[k], count[k])
+		if err != nil {
+			return Page{}, fmt.Errorf("store: read page for %s: %s: %w", view, k, err)
+		}
+		p.Entries = append(p.Entries, got...)
+	}
+	slices.SortFunc(p.Entries, func(a, b Entry) int { return cmp.Compare(a.Seq, b.Seq) })
 	if err := s.withPostings(ctx, p.Entries); err != nil {
 		return Page{}, fmt.Errorf("store: read page for %s: %w", view, err)
 	}
+	p.Bytes = total
 	return p, nil
+}
+
+// candidate is an entry's number and size, before the entry is read.
+type candidate struct {
+	seq, size int64
+	kind      EntryKind
+}
+
+// candidates reads the numbers and sizes of the entries of kind numbered
+// after after, oldest first: at most limit, and none past the first whose
+// predecessors of its kind exceed budget (that one says there is more).
+// They are read in growing chunks, so that the database computes the
+// sizes of no more than a chunk beyond those.
+func (s *Store) candidates(ctx context.Context, kind EntryKind, after int64, limit int, budget int64) ([]candidate, error) {
+	var out []candidate
+	var sum int64
+	for chunk := 2; ; chunk *= 2 {
+		n := min(chunk, limit-len(out))
+		got, err := s.sizes(ctx, kind, after, n)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range got {
+			out = append(out, c)
+			if sum > budget {
+				return out, nil
+			}
+			sum += c.size
+		}
+		if len(got) < n || len(out) == limit {
+			return out, nil
+		}
+		after = out[len(out)-1].seq
+	}
+}
+
+// sizes reads the numbers and sizes of at most limit entries of kind
+// numbered after after, oldest first.
+func (s *Store) sizes(ctx context.Context, kind EntryKind, after int64, limit int) ([]candidate, error) {
+	rows, err := s.db.QueryContext(ctx, s.d.bind(sizeQueries[kind]), after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }() // read errors come from rows.Err
+	var out []candidate
+	for rows.Next() {
+		c := candidate{kind: kind}
+		if err := rows.Scan(&c.seq, &c.size); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }
 
 // ViewPlaces is view's place for each kind of entry: the number of the last
@@ -155,34 +270,100 @@ func (s *Store) ResetView(ctx context.Context, view string) error {
 	return nil
 }
 
-// kindQueries select the entries of each kind after a number, with the
-// institution of the batch that brought each, oldest first.
-var kindQueries = map[EntryKind]string{
-	KindFxRates: `SELECT r.seq, r.instance, b.institution_id, b.institution_name,
-r.date, r.base_currency, r.quote_currency, r.rate, r.source_ref
-FROM fx_rates r JOIN batches b ON b.instance = r.instance AND b.batch_id = r.batch_id
-WHERE r.seq > ? ORDER BY r.seq LIMIT ?`,
-	KindPrices: `SELECT r.seq, r.instance, b.institution_id, b.institution_name,
-r.date, r.isin, r.symbol, r.exchange, r.instrument_currency, r.instrument_name, r.currency, r.price
-FROM prices r JOIN batches b ON b.instance = r.instance AND b.batch_id = r.batch_id
-WHERE r.seq > ? ORDER BY r.seq LIMIT ?`,
-	KindIndexReadings: `SELECT r.seq, r.instance, b.institution_id, b.institution_name,
-r.index_id, r.date, r.value, r.name
-FROM index_readings r JOIN batches b ON b.instance = r.instance AND b.batch_id = r.batch_id
-WHERE r.seq > ? ORDER BY r.seq LIMIT ?`,
-	KindTransactions: `SELECT r.seq, r.instance, b.institution_id, b.institution_name,
-r.source_id, r.date, r.value_date, r.description, r.payee
-FROM transactions r JOIN batches b ON b.instance = r.instance AND b.batch_id = r.batch_id
-WHERE r.seq > ? ORDER BY r.seq LIMIT ?`,
-	KindBalanceAssertions: `SELECT r.seq, r.instance, b.institution_id, b.institution_name,
-r.account_id, r.date, r.currency, r.isin, r.symbol, r.exchange, r.instrument_currency, r.instrument_name, r.amount, r.quantity
-FROM balance_assertions r JOIN batches b ON b.instance = r.instance AND b.batch_id = r.batch_id
-WHERE r.seq > ? ORDER BY r.seq LIMIT ?`,
+// entryTables are, for each kind, its table and the text columns of an
+// entry, in the order readKind scans them after the number, the instance
+// and the institution.
+var entryTables = map[EntryKind][]string{
+	KindFxRates:           {"date", "base_currency", "quote_currency", "rate", "source_ref"},
+	KindPrices:            {"date", "isin", "symbol", "exchange", "instrument_currency", "instrument_name", "currency", "price"},
+	KindIndexReadings:     {"index_id", "date", "value", "name"},
+	KindTransactions:      {"source_id", "date", "value_date", "description", "payee"},
+	KindBalanceAssertions: {"account_id", "date", "currency", "isin", "symbol", "exchange", "instrument_currency", "instrument_name", "amount", "quantity"},
 }
 
-// readKind reads at most limit entries of kind numbered after after.
-func (s *Store) readKind(ctx context.Context, kind EntryKind, after int64, limit int) ([]Entry, error) {
-	rows, err := s.db.QueryContext(ctx, s.d.bind(kindQueries[kind]), after, limit)
+// postingColumns are the text columns of a posting, in withPostings' order.
+var postingColumns = []string{"account_id", "amount", "currency", "isin", "symbol", "exchange", "instrument_currency", "instrument_name", "quantity", "memo"}
+
+// kindQueries select the entries of each kind numbered in a range, with
+// the institution of the batch that brought each, oldest first; sizeQueries
+// select only the number and size of the entries after a number. An
+// entry's size is RowCost and the bytes of its text, its instance's and
+// institution's included, plus, for a transaction, RowCost and the bytes
+// of each posting's text: what entrySize computes of the entry read.
+var kindQueries, sizeQueries = entryQueries()
+
+func entryQueries() (map[EntryKind]string, map[EntryKind]string) {
+	octets := func(alias string, cols []string) string {
+		var b strings.Builder
+		for _, c := range cols {
+			fmt.Fprintf(&b, " + octet_length(%s.%s)", alias, c)
+		}
+		return b.String()
+	}
+	from := func(k EntryKind) string {
+		return fmt.Sprintf("FROM %s r JOIN batches b ON b.instance = r.instance AND b.batch_id = r.batch_id", k)
+	}
+	reads, sizes := map[EntryKind]string{}, map[EntryKind]string{}
+	for k, cols := range entryTables {
+		reads[k] = fmt.Sprintf("SELECT r.seq, r.instance, b.institution_id, b.institution_name, r.%s\n%s\nWHERE r.seq > ? AND r.seq <= ? ORDER BY r.seq LIMIT ?",
+			strings.Join(cols, ", r."), from(k))
+		size := fmt.Sprintf("%d + octet_length(r.instance) + octet_length(b.institution_id) + octet_length(b.institution_name)%s", RowCost, octets("r", cols))
+		if k == KindTransactions {
+			size += fmt.Sprintf("\n + (SELECT COALESCE(SUM(%d%s), 0) FROM postings p WHERE p.instance = r.instance AND p.source_id = r.source_id)",
+				RowCost, octets("p", postingColumns))
+		}
+		sizes[k] = fmt.Sprintf("SELECT r.seq, %s\n%s\nWHERE r.seq > ? ORDER BY r.seq LIMIT ?", size, from(k))
+	}
+	return reads, sizes
+}
+
+// entrySize is the size of an entry read, as sizeQueries compute it.
+func entrySize(e Entry) int64 {
+	n := RowCost + len(e.Source) + len(e.Institution.GetId()) + len(e.Institution.GetName())
+	text := func(ss ...string) {
+		for _, s := range ss {
+			n += len(s)
+		}
+	}
+	in := func(i *connectorv1.Instrument) {
+		text(i.GetIsin(), i.GetSymbol(), i.GetExchange(), i.GetCurrency(), i.GetName())
+	}
+	switch {
+	case e.FxRate != nil:
+		r := e.FxRate
+		text(r.GetDate(), r.GetBaseCurrency(), r.GetQuoteCurrency(), r.GetRate(), r.GetSourceRef())
+	case e.Price != nil:
+		r := e.Price
+		text(r.GetDate(), r.GetCurrency(), r.GetPrice())
+		in(r.GetInstrument())
+	case e.IndexReading != nil:
+		r := e.IndexReading
+		text(r.GetIndexId(), r.GetDate(), r.GetValue(), r.GetName())
+	case e.Transaction != nil:
+		r := e.Transaction
+		text(r.GetSourceId(), r.GetDate(), r.GetValueDate(), r.GetDescription(), r.GetPayee())
+		for _, p := range r.GetPostings() {
+			n += postingSize(p, p.GetInstrument())
+		}
+	case e.BalanceAssertion != nil:
+		r := e.BalanceAssertion
+		text(r.GetAccountId(), r.GetDate(), r.GetCurrency(), r.GetAmount(), r.GetQuantity())
+		in(r.GetInstrument())
+	}
+	return int64(n)
+}
+
+// postingSize is a posting's part of its transaction's size, with the
+// instrument's columns as read (i).
+func postingSize(p *connectorv1.Posting, i *connectorv1.Instrument) int {
+	return RowCost + len(p.GetAccountId()) + len(p.GetAmount()) + len(p.GetCurrency()) + len(i.GetIsin()) + len(i.GetSymbol()) +
+		len(i.GetExchange()) + len(i.GetCurrency()) + len(i.GetName()) + len(p.GetQuantity()) + len(p.GetMemo())
+}
+
+// readKind reads at most limit entries of kind numbered after after, up
+// to last.
+func (s *Store) readKind(ctx context.Context, kind EntryKind, after, last int64, limit int) ([]Entry, error) {
+	rows, err := s.db.QueryContext(ctx, s.d.bind(kindQueries[kind]), after, last, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -213,6 +394,9 @@ func (s *Store) readKind(ctx context.Context, kind EntryKind, after int64, limit
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
+		// Sized as read, before an empty instrument is dropped.
+		e.Size = entrySize(e)
+		s.loaded.Add(e.Size)
 		// An entry without an instrument was delivered without one.
 		if in.Isin == "" && in.Symbol == "" {
 			switch {
@@ -230,13 +414,14 @@ func (s *Store) readKind(ctx context.Context, kind EntryKind, after int64, limit
 // withPostings reads the postings of the transactions among entries, in
 // their order, with one query over the numbers the transactions span.
 func (s *Store) withPostings(ctx context.Context, entries []Entry) error {
-	byKey := map[[2]string]*connectorv1.Transaction{}
+	byKey := map[[2]string]*Entry{}
 	lo, hi := int64(-1), int64(-1)
-	for _, e := range entries {
+	for i := range entries {
+		e := &entries[i]
 		if e.Transaction == nil {
 			continue
 		}
-		byKey[[2]string{e.Source, e.Transaction.GetSourceId()}] = e.Transaction
+		byKey[[2]string{e.Source, e.Transaction.GetSourceId()}] = e
 		if lo < 0 || e.Seq < lo {
 			lo = e.Seq
 		}
@@ -261,12 +446,15 @@ WHERE t.seq >= ? AND t.seq <= ? ORDER BY t.seq, p.idx`), lo, hi)
 			&in.Currency, &in.Name, &p.Quantity, &p.Memo); err != nil {
 			return fmt.Errorf("postings: %w", err)
 		}
+		size := postingSize(p, in)
 		if in.Isin != "" || in.Symbol != "" {
 			p.Instrument = in
 		}
+		s.loaded.Add(int64(size))
 		// The span may hold transactions the page cut off: skip theirs.
-		if t := byKey[[2]string{instance, sourceID}]; t != nil {
-			t.Postings = append(t.Postings, p)
+		if e := byKey[[2]string{instance, sourceID}]; e != nil {
+			e.Transaction.Postings = append(e.Transaction.Postings, p)
+			e.Size += int64(size)
 		}
 	}
 	if err := rows.Err(); err != nil {

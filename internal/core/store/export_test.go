@@ -16,3 +16,7 @@ func Exec(ctx context.Context, s *Store, q string, args ...any) error {
 	_, err := s.db.ExecContext(ctx, s.d.bind(q), args...)
 	return err
 }
+
+// LoadedBytes is the bytes of entries s's ReadPage has read so far, by
+// their sizes (Entry.Size), rows it dropped included.
+func LoadedBytes(s *Store) int64 { return s.loaded.Load() }

@@ -24,6 +24,7 @@ func postgresBackend(t testing.TB) storetest.Backend {
 			return dsn
 		},
 		SetHook: store.SetImportHook,
+		Loaded:  store.LoadedBytes,
 		OpenAt:  store.OpenAt,
 		Exec:    store.Exec,
 		Interrupt: func(t *testing.T, _ *store.Store) error {

@@ -18,6 +18,7 @@ func sqliteBackend() storetest.Backend {
 	return storetest.Backend{
 		NewDSN:    func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "core.db") },
 		SetHook:   store.SetImportHook,
+		Loaded:    store.LoadedBytes,
 		OpenAt:    store.OpenAt,
 		Exec:      store.Exec,
 		Interrupt: func(*testing.T, *store.Store) error { return errDiskGone },

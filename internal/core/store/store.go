@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -22,6 +23,9 @@ type Store struct {
 	// (its argument counts the statements so far); an error it returns
 	// fails the import there.
 	hook func(step int) error
+	// loaded counts the bytes of entries ReadPage read, by their sizes, for
+	// the tests that check a page's bound holds before it is read.
+	loaded atomic.Int64
 }
 
 // sqliteParams make every connection wait for the file's lock instead of

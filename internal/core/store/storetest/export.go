@@ -24,6 +24,7 @@ var exportCases = []struct {
 	{"ExportPlacesPerView", testExportViews},
 	{"ExportWhileImporting", testExportWhileImporting},
 	{"MigrationNumbersEarlierEntries", testMigrationNumbers},
+	{"ExportPageBytesBoundedBeforeRead", testExportPageBytes},
 }
 
 // drain reads view's pages of kinds, limit entries each, advancing after
@@ -39,7 +40,7 @@ func drain(t *testing.T, s *store.Store, view string, kinds []store.EntryKind, l
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := s.ReadPage(ctx, view, kinds, limit)
+		p, err := s.ReadPage(ctx, view, kinds, store.PageBounds{Entries: limit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,10 +206,10 @@ func testExportViews(t *testing.T, b Backend) {
 	if got := drain(t, s, "csv", allKinds, 100); len(got) != len(all) {
 		t.Errorf("after a reset %d entries, want all %d", len(got), len(all))
 	}
-	if _, err := s.ReadPage(ctx, "csv", allKinds, 0); err == nil {
+	if _, err := s.ReadPage(ctx, "csv", allKinds, store.PageBounds{}); err == nil {
 		t.Error("a page of 0 entries was read")
 	}
-	if _, err := s.ReadPage(ctx, "csv", allKinds, store.MaxPageEntries+1); err == nil {
+	if _, err := s.ReadPage(ctx, "csv", allKinds, store.PageBounds{Entries: store.MaxPageEntries + 1}); err == nil {
 		t.Error("a page above MaxPageEntries was read")
 	}
 }

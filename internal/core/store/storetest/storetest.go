@@ -37,6 +37,9 @@ type Backend struct {
 	OpenAt func(ctx context.Context, dsn string, upTo int) (*store.Store, error)
 	// Exec runs one statement, '?' placeholders, on a store's database.
 	Exec func(ctx context.Context, s *store.Store, q string, args ...any) error
+	// Loaded is the bytes of entries a store's ReadPage has read so far,
+	// by their sizes (the store exposes this to its own tests only).
+	Loaded func(s *store.Store) int64
 }
 
 // open opens dsn and closes it when the test ends.
