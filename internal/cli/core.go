@@ -51,14 +51,17 @@ type coreAPI struct {
 const tokenReuse = ownerapi.TokenSeconds * time.Second / 2
 
 // coreAPI returns the owner API client: direct when coreURL is set,
-// otherwise through the service proxy of the current kubeconfig.
+// otherwise through the service proxy of the current kubeconfig. Either
+// way the token goes only where ownerURLRule allows, and no redirect is
+// followed (ownertransport.go): a coreURL that breaks the rule is refused
+// here, before any connection and before a token is minted.
 func (e *Env) coreAPI(coreURL string, timeout time.Duration) (*coreAPI, error) {
 	if coreURL != "" {
-		u, err := url.Parse(coreURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, exitf(ExitUsage, "--core-url %q: want http(s)://host:port", coreURL)
+		u, err := parseOwnerURL(coreURL)
+		if err != nil {
+			return nil, exitf(ExitUsage, "--core-url %q: %v", shownURL(coreURL), err)
 		}
-		return &coreAPI{base: strings.TrimSuffix(coreURL, "/"), client: &http.Client{Timeout: timeout}, via: coreURL, mint: e.ownerToken}, nil
+		return &coreAPI{base: strings.TrimSuffix(coreURL, "/"), client: directOwnerClient(u, timeout), via: display.Text(coreURL), mint: e.ownerToken}, nil
 	}
 	cfg, err := e.RESTConfig()
 	if err != nil {
@@ -66,10 +69,17 @@ func (e *Env) coreAPI(coreURL string, timeout time.Duration) (*coreAPI, error) {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.Timeout = timeout
+	if _, err := parseOwnerURL(cfg.Host); err != nil {
+		return nil, exitf(ExitUsage, "the owner API through the kubeconfig's server %q: %v", shownURL(cfg.Host), err)
+	}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, exitf(ExitFailure, "connecting to the API server: %w", err)
 	}
+	// HTTPClientFor returns a new client, which like any http.Client would
+	// follow redirects (the service proxy passes a backend's 3xx on, and the
+	// transport would add the kubeconfig's credentials at the new address).
+	hc.CheckRedirect = refuseOwnerRedirect
 	base := strings.TrimSuffix(cfg.Host, "/") + "/api/v1/namespaces/" + url.PathEscape(e.Namespace) +
 		"/services/" + ownerapi.ServiceName + ":" + ownerapi.ServicePort + "/proxy"
 	return &coreAPI{base: base, client: hc, via: "the API server's service proxy to " + ownerapi.ServiceName, mint: e.ownerToken}, nil
@@ -122,6 +132,9 @@ func (c *coreAPI) do(ctx context.Context, method, path string, body io.Reader, h
 		return fmt.Errorf("reaching the core through %s: %w", c.via, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return &errCoreRedirect{code: resp.StatusCode, location: resp.Header.Get("Location")}
+	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxCoreAnswer))
 	if err != nil {
 		return fmt.Errorf("reading the core's answer: %w", err)

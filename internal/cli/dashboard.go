@@ -105,7 +105,7 @@ Ctrl-C.`,
 	cmd.Flags().IntVar(&port, "port", 0, "the port on 127.0.0.1 to serve on (default: any free port)")
 	cmd.Flags().BoolVar(&noBrowser, "no-browser", false, "print the URL only; do not open a browser")
 	cmd.Flags().BoolVar(&allowApprove, "allow-approve", false, "put an Approve button on each plugin's page (asks for confirmation, then writes its PluginGrant)")
-	cmd.Flags().StringVar(&coreURL, "core-url", defaultCoreURL(), "read openfief-core's owner API at this URL instead of through the API server's service proxy (default $"+EnvCoreURL+")")
+	cmd.Flags().StringVar(&coreURL, "core-url", defaultCoreURL(), "read openfief-core's owner API at this URL instead of through the API server's service proxy: https, or http to a loopback address (default $"+EnvCoreURL+")")
 	return cmd
 }
 

@@ -97,6 +97,6 @@ Role openfief-owner lets you). The file is at most 32 MiB.`,
 		}),
 	}
 	cmd.Flags().BoolVar(&preview, "preview", false, "show what the file maps to and store nothing")
-	cmd.Flags().StringVar(&coreURL, "core-url", defaultCoreURL(), "call the core's owner API at this URL instead of through the API server's service proxy (default $"+EnvCoreURL+")")
+	cmd.Flags().StringVar(&coreURL, "core-url", defaultCoreURL(), "call the core's owner API at this URL instead of through the API server's service proxy: https, or http to a loopback address (default $"+EnvCoreURL+")")
 	return cmd
 }

@@ -207,7 +207,7 @@ operator computes status.pendingApproval. -o json or -o yaml prints the Plugin.`
 		}),
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (default: a description)")
-	cmd.Flags().StringVar(&coreURL, "core-url", defaultCoreURL(), "read the sync status from the core's owner API at this URL instead of through the API server's service proxy (default $"+EnvCoreURL+")")
+	cmd.Flags().StringVar(&coreURL, "core-url", defaultCoreURL(), "read the sync status from the core's owner API at this URL instead of through the API server's service proxy: https, or http to a loopback address (default $"+EnvCoreURL+")")
 	return cmd
 }
 

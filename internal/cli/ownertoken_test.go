@@ -36,9 +36,21 @@ type fakeCore struct {
 
 	mu       sync.Mutex
 	requests []string // "METHOD path verdict"
+	// redirect, when set, is where every request is redirected (302).
+	redirect string
 }
 
 func (f *fakeCore) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	redirect := f.redirect
+	f.mu.Unlock()
+	if redirect != "" {
+		f.mu.Lock()
+		f.requests = append(f.requests, r.Method+" "+r.URL.Path+" redirected")
+		f.mu.Unlock()
+		http.Redirect(w, r, redirect+r.URL.Path, http.StatusFound)
+		return
+	}
 	if strings.HasPrefix(r.URL.Path, "/refuse/") {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusForbidden)
@@ -87,19 +99,23 @@ func (f *fakeCore) take() []string {
 	return r
 }
 
-// serveFakeCore serves a fakeCore on ip and returns it and its port.
-func serveFakeCore(t *testing.T, cs kubernetes.Interface, ns, ip string) (*fakeCore, string) {
+// serveFakeCore serves a fakeCore on ip and on 127.0.0.1 (the CLI sends
+// the owner's token over plain http to loopback only) and returns it and
+// the two addresses.
+func serveFakeCore(t *testing.T, cs kubernetes.Interface, ns, ip string) (f *fakeCore, hostAddr, loopbackAddr string) {
 	t.Helper()
-	f := &fakeCore{cs: cs, ns: ns}
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		t.Fatal(err)
+	f = &fakeCore{cs: cs, ns: ns}
+	serve := func(ip string) string {
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: f}
+		go func() { _ = srv.Serve(ln) }()
+		t.Cleanup(func() { _ = srv.Close() })
+		return ln.Addr().String()
 	}
-	srv := &http.Server{Handler: f}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return f, port
+	return f, serve(ip), serve("127.0.0.1")
 }
 
 // asUser writes a kubeconfig that acts as user (impersonation by the
@@ -171,10 +187,17 @@ func TestOwnerToken(t *testing.T) {
 	}
 	file := tempFile(t, "statement.csv", "a;b\n")
 	ip := testutil.HostAddress(t)
-	core, port := serveFakeCore(t, cs, ns, ip)
+	core, hostAddr, loopbackAddr := serveFakeCore(t, cs, ns, ip)
+	_, port, _ := net.SplitHostPort(hostAddr)
 
-	// --core-url: straight to the core, with the token.
-	direct := "http://" + net.JoinHostPort(ip, port)
+	// --core-url: straight to the core, with the token; plain http only to
+	// loopback, refused before a token is minted to any other address.
+	expect(t, openfief(t, k, runOpts{}, "plugin", "import", "ownertok", file, "--core-url", "http://"+hostAddr), ExitUsage,
+		"--core-url \"http://"+hostAddr+"\": the owner's token is sent only over https, or over http to a loopback address")
+	if got := core.take(); len(got) != 0 {
+		t.Errorf("--core-url http to a non-loopback address still reached the core: %q", got)
+	}
+	direct := "http://" + loopbackAddr
 	expect(t, openfief(t, k, runOpts{}, "plugin", "import", "ownertok", file, "--core-url", direct), ExitOK, "1 problems")
 	expect(t, openfief(t, k, runOpts{}, "plugin", "status", "ownertok", "--core-url", direct), ExitOK, "Called:     yes")
 	if got, want := core.take(), []string{"POST /v1/plugins/ownertok/import owner", "GET /v1/plugins/ownertok/status owner", "GET /v1/status owner"}; !slices.Equal(got, want) {
@@ -189,6 +212,23 @@ func TestOwnerToken(t *testing.T) {
 	expect(t, openfief(t, k.asUser(t, alice), runOpts{}, "plugin", "import", "ownertok", file), ExitOK, "1 problems")
 	if got, want := core.take(), []string{"POST /v1/plugins/ownertok/import owner", "GET /v1/plugins/ownertok/status owner", "GET /v1/status owner", "POST /v1/plugins/ownertok/import owner"}; !slices.Equal(got, want) {
 		t.Errorf("service proxy: the core saw %q, want %q", got, want)
+	}
+
+	// A core answering a redirect, through the real service proxy, which
+	// passes it on: the CLI follows it to no one (finding 8 of issue 42).
+	elsewhere, _, elsewhereAddr := serveFakeCore(t, cs, ns, ip)
+	core.mu.Lock()
+	core.redirect = "http://" + elsewhereAddr
+	core.mu.Unlock()
+	expect(t, openfief(t, k, runOpts{}, "plugin", "import", "ownertok", file), ExitFailure, "answered 302", "never follows")
+	core.mu.Lock()
+	core.redirect = ""
+	core.mu.Unlock()
+	if got, want := core.take(), []string{"POST /v1/plugins/ownertok/import redirected"}; !slices.Equal(got, want) {
+		t.Errorf("redirecting core: saw %q, want %q", got, want)
+	}
+	if got := elsewhere.take(); len(got) != 0 {
+		t.Errorf("the address redirected to received %q", got)
 	}
 
 	// Refusals of the owner's token by the core are no "plugin refused the file".

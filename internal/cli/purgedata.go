@@ -282,7 +282,7 @@ $OPENFIEF_CORE_URL, with the owner's token.`,
 			return nil
 		}),
 	}
-	cmd.Flags().StringVar(&coreURL, "core-url", defaultCoreURL(), "call the core's owner API at this URL instead of through the API server's service proxy (default $"+EnvCoreURL+")")
+	cmd.Flags().StringVar(&coreURL, "core-url", defaultCoreURL(), "call the core's owner API at this URL instead of through the API server's service proxy: https, or http to a loopback address (default $"+EnvCoreURL+")")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "purge without asking")
 	return cmd
 }

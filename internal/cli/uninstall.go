@@ -191,7 +191,7 @@ Everything to be deleted is listed first, and confirmed unless --yes is given.`,
 	}
 	cmd.Flags().BoolVar(&purgeData, "purge-data", false, "also delete the data openfief-core stored for the plugin, once the core has marked it removed")
 	cmd.Flags().DurationVar(&dataWait, "purge-data-wait", DefaultPurgeDataWait, "with --purge-data, wait up to this long for the core to mark the data removed")
-	cmd.Flags().StringVar(&coreURL, "core-url", defaultCoreURL(), "with --purge-data, call the core's owner API at this URL instead of through the API server's service proxy (default $"+EnvCoreURL+")")
+	cmd.Flags().StringVar(&coreURL, "core-url", defaultCoreURL(), "with --purge-data, call the core's owner API at this URL instead of through the API server's service proxy: https, or http to a loopback address (default $"+EnvCoreURL+")")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until the garbage collector has removed the plugin's workload objects")
 	cmd.Flags().BoolVar(&purge, "purge", false, "also delete the plugin's grant and the Secrets only its grant binds")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "delete without asking")

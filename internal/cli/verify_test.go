@@ -104,6 +104,13 @@ func TestVerify(t *testing.T) {
 		r := openfief(t, nil, runOpts{}, "plugin", "verify", signed.String(), "--signers", bad)
 		expect(t, r, ExitInvalid, "--signers", "signers[0].issuer")
 	})
+	t.Run("owner signer named as OpenFief's CI", func(t *testing.T) {
+		// The key that signed the image, under the CI's name: refused as a
+		// whole, before the image is read, so no signature shows as the CI's.
+		named := tempFile(t, "signers.json", string(im.key.SignersJSON(t, "openfief-ci")))
+		r := openfief(t, nil, runOpts{}, "plugin", "verify", signed.String(), "--signers", named)
+		expect(t, r, ExitInvalid, "--signers", `signers[0].name: invalid signer: "openfief-ci" is reserved for OpenFief's CI signer`)
+	})
 	t.Run("registry unavailable", func(t *testing.T) {
 		down := newImages(t)
 		ref := down.signed(t, "plugins/fx", fxV1)

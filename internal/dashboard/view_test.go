@@ -67,6 +67,26 @@ func TestSignerCell(t *testing.T) {
 	}
 }
 
+// TestOwnerSignerNamedAsCI: an owner signers.json whose key is named
+// openfief-ci gives the dashboard no policy (as the operator trusts no owner
+// signer then), so a signature recorded under that name is never described
+// as OpenFief's CI with the CI's identity; a valid file names its signer.
+func TestOwnerSignerNamedAsCI(t *testing.T) {
+	owner := func(name string) []byte {
+		return []byte(`{"signers": [{"name": "` + name + `", "issuer": "https://accounts.example.com", "subject": "me@example.com"}]}`)
+	}
+	if p := ownerPolicy(plugins.Catalog{}, owner("openfief-ci")); p != nil {
+		t.Errorf("an owner key named openfief-ci gave a policy; openfief-ci is shown as %+v", signerCell("openfief-ci", p))
+	}
+	p := ownerPolicy(plugins.Catalog{}, owner("me"))
+	if p == nil {
+		t.Fatal("a valid signers.json gave no policy")
+	}
+	if got := signerCell("me", p).Detail; got != "Owner's signer: issuer https://accounts.example.com, subject me@example.com" {
+		t.Errorf("me: %q", got)
+	}
+}
+
 // TestSnapshot builds the table and a page from plain resources: rows
 // sorted, pending from the domain, the approve command only when something
 // is pending, and a signer read only from a status of the current

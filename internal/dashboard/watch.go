@@ -144,7 +144,16 @@ func (w *watches) trustPolicy(ctx context.Context) *plugins.TrustPolicy {
 	if version == w.policyVersion && w.policyVersion != "" {
 		return w.policy
 	}
-	w.policyVersion, w.policy = version, nil
+	w.policyVersion, w.policy = version, ownerPolicy(w.catalog, owner)
+	return w.policy
+}
+
+// ownerPolicy is the trust policy of catalog and the owner's signers.json
+// content owner (none when empty), or nil when owner is not valid: not
+// JSON, a malformed signer, or a name another trusted signer has or that is
+// reserved for OpenFief's own (an owner key called openfief-ci is never
+// shown as OpenFief's CI).
+func ownerPolicy(catalog plugins.Catalog, owner []byte) *plugins.TrustPolicy {
 	var signers []plugins.Signer
 	if len(owner) > 0 {
 		var err error
@@ -152,10 +161,9 @@ func (w *watches) trustPolicy(ctx context.Context) *plugins.TrustPolicy {
 			return nil
 		}
 	}
-	p, err := plugins.NewTrustPolicy(w.catalog, signers)
+	p, err := plugins.NewTrustPolicy(catalog, signers)
 	if err != nil {
 		return nil
 	}
-	w.policy = &p
-	return w.policy
+	return &p
 }

@@ -226,19 +226,34 @@ func mustJSONAny(v any) string {
 // TestOwnerSignersInvalidAtStart starts the operator while
 // openfief-trusted-signers is invalid (OF-31): it starts, trusts no owner
 // signer (the owner-signed plugin does not run), records a Warning Event on
-// the ConfigMap, and runs the plugin once the ConfigMap is made valid.
+// the ConfigMap naming the field, and runs the plugin once the ConfigMap is
+// made valid. Invalid is a malformed key, or the very key that signed the
+// image under OpenFief's CI's name (finding 9 of issue 42), which would
+// otherwise admit the image and record its signer as openfief-ci.
 func TestOwnerSignersInvalidAtStart(t *testing.T) {
+	for name, tc := range map[string]struct {
+		signers func(key *cosigntest.Key) string
+		field   string
+	}{
+		"start-invalid": {signers: func(*cosigntest.Key) string { return `{"signers":[{"name":"owner","publicKey":"not a key"}]}` }, field: "signers[0].publicKey"},
+		"start-ci-name": {signers: func(k *cosigntest.Key) string { return string(k.SignersJSON(t, "openfief-ci")) }, field: "signers[0].name"},
+	} {
+		t.Run(name, func(t *testing.T) { ownerSignersInvalidAtStart(t, name, tc.signers, tc.field) })
+	}
+}
+
+func ownerSignersInvalidAtStart(t *testing.T, name string, signers func(key *cosigntest.Key) string, field string) {
 	c, cl := testCluster(t)
 	ctx := context.Background()
 	key := cosigntest.NewKey(t)
 	reg := cosigntest.NewRegistry(t, false)
 	m := plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityConnector}}
-	ref := reg.PushImage(t, "plugins/start-invalid", cosigntest.ManifestLabel(t, m))
+	ref := reg.PushImage(t, "plugins/"+name, cosigntest.ManifestLabel(t, m))
 	reg.Sign(t, ref, key)
 
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: plugins.OwnerSignersConfigMap, Namespace: plugins.Namespace},
-		Data:       map[string]string{plugins.OwnerSignersKey: `{"signers":[{"name":"owner","publicKey":"not a key"}]}`},
+		Data:       map[string]string{plugins.OwnerSignersKey: signers(key)},
 	}
 	if err := cl.Create(ctx, cm); err != nil {
 		t.Fatal(err)
@@ -250,7 +265,7 @@ func TestOwnerSignersInvalidAtStart(t *testing.T) {
 	o.Images = nil
 	startManager(t, c, 0, func(mgr ctrl.Manager) error { _, err := AddToManager(mgr, o); return err })
 	f := &fixture{t: t, cluster: c, cl: cl, images: newFakeImages()}
-	p := testutil.MakePlugin("start-invalid", ref.String()).Obj()
+	p := testutil.MakePlugin(name, ref.String()).Obj()
 	g := testutil.GrantFor(p).Obj()
 	f.create(p, g)
 	t.Cleanup(func() { _ = cl.Delete(context.Background(), p); _ = cl.Delete(context.Background(), g) })
@@ -272,11 +287,11 @@ func TestOwnerSignersInvalidAtStart(t *testing.T) {
 		}
 		for _, e := range list.Items {
 			if e.Regarding.Name == plugins.OwnerSignersConfigMap && e.Reason == EventTrustedSignersInvalid &&
-				e.Regarding.UID == cm.UID && strings.Contains(e.Note, "signers[0].publicKey") {
+				e.Regarding.UID == cm.UID && strings.Contains(e.Note, field) {
 				return true, ""
 			}
 		}
-		return false, "no TrustedSignersInvalid Event naming signers[0].publicKey"
+		return false, "no TrustedSignersInvalid Event naming " + field
 	})
 
 	update(t, cl, cm, func(cm *corev1.ConfigMap) {

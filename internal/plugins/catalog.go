@@ -43,7 +43,8 @@ const catalogDocument = "plugins.json"
 // trailing data or any invalid entry refuse the whole file. An entry's name
 // is a plugin name, its image is pinned by digest, and its publisher has an
 // exact identity, never a pattern. No two entries share a name or a digest,
-// and a publisher name keeps one identity across entries. Every error is a
+// a publisher name keeps one spelling and one identity across entries, and
+// no publisher takes OpenFief's CI's name (signernames.go). Every error is a
 // *FieldError wrapping ErrInvalidCatalog (and the rule's own sentinel) with a
 // path such as "plugins[2].publisher.subject".
 func ParseCatalog(data []byte) (Catalog, error) {
@@ -82,12 +83,17 @@ func ParseCatalog(data []byte) (Catalog, error) {
 			}
 		}
 		if ej.Publisher != nil && ej.Publisher.Name != "" {
-			if j, seen := publishers[ej.Publisher.Name]; seen {
-				if other := (*f.Plugins)[j].Publisher; *other != *ej.Publisher {
+			key := signerNameKey(ej.Publisher.Name)
+			if j, seen := publishers[key]; seen {
+				switch other := (*f.Plugins)[j].Publisher; {
+				case other.Name != ej.Publisher.Name:
+					errs.add(field+".publisher.name", ErrInvalidSigner, fmt.Sprintf("%q is written %q at plugins[%d]: one publisher has one name, and names differing only in case are the same name",
+						ej.Publisher.Name, other.Name, j))
+				case *other != *ej.Publisher:
 					errs.add(field+".publisher", ErrInvalidSigner, fmt.Sprintf("publisher %q has another identity at plugins[%d]", ej.Publisher.Name, j))
 				}
 			} else {
-				publishers[ej.Publisher.Name] = i
+				publishers[key] = i
 			}
 		}
 		c.entries = append(c.entries, entry)

@@ -128,6 +128,8 @@ func FuzzParseOwnerSigners(f *testing.F) {
 		`{"signers": [{"name": "a", "issuer": "https://x.example?q", "subject": "s"}]}`,
 		`{"signers": [{"name": "a", "issuer": "https://x.example", "subject": "s"}, {"name": "a", "issuer": "https://x.example", "subject": "s"}]}`,
 		`{"signers": [{"name": "a", "publicKey": "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n"}]}`,
+		`{"signers": [{"name": "openfief-ci", "issuer": "https://token.actions.githubusercontent.com", "subject": "s"}]}`,
+		`{"signers": [{"name": "OpenFief", "issuer": "https://x.example", "subject": "s"}, {"name": "a", "issuer": "https://x.example", "subject": "s"}, {"name": "A", "issuer": "https://x.example", "subject": "t"}]}`,
 		`{"Signers": []}`, `{"signers": [{"NAME": "a"}]}`, `{"signers": []}{}`, `{}`, `null`,
 	} {
 		f.Add([]byte(seed))
@@ -142,10 +144,14 @@ func FuzzParseOwnerSigners(f *testing.F) {
 		}
 		names := map[string]bool{}
 		for _, s := range signers {
-			if err := s.Validate(); err != nil || s.Kind != SignerOwner || names[s.Name] {
+			key := signerNameKey(s.Name)
+			if err := s.Validate(); err != nil || s.Kind != SignerOwner || names[key] {
 				t.Fatalf("accepted signer %+v: %v", s, err)
 			}
-			names[s.Name] = true
+			if key == signerNameKey(ReservedSignerName) || strings.HasPrefix(key, signerNameKey(ReservedSignerPrefix)) {
+				t.Fatalf("accepted the reserved name %q", s.Name)
+			}
+			names[key] = true
 		}
 		p, err := NewTrustPolicy(Catalog{}, signers)
 		if err != nil {

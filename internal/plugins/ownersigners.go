@@ -47,8 +47,13 @@ const (
 // ParseOwnerSigners reads the owner's signers.json strictly (D-45): one JSON
 // object {"signers": [...]}, each signer {"name", "issuer" with "subject" or
 // "subjectPattern"} or {"name", "publicKey"}. Unknown or repeated fields,
-// trailing data, a repeated name or any invalid signer refuse the whole file,
-// and the operator then refuses to start. Every signer has kind SignerOwner.
+// trailing data, a name another signer in the file has (letter case aside),
+// a name reserved for OpenFief's own signers ("openfief" and "openfief-...",
+// signernames.go) or any invalid signer refuse the whole file: the operator
+// then trusts no owner signer until it is valid (OF-31; started with a
+// fixed --trusted-signers file, it refuses to start), the CLI refuses it.
+// A name a catalog publisher has is refused by NewTrustPolicy, which knows
+// the catalog. Every signer has kind SignerOwner.
 // Errors wrap ErrInvalidSigner and carry *FieldError paths such as
 // "signers[1].subjectPattern".
 func ParseOwnerSigners(data []byte) ([]Signer, error) {
@@ -64,16 +69,14 @@ func ParseOwnerSigners(data []byte) ([]Signer, error) {
 	}
 	var errs fieldErrors
 	signers := make([]Signer, 0, len(*f.Signers))
-	names := map[string]int{}
+	names := signerNames{}
 	for i, sj := range *f.Signers {
 		field := fmt.Sprintf("signers[%d]", i)
 		s := sj.signer(SignerOwner)
 		_, serrs := compileSigner(s, field)
 		errs = append(errs, serrs...)
-		if j, dup := names[s.Name]; dup && s.Name != "" {
-			errs.add(field+".name", ErrInvalidSigner, fmt.Sprintf("%q already names signers[%d]", s.Name, j))
-		} else {
-			names[s.Name] = i
+		if err := names.add(s, field); err != nil {
+			errs.add(field+".name", ErrInvalidSigner, err.Error())
 		}
 		signers = append(signers, s)
 	}

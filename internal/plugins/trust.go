@@ -61,15 +61,22 @@ type TrustPolicy struct {
 
 // NewTrustPolicy builds the policy the operator holds from start (D-45): it
 // trusts OpenFiefCI(), every publisher in the catalog (for any image it
-// signs) and every owner signer, in that order. An owner signer must be valid
-// and of kind SignerOwner; otherwise the error wraps ErrInvalidSigner with
-// paths such as "owner[1].subjectPattern".
+// signs) and every owner signer, in that order. An owner signer must be valid,
+// of kind SignerOwner, and named neither with a name reserved for OpenFief
+// nor with any other trusted signer's name, whatever its kind
+// (signernames.go); otherwise the error wraps ErrInvalidSigner with paths
+// such as "signers[1].subjectPattern", owner[i] being the owner's
+// signers.json's signers[i].
 func NewTrustPolicy(c Catalog, owner []Signer) (TrustPolicy, error) {
 	p := TrustPolicy{catalog: c}
 	var errs fieldErrors
+	names := signerNames{}
 	add := func(s Signer, field string) {
 		cs, serrs := compileSigner(s, field)
 		errs = append(errs, serrs...)
+		if err := names.add(s, field); err != nil {
+			errs.add(field+".name", ErrInvalidSigner, err.Error())
+		}
 		p.signers = append(p.signers, cs)
 	}
 	add(OpenFiefCI(), "openfiefCI")
@@ -77,7 +84,7 @@ func NewTrustPolicy(c Catalog, owner []Signer) (TrustPolicy, error) {
 		add(s, fmt.Sprintf("catalog.publishers[%d]", i))
 	}
 	for i, s := range owner {
-		field := fmt.Sprintf("owner[%d]", i)
+		field := fmt.Sprintf("signers[%d]", i)
 		if s.Kind != SignerOwner {
 			errs.add(field+".kind", ErrInvalidSigner, fmt.Sprintf("%q, want %s", s.Kind, SignerOwner))
 		}

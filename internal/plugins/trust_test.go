@@ -94,10 +94,10 @@ func TestNewTrustPolicy(t *testing.T) {
 		owner     []Signer
 		wantField string
 	}{
-		"owner signer of another kind": {owner: []Signer{{Name: "x", Kind: SignerPublisher, Identity: f.mine.Identity}}, wantField: "owner[0].kind"},
-		"owner signer claiming CI":     {owner: []Signer{{Name: "x", Kind: SignerOpenFiefCI, Identity: f.mine.Identity}}, wantField: "owner[0].kind"},
-		"owner signer malformed":       {owner: []Signer{f.mine, {Name: "x", Kind: SignerOwner, Identity: SignerIdentity{Issuer: trIssuer, SubjectPattern: "("}}}, wantField: "owner[1].subjectPattern"},
-		"owner signer without a name":  {owner: []Signer{{Kind: SignerOwner, Identity: f.mine.Identity}}, wantField: "owner[0].name"},
+		"owner signer of another kind": {owner: []Signer{{Name: "x", Kind: SignerPublisher, Identity: f.mine.Identity}}, wantField: "signers[0].kind"},
+		"owner signer claiming CI":     {owner: []Signer{{Name: "x", Kind: SignerOpenFiefCI, Identity: f.mine.Identity}}, wantField: "signers[0].kind"},
+		"owner signer malformed":       {owner: []Signer{f.mine, {Name: "x", Kind: SignerOwner, Identity: SignerIdentity{Issuer: trIssuer, SubjectPattern: "("}}}, wantField: "signers[1].subjectPattern"},
+		"owner signer without a name":  {owner: []Signer{{Kind: SignerOwner, Identity: f.mine.Identity}}, wantField: "signers[0].name"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
