@@ -293,6 +293,12 @@ func sameResources(a, b Resources) bool {
 	return true
 }
 
+// String reads "memory 512Mi, tmp 256Mi" for the fields r names, as
+// written; "" when it names none. Text from a manifest or grant that failed
+// validation is shown as written, so a caller showing it to a person
+// escapes it.
+func (r Resources) String() string { return describeResources(r) }
+
 // describeResources reads "memory 512Mi, tmp 256Mi" for the fields r names.
 func describeResources(r Resources) string {
 	var parts []string
