@@ -13,6 +13,14 @@
 // [SERVER]` the addresses the cluster DNS (or SERVER, host:port) gives
 // NAME over that transport; `probe write
 // DIR` writes a file there and reads it back.
+//
+// The resource modes play a plugin that takes what it can: `probe ids`
+// prints "uid=U gid=G groups=[...]"; `probe fill DIR` writes 1 MiB at a
+// time into DIR until a write fails and prints "wrote N MiB: ERROR"; `probe
+// alloc` touches 8 MiB more memory every 10 ms until it is killed, printing
+// each 64 MiB; `probe fork N` starts up to N processes (each `probe sleep`),
+// prints "started K: ERROR" (or "started K") and ends them; `probe spin S`
+// keeps every CPU busy for S seconds.
 package main
 
 import (
@@ -33,6 +41,9 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "whoami" {
 		fmt.Printf("exec: uid=%d gid=%d\n", os.Getuid(), os.Getgid())
+		return
+	}
+	if len(os.Args) > 1 && resourceMode(os.Args[1:]) {
 		return
 	}
 	if len(os.Args) > 1 && os.Args[1] == "apiserver" {
