@@ -4,6 +4,7 @@ package operator
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/arkadiuss/openfief/deploy"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -29,11 +29,7 @@ const limitsNamespace = "openfief-limits-test"
 func setUpLimitsNamespace(t *testing.T, cl client.Client, used corev1.ResourceList) {
 	t.Helper()
 	ctx := context.Background()
-	objs, err := deploy.Render("crds")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range objs {
+	for _, u := range renderKustomization(t, filepath.Join("..", "..", "deploy", "crds")) {
 		switch u.GetKind() {
 		case "Namespace":
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: limitsNamespace, Labels: u.GetLabels()}}
