@@ -15,7 +15,9 @@ func TestKustomizationsRender(t *testing.T) {
 		"crds": {
 			"CustomResourceDefinition/plugingrants.openfief.io",
 			"CustomResourceDefinition/plugins.openfief.io",
+			"LimitRange/openfief-limits",
 			"Namespace/openfief",
+			"ResourceQuota/openfief-quota",
 		},
 		"operator": {
 			"Deployment/openfief-operator",

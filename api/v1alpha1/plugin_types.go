@@ -25,6 +25,34 @@ type EgressHost string
 // +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-]{1,32}$`
 type DataTier string
 
+// MemoryQuantity is an amount of memory: a whole number without leading
+// zeros, then Mi or Gi, such as 512Mi or 1Gi. The domain checks the bounds.
+// +kubebuilder:validation:MaxLength=8
+// +kubebuilder:validation:Pattern=`^[1-9][0-9]{0,4}(Mi|Gi)$`
+type MemoryQuantity string
+
+// CPUQuantity is an amount of CPU: whole cores (1 to 99) or millicores,
+// such as 2 or 250m. The domain checks the bounds.
+// +kubebuilder:validation:MaxLength=8
+// +kubebuilder:validation:Pattern=`^([1-9][0-9]?|[1-9][0-9]{0,4}m)$`
+type CPUQuantity string
+
+// Resources bound a plugin's container. In a manifest they are what the
+// plugin asks for instead of the defaults (128Mi of memory, 500m of CPU,
+// 64Mi of /tmp), at most 2Gi, 2 and 1Gi; in a grant, what the owner approved
+// of that, at least the defaults. A field left out means the default.
+type Resources struct {
+	// Memory the plugin's processes may hold, besides /tmp.
+	// +optional
+	Memory MemoryQuantity `json:"memory,omitempty"`
+	// CPU is the plugin's CPU limit.
+	// +optional
+	CPU CPUQuantity `json:"cpu,omitempty"`
+	// Tmp is the size of the plugin's /tmp, which is held in memory.
+	// +optional
+	Tmp MemoryQuantity `json:"tmp,omitempty"`
+}
+
 // SecretMount is one Secret slot of a manifest: the owner's Secret of that
 // name (or the one the grant binds to the slot) is mounted read-only at
 // MountPath.
@@ -86,6 +114,10 @@ type Manifest struct {
 	// +kubebuilder:validation:Maximum=8
 	// +optional
 	OwnerEgress int32 `json:"ownerEgress,omitempty"`
+	// Resources the plugin needs beyond the defaults, which the owner
+	// approves in the PluginGrant's resources.
+	// +optional
+	Resources *Resources `json:"resources,omitempty"`
 }
 
 // PluginSpec is the vendor's request for one plugin instance.
@@ -140,6 +172,10 @@ type EffectivePermissions struct {
 	Secrets []GrantedSecret `json:"secrets,omitempty"`
 	// +optional
 	DataTiers []string `json:"dataTiers,omitempty"`
+	// Resources the running version's container has: memory, CPU and /tmp,
+	// each written in full.
+	// +optional
+	Resources *Resources `json:"resources,omitempty"`
 }
 
 // PendingApproval is what the current spec requests beyond the grant; the
@@ -155,6 +191,9 @@ type PendingApproval struct {
 	Secrets []string `json:"secrets,omitempty"`
 	// +optional
 	DataTiers []string `json:"dataTiers,omitempty"`
+	// Resources the manifest asks for beyond the grant; only those fields.
+	// +optional
+	Resources *Resources `json:"resources,omitempty"`
 }
 
 // DeployedVersion records the version that runs and how its image was

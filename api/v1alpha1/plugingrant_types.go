@@ -63,6 +63,10 @@ type PluginGrantSpec struct {
 	// +listType=set
 	// +optional
 	ImagePullSecrets []string `json:"imagePullSecrets,omitempty"`
+	// Resources approves the manifest's resources up to these values; a
+	// field left out approves the default only.
+	// +optional
+	Resources *Resources `json:"resources,omitempty"`
 }
 
 // PluginGrantStatus says whether the grant is valid.

@@ -21,6 +21,7 @@ func ManifestFromAPI(m v1alpha1.Manifest) plugins.Manifest {
 		Capabilities: make([]plugins.Capability, 0, len(m.Capabilities)),
 		ConfigSchema: RawJSON(m.ConfigSchema),
 		OwnerEgress:  int(m.OwnerEgress),
+		Resources:    ResourcesFromAPI(m.Resources),
 	}
 	for _, c := range m.Capabilities {
 		out.Capabilities = append(out.Capabilities, plugins.Capability(c))
@@ -39,7 +40,7 @@ func ManifestFromAPI(m v1alpha1.Manifest) plugins.Manifest {
 
 // ManifestToAPI converts a domain Manifest into the CRD shape.
 func ManifestToAPI(m plugins.Manifest) v1alpha1.Manifest {
-	out := v1alpha1.Manifest{OwnerEgress: ownerSlotsToAPI(m.OwnerEgress)}
+	out := v1alpha1.Manifest{OwnerEgress: ownerSlotsToAPI(m.OwnerEgress), Resources: ResourcesToAPI(m.Resources)}
 	for _, c := range m.Capabilities {
 		out.Capabilities = append(out.Capabilities, v1alpha1.Capability(c))
 	}
@@ -97,6 +98,7 @@ func GrantFromAPI(g *v1alpha1.PluginGrant) plugins.Grant {
 		out.DataTiers = append(out.DataTiers, string(t))
 	}
 	out.ImagePullSecrets = slices.Clone(g.Spec.ImagePullSecrets)
+	out.Resources = ResourcesFromAPI(g.Spec.Resources)
 	return out
 }
 
@@ -106,7 +108,7 @@ func PendingToAPI(p plugins.Pending) *v1alpha1.PendingApproval {
 	if p.IsEmpty() {
 		return nil
 	}
-	out := &v1alpha1.PendingApproval{Egress: p.Egress, Secrets: p.Secrets, DataTiers: p.DataTiers}
+	out := &v1alpha1.PendingApproval{Egress: p.Egress, Secrets: p.Secrets, DataTiers: p.DataTiers, Resources: ResourcesToAPI(p.Resources)}
 	for _, c := range p.Capabilities {
 		out.Capabilities = append(out.Capabilities, v1alpha1.Capability(c))
 	}
@@ -118,7 +120,12 @@ func EffectiveToAPI(e *plugins.EffectivePermissions) *v1alpha1.EffectivePermissi
 	if e == nil {
 		return nil
 	}
-	out := &v1alpha1.EffectivePermissions{Egress: e.Egress(), DataTiers: e.DataTiers()}
+	l := e.Resources()
+	out := &v1alpha1.EffectivePermissions{Egress: e.Egress(), DataTiers: e.DataTiers(), Resources: &v1alpha1.Resources{
+		Memory: v1alpha1.MemoryQuantity(plugins.FormatMemory(l.MemoryBytes)),
+		CPU:    v1alpha1.CPUQuantity(plugins.FormatCPU(l.CPUMilli)),
+		Tmp:    v1alpha1.MemoryQuantity(plugins.FormatMemory(l.TmpBytes)),
+	}}
 	for _, c := range e.Capabilities() {
 		out.Capabilities = append(out.Capabilities, v1alpha1.Capability(c))
 	}
@@ -155,5 +162,24 @@ func GrantToAPI(g plugins.Grant) v1alpha1.PluginGrantSpec {
 		out.DataTiers = append(out.DataTiers, v1alpha1.DataTier(t))
 	}
 	out.ImagePullSecrets = slices.Clone(g.ImagePullSecrets)
+	out.Resources = ResourcesToAPI(g.Resources)
 	return out
+}
+
+// ResourcesFromAPI converts optional CRD resources into the domain's, the
+// text kept as written: the domain parses and bounds it.
+func ResourcesFromAPI(r *v1alpha1.Resources) plugins.Resources {
+	if r == nil {
+		return plugins.Resources{}
+	}
+	return plugins.Resources{Memory: string(r.Memory), CPU: string(r.CPU), Tmp: string(r.Tmp)}
+}
+
+// ResourcesToAPI converts the domain's resources into the CRD shape; nil
+// when they name nothing.
+func ResourcesToAPI(r plugins.Resources) *v1alpha1.Resources {
+	if r.IsZero() {
+		return nil
+	}
+	return &v1alpha1.Resources{Memory: v1alpha1.MemoryQuantity(r.Memory), CPU: v1alpha1.CPUQuantity(r.CPU), Tmp: v1alpha1.MemoryQuantity(r.Tmp)}
 }

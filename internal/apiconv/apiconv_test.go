@@ -66,3 +66,51 @@ func TestOwnerEgress(t *testing.T) {
 		t.Error("GrantToAPI sets ownerEgress for a grant without any")
 	}
 }
+
+// TestResources checks a manifest's and a grant's resources survive the
+// conversion both ways as written (the domain parses them), that none
+// converts to nil, and that pending and effective resources reach the status.
+func TestResources(t *testing.T) {
+	r := plugins.Resources{Memory: "512Mi", CPU: "1", Tmp: "256Mi"}
+	m := plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityConnector}, Resources: r}
+	api := ManifestToAPI(m)
+	if want := (v1alpha1.Resources{Memory: "512Mi", CPU: "1", Tmp: "256Mi"}); api.Resources == nil || *api.Resources != want {
+		t.Fatalf("ManifestToAPI resources = %+v, want %+v", api.Resources, want)
+	}
+	if back := ManifestFromAPI(api); back.Resources != r || !back.Equal(m) {
+		t.Errorf("ManifestFromAPI(ManifestToAPI(m)) resources = %+v, want %+v", back.Resources, r)
+	}
+	if ManifestToAPI(plugins.Manifest{}).Resources != nil || ResourcesToAPI(plugins.Resources{}) != nil {
+		t.Error("no resources convert to a non-nil field")
+	}
+	if got := ManifestFromAPI(v1alpha1.Manifest{}).Resources; !got.IsZero() {
+		t.Errorf("a manifest without resources converts to %+v", got)
+	}
+
+	spec := GrantToAPI(plugins.Grant{Name: "fx", Resources: plugins.Resources{Memory: "1Gi"}})
+	if spec.Resources == nil || spec.Resources.Memory != "1Gi" || spec.Resources.CPU != "" {
+		t.Fatalf("GrantToAPI resources = %+v", spec.Resources)
+	}
+	g := GrantFromAPI(&v1alpha1.PluginGrant{ObjectMeta: metav1.ObjectMeta{Name: "fx"}, Spec: spec})
+	if g.Resources != (plugins.Resources{Memory: "1Gi"}) {
+		t.Errorf("GrantFromAPI resources = %+v", g.Resources)
+	}
+
+	p := PendingToAPI(plugins.NeedsApproval(m, nil))
+	if p == nil || p.Resources == nil || *p.Resources != (v1alpha1.Resources{Memory: "512Mi", CPU: "1", Tmp: "256Mi"}) {
+		t.Errorf("PendingToAPI resources = %+v", p)
+	}
+	if p := PendingToAPI(plugins.Pending{Resources: plugins.Resources{CPU: "2"}}); p == nil || p.Resources.CPU != "2" {
+		t.Errorf("only resources pending converts to %+v", p)
+	}
+
+	grant := plugins.Grant{Name: "fx", Capabilities: []plugins.Capability{plugins.CapabilityConnector}, Resources: plugins.Resources{Memory: "512Mi"}}
+	e, err := plugins.Effective(plugins.Plugin{Name: "fx", Manifest: m}, grant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := EffectiveToAPI(&e).Resources
+	if want := (v1alpha1.Resources{Memory: "512Mi", CPU: "500m", Tmp: "64Mi"}); got == nil || *got != want {
+		t.Errorf("EffectiveToAPI resources = %+v, want %+v", got, want)
+	}
+}

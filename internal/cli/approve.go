@@ -56,6 +56,9 @@ func selectorFlags(sel plugins.Selection) map[string]string {
 	for i, s := range sel.PullSecrets {
 		flags[fmt.Sprintf("selection.pullSecrets[%d]", i)] = "--pull-secret " + s
 	}
+	if sel.Resources {
+		flags["selection.resources"] = "--resources"
+	}
 	return flags
 }
 
@@ -68,15 +71,15 @@ func newApproveCommand(env *Env) *cobra.Command {
 		yes  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "approve NAME [--yes] [--host H]... [--secret SLOT[=SECRET]]... [--capability C]... [--data-tier T]... [--pull-secret SECRET]...",
+		Use:   "approve NAME [--yes] [--host H]... [--secret SLOT[=SECRET]]... [--capability C]... [--data-tier T]... [--resources] [--pull-secret SECRET]...",
 		Short: "Approve what a plugin asks for beyond its grant",
 		Long: `Show what the Plugin NAME requests (spec.manifest, the image's signed label)
 that its PluginGrant does not hold yet, and on confirmation create or update the
 PluginGrant NAME to hold it. The operator runs a plugin only with what both
 hold; approving more than requested is refused, since it adds nothing.
 
-Without --host, --secret, --capability or --data-tier everything pending is
-approved; with them, only the named parts (the rest stays pending).
+Without --host, --secret, --capability, --data-tier or --resources everything
+pending is approved; with them, only the named parts (the rest stays pending).
 --secret SLOT=SECRET binds the manifest's Secret slot to a Secret of your
 choosing, so two instances of one image can read two accounts; unbound, the
 Secret named like the slot is mounted. On a slot already granted it rebinds it.
@@ -87,6 +90,13 @@ choosing that its vendor cannot know, such as your own WebDAV server or NAS:
 --host H for a host the manifest does not request fills one free slot, and
 is written to the grant's ownerEgress. Without a free slot it is refused.
 Approving everything pending (no selector, or --all) never adds such a host.
+
+A plugin gets 128Mi of memory, 500m of CPU and a 64Mi /tmp unless its
+manifest asks for more (at most 2Gi, 2 CPUs and 1Gi). What it asks for beyond
+its grant is pending like any other permission and shown with the defaults;
+approving writes exactly the quantities asked for into the grant's resources
+(--resources names them alone). Until then the version that ran before keeps
+running with its own.
 
 --pull-secret SECRET adds a Secret the kubelet pulls the plugin's image with
 (a private registry); it is set on the plugin's pod and ServiceAccount, and
@@ -113,7 +123,7 @@ with code 10.`,
 		Args: exactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			if sel.All && (len(caps) > 0 || len(sel.Egress) > 0 || len(sel.DataTiers) > 0) {
+			if sel.All && (len(caps) > 0 || len(sel.Egress) > 0 || len(sel.DataTiers) > 0 || sel.Resources) {
 				return usageError(fmt.Errorf("--all approves everything pending; combine it only with --secret or --pull-secret"))
 			}
 			sel.Capabilities = make([]plugins.Capability, len(caps))
@@ -162,6 +172,7 @@ with code 10.`,
 	f.StringArrayVar(&sel.Secrets, "secret", nil, "approve only this Secret slot, optionally bound to a Secret: SLOT or SLOT=SECRET (repeatable)")
 	f.StringArrayVar(&caps, "capability", nil, "approve only this capability: connector or view (repeatable)")
 	f.StringArrayVar(&sel.DataTiers, "data-tier", nil, "approve only this data tier (repeatable)")
+	f.BoolVar(&sel.Resources, "resources", false, "approve only the memory, CPU and /tmp the manifest asks for beyond the grant, as asked")
 	f.StringArrayVar(&sel.PullSecrets, "pull-secret", nil, "add this image pull Secret to the grant (repeatable)")
 	return cmd
 }
@@ -317,5 +328,8 @@ func describeGrant(w io.Writer, indent string, g *v1alpha1.PluginGrant) {
 			own[i] = string(h)
 		}
 		fmt.Fprintf(w, "%sYour hosts:    %s\n", indent, display.Join(display.Set(canonical(own)), ", "))
+	}
+	if r := apiconv.ResourcesFromAPI(g.Spec.Resources); !r.IsZero() {
+		fmt.Fprintf(w, "%sResources:     %s\n", indent, display.Text(r.String()))
 	}
 }

@@ -304,6 +304,9 @@ func describeEffective(w io.Writer, indent string, e *v1alpha1.EffectivePermissi
 	fmt.Fprintf(w, "%sEgress:        %s\n", indent, display.Join(display.Set(e.Egress), ", "))
 	fmt.Fprintf(w, "%sSecrets:       %s\n", indent, strings.Join(display.Set(secrets), ", "))
 	fmt.Fprintf(w, "%sData tiers:    %s\n", indent, display.Join(display.Set(e.DataTiers), ", "))
+	if r := apiconv.ResourcesFromAPI(e.Resources); !r.IsZero() {
+		fmt.Fprintf(w, "%sResources:     %s\n", indent, display.Text(r.String()))
+	}
 }
 
 func orDash(s string) string {

@@ -41,6 +41,9 @@ func printManifest(w io.Writer, indent string, m plugins.Manifest) {
 	if m.OwnerEgress != 0 {
 		fmt.Fprintf(w, "%sYour hosts:    %s\n", indent, ownerSlotsText(m.OwnerSlots()))
 	}
+	if !m.Resources.IsZero() {
+		fmt.Fprintf(w, "%sResources:     %s (%s)\n", indent, display.Text(m.Resources.String()), defaultsText())
+	}
 	if len(bytes.TrimSpace(m.ConfigSchema)) == 0 {
 		fmt.Fprintf(w, "%sConfig schema: none (any config object)\n", indent)
 		return
@@ -51,6 +54,11 @@ func printManifest(w io.Writer, indent string, m plugins.Manifest) {
 		return
 	}
 	fmt.Fprintf(w, "%sConfig schema:\n%s  %s\n", indent, indent, display.Lines(buf.String(), schemaLineMax, schemaLinesMax))
+}
+
+// defaultsText names the resources every plugin gets without asking.
+func defaultsText() string {
+	return "the defaults are " + plugins.DefaultResourceLimits().String()
 }
 
 // ownerSlotsText says how many egress hosts of the owner's choosing a
@@ -114,6 +122,9 @@ func describePending(w io.Writer, indent string, p plugins.Pending, m plugins.Ma
 	}
 	if len(p.DataTiers) > 0 {
 		fmt.Fprintf(w, "%sData tiers:    %s\n", indent, display.Join(p.DataTiers, ", "))
+	}
+	if !p.Resources.IsZero() {
+		fmt.Fprintf(w, "%sResources:     %s (%s)\n", indent, display.Text(p.Resources.String()), defaultsText())
 	}
 }
 

@@ -361,6 +361,9 @@ func pendingCell(p plugins.Pending) Cell {
 	for _, t := range p.DataTiers {
 		parts = append(parts, "data tier "+t)
 	}
+	if !p.Resources.IsZero() {
+		parts = append(parts, "resources "+p.Resources.String())
+	}
 	return Cell{Text: fmt.Sprintf("⚠ Approval pending (%d)", len(parts)), Detail: strings.Join(parts, ", "), Tone: tonePending}
 }
 
@@ -384,6 +387,7 @@ func pendingSection(p plugins.Pending, m plugins.Manifest) Section {
 		Item{Label: "Egress", Values: p.Egress},
 		Item{Label: "Secrets", Values: secrets},
 		Item{Label: "Data tiers", Values: p.DataTiers},
+		Item{Label: "Resources", Values: resourcesValues(p.Resources)},
 	)
 	return s
 }
@@ -409,12 +413,24 @@ func manifestSection(m plugins.Manifest) Section {
 	if m.OwnerEgress != 0 {
 		s.Items = append(s.Items, Item{Label: "Hosts of your choosing", Values: []string{ownerSlotsText(m.OwnerEgress)}})
 	}
+	if !m.Resources.IsZero() {
+		s.Items = append(s.Items, Item{Label: "Resources", Values: resourcesValues(m.Resources)})
+	}
 	schema := "none (any config object)"
 	if len(bytes.TrimSpace(m.ConfigSchema)) > 0 {
 		schema = prettyJSON(m.ConfigSchema)
 	}
 	s.Items = append(s.Items, Item{Label: "Config schema", Values: []string{schema}, Pre: true})
 	return s
+}
+
+// resourcesValues shows the resources asked for with the defaults beside
+// them; none when r names nothing.
+func resourcesValues(r plugins.Resources) []string {
+	if r.IsZero() {
+		return nil
+	}
+	return []string{r.String() + " (the defaults are " + plugins.DefaultResourceLimits().String() + ")"}
 }
 
 // ownerSlotsText says how many hosts of the owner's choosing a manifest

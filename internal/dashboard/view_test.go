@@ -225,3 +225,33 @@ func TestOwnerHostsShown(t *testing.T) {
 		t.Errorf("a manifest without slots shows %q", got)
 	}
 }
+
+// TestResourcesShown: the resources a plugin asks for beyond its grant are
+// in its row's pending cell, its page's requested and pending sections and
+// the question its Approve button asks.
+func TestResourcesShown(t *testing.T) {
+	s := sampleSnapshot()
+	s.canApprove = true
+	big := testutil.MakePlugin("big", testutil.Image("big")).Capabilities("connector").Obj()
+	big.Spec.Manifest.Resources = &v1alpha1.Resources{Memory: "512Mi", Tmp: "128Mi"}
+	s.plugins = append(s.plugins, *big)
+	g := testutil.GrantFor(big).Obj()
+	s.grants["big"] = g
+	d := s.detail("big")
+	want := "resources memory 512Mi, tmp 128Mi"
+	if d.Approve == nil || !strings.Contains(d.Approve.Question, want) {
+		t.Fatalf("the approval question does not name %q: %+v", want, d.Approve)
+	}
+	var requested, pending bool
+	for _, sec := range d.Sections {
+		for _, it := range sec.Items {
+			if it.Label == "Resources" && len(it.Values) == 1 && strings.HasPrefix(it.Values[0], "memory 512Mi, tmp 128Mi (the defaults are memory 128Mi, cpu 500m, tmp 64Mi)") {
+				requested = requested || sec.ID == "manifest"
+				pending = pending || sec.ID == "pending"
+			}
+		}
+	}
+	if !requested || !pending {
+		t.Errorf("resources shown as requested %v, as pending %v: %+v", requested, pending, d.Sections)
+	}
+}

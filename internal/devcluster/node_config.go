@@ -161,10 +161,17 @@ func cniConfList(n nodeNet, cacheDir string) ([]byte, error) {
 	return json.MarshalIndent(conf, "", "  ")
 }
 
+// PodPidsLimit is how many processes and threads one pod on the real node
+// may hold (the kubelet's podPidsLimit): a plugin that forks without bound
+// stops there, and the node keeps its process table. The platform's pods
+// use a few dozen threads each.
+const PodPidsLimit = 512
+
 // kubeletConfigYAML renders the kubelet's configuration for this machine
 // (docs/node.md): cgroup v1 allowed, cgroupfs under the node's own cgroup
 // root, listening only on the node address, no anonymous access, kernel
-// defaults set by the kubelet (recorded before and restored after).
+// defaults set by the kubelet (recorded before and restored after), and at
+// most PodPidsLimit processes in a pod.
 func kubeletConfigYAML(l nodeLayout, n nodeNet, port int, clientCA, cgroupRoot string) string {
 	q := strconv.Quote
 	return strings.Join([]string{
@@ -199,6 +206,7 @@ func kubeletConfigYAML(l nodeLayout, n nodeNet, port int, clientCA, cgroupRoot s
 		`imageGCHighThresholdPercent: 100`,
 		`evictionHard: {"memory.available": "50Mi", "nodefs.available": "1%", "imagefs.available": "1%"}`,
 		`maxPods: 50`,
+		`podPidsLimit: ` + strconv.Itoa(PodPidsLimit),
 		`registerNode: true`,
 		`syncFrequency: 10s`,
 		``,

@@ -127,9 +127,10 @@ func TestCompactedDeploymentHoldsAsTheWholeOne(t *testing.T) {
 					d.Spec.Template.Spec.Volumes[i].HostPath = &corev1.HostPathVolumeSource{Path: "/"}
 				}
 			}
-			// The whole copy misses this one: desired's emptyDir is an
-			// empty object, which derivative takes as "nothing set".
-		}, false, true},
+			// The whole copy sees this one since /tmp has a medium and
+			// a size; an empty emptyDir ({}) it missed, derivative
+			// taking an empty object as "nothing set".
+		}, false, false},
 	}
 	for _, e := range edits {
 		// Each edit starts from the object as the operator applied it.

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -32,6 +33,13 @@ const (
 	AnnotationConfigHash = "openfief.io/config-hash"
 	// tmpDir is a writable scratch directory; the root filesystem is read-only.
 	tmpDir = plugins.TmpDir
+	// PluginUID and PluginGID are the user and group every plugin's process
+	// runs as, whatever its image says: never group 0, even for an image
+	// without /etc/passwd, whose user would otherwise get group 0 and
+	// supplementary group 0. The same ids as the platform's own pods
+	// (distroless "nonroot").
+	PluginUID int64 = 65532
+	PluginGID int64 = 65532
 )
 
 // PodLabels are the labels of plugin name's pods, and the selector of its
@@ -220,7 +228,14 @@ func buildPodSpec(name, image string, w plugins.Workload, gate IsolationGate) co
 		}})
 		mounts = append(mounts, corev1.VolumeMount{Name: vol, MountPath: cm.MountPath, ReadOnly: cm.ReadOnly})
 	}
-	volumes = append(volumes, corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	// /tmp is held in memory with the size the workload allows: a plugin
+	// that fills it gets "no space left on device", and the node's disk is
+	// never touched. Its pages count against the container's memory limit,
+	// which Compile sized for them.
+	volumes = append(volumes, corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+		Medium:    corev1.StorageMediumMemory,
+		SizeLimit: resource.NewQuantity(w.Resources.TmpBytes, resource.BinarySI),
+	}}})
 	mounts = append(mounts, corev1.VolumeMount{Name: "tmp", MountPath: tmpDir})
 
 	env := make([]corev1.EnvVar, 0, len(w.Env)+1)
@@ -236,7 +251,12 @@ func buildPodSpec(name, image string, w plugins.Workload, gate IsolationGate) co
 		AutomountServiceAccountToken: ptr.To(w.AutomountAPIToken),
 		EnableServiceLinks:           ptr.To(false),
 		SecurityContext: &corev1.PodSecurityContext{
-			RunAsNonRoot:   ptr.To(true),
+			RunAsNonRoot: ptr.To(true),
+			RunAsUser:    ptr.To(PluginUID),
+			RunAsGroup:   ptr.To(PluginGID),
+			// No fsGroup: Secret and ConfigMap files are world-readable
+			// (0644) and the kubelet gives the projected tokens to
+			// RunAsUser, so nothing needs a volume's ownership changed.
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
 		InitContainers: buildGateContainer(gate),
@@ -245,6 +265,7 @@ func buildPodSpec(name, image string, w plugins.Workload, gate IsolationGate) co
 			Image:           image,
 			Ports:           []corev1.ContainerPort{{Name: portName, ContainerPort: int32(w.PluginPort), Protocol: corev1.ProtocolTCP}},
 			Env:             env,
+			Resources:       buildResources(w.Resources),
 			SecurityContext: restrictedContainer(),
 			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 				TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(portName)},
@@ -253,6 +274,27 @@ func buildPodSpec(name, image string, w plugins.Workload, gate IsolationGate) co
 		}},
 		Volumes:          volumes,
 		ImagePullSecrets: pullSecretRefs(w.ImagePullSecrets),
+	}
+}
+
+// buildResources sets the container's requests and limits from the
+// workload: memory requested as much as its limit (the scheduler never
+// overcommits a node's memory with plugins), a small CPU request and the
+// granted CPU limit, and node disk for its log. The process limit is the
+// kubelet's podPidsLimit; a pod cannot set one.
+func buildResources(r plugins.WorkloadResources) corev1.ResourceRequirements {
+	mem := func() resource.Quantity { return *resource.NewQuantity(r.MemoryBytes, resource.BinarySI) }
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{
+			corev1.ResourceMemory:           mem(),
+			corev1.ResourceCPU:              *resource.NewMilliQuantity(r.CPURequestMilli, resource.DecimalSI),
+			corev1.ResourceEphemeralStorage: *resource.NewQuantity(r.EphemeralRequestBytes, resource.BinarySI),
+		},
+		Limits: corev1.ResourceList{
+			corev1.ResourceMemory:           mem(),
+			corev1.ResourceCPU:              *resource.NewMilliQuantity(r.CPULimitMilli, resource.DecimalSI),
+			corev1.ResourceEphemeralStorage: *resource.NewQuantity(r.EphemeralLimitBytes, resource.BinarySI),
+		},
 	}
 }
 

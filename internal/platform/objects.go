@@ -46,6 +46,8 @@ const crdRank = 1
 var kinds = []kind{
 	{schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, false, 0},
 	{schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}, false, 1},
+	{schema.GroupVersionKind{Version: "v1", Kind: "LimitRange"}, true, 2},
+	{schema.GroupVersionKind{Version: "v1", Kind: "ResourceQuota"}, true, 2},
 	{schema.GroupVersionKind{Version: "v1", Kind: "ServiceAccount"}, true, 2},
 	{schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}, false, 3},
 	{schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"}, true, 3},

@@ -25,7 +25,7 @@ var (
 	// filled (OF-36). A manifest without such slots gives ErrNotRequested.
 	ErrNoOwnerSlot = errors.New("no free slot for a host of your choosing")
 	// ErrSelectionConflict: a selection both approves everything (All) and
-	// names capabilities, hosts or data tiers.
+	// names capabilities, hosts, data tiers or resources.
 	ErrSelectionConflict = errors.New("conflicting selection")
 )
 
@@ -47,6 +47,10 @@ type Selection struct {
 	Secrets []string
 	// DataTiers to approve.
 	DataTiers []string
+	// Resources approves the resources the manifest asks for beyond the
+	// grant, exactly as asked: the owner takes or leaves the quantities,
+	// never picks others.
+	Resources bool
 	// PullSecrets are Secrets to add to the grant's image pull Secrets. The
 	// manifest never asks for them, so they are never pending: naming one
 	// alone approves nothing else.
@@ -55,7 +59,7 @@ type Selection struct {
 
 // named reports whether any part is named, so only those are approved.
 func (s Selection) named() bool {
-	return len(s.Capabilities) > 0 || len(s.Egress) > 0 || len(s.DataTiers) > 0 ||
+	return len(s.Capabilities) > 0 || len(s.Egress) > 0 || len(s.DataTiers) > 0 || s.Resources ||
 		((len(s.Secrets) > 0 || len(s.PullSecrets) > 0) && !s.All)
 }
 
@@ -88,7 +92,19 @@ func (a Approval) Remaining() Pending {
 		Egress:       subtract(a.Pending.Egress, a.Approved.Egress),
 		Secrets:      subtract(a.Pending.Secrets, a.Approved.Secrets),
 		DataTiers:    subtract(a.Pending.DataTiers, a.Approved.DataTiers),
+		Resources:    remainingResources(a.Pending.Resources, a.Approved.Resources),
 	}
+}
+
+// remainingResources keeps the dimensions of pending that approved leaves out.
+func remainingResources(pending, approved Resources) Resources {
+	out := pending
+	for _, d := range resourceDims {
+		if *d.text(&approved) != "" {
+			*d.text(&out) = ""
+		}
+	}
+	return out
 }
 
 // Approve plans the grant of the plugin name that approves sel of what m
@@ -100,8 +116,9 @@ func (a Approval) Remaining() Pending {
 // free owner egress slot: that host is the owner's own, added to the grant's
 // OwnerEgress, and without a free slot it is ErrNoOwnerSlot (OF-36). A slot
 // bound with SLOT=SECRET mounts SECRET (OF-1); naming a granted slot with
-// another Secret rebinds it. Nothing to approve and nothing rebound is
-// ErrNothingPending.
+// another Secret rebinds it. Resources are approved as the manifest asks for
+// them (Selection.Resources, or nothing named), written into the grant's
+// Resources. Nothing to approve and nothing rebound is ErrNothingPending.
 //
 // Selection problems are *FieldErrors (see the sentinels above, and
 // ErrUnknownSecret, ErrDuplicate, ErrRequired, ErrInvalidSecretName and
@@ -109,7 +126,7 @@ func (a Approval) Remaining() Pending {
 // that is invalid returns Grant.Validate's errors, with "grant." fields.
 func Approve(name string, m Manifest, current *Grant, sel Selection) (Approval, error) {
 	a := Approval{Pending: NeedsApproval(m, current)}
-	if sel.All && (len(sel.Capabilities) > 0 || len(sel.Egress) > 0 || len(sel.DataTiers) > 0) {
+	if sel.All && (len(sel.Capabilities) > 0 || len(sel.Egress) > 0 || len(sel.DataTiers) > 0 || sel.Resources) {
 		return a, &FieldError{Field: "selection.all", Err: ErrSelectionConflict, Detail: "all approves everything pending; combine it only with secrets"}
 	}
 	mounts := make(map[string]string, len(m.Secrets))
@@ -155,6 +172,11 @@ func Approve(name string, m Manifest, current *Grant, sel Selection) (Approval, 
 	next.Egress = append(next.Egress, a.Approved.Egress...)
 	next.OwnerEgress = append(next.OwnerEgress, a.OwnerEgress...)
 	next.DataTiers = append(next.DataTiers, a.Approved.DataTiers...)
+	for _, d := range resourceDims {
+		if v := *d.text(&a.Approved.Resources); v != "" {
+			*d.text(&next.Resources) = v
+		}
+	}
 	for _, slot := range a.Approved.Secrets {
 		secret, ok := bound[slot]
 		if !ok {
@@ -287,6 +309,12 @@ func pick(pending Pending, m Manifest, current *Grant, sel Selection, secrets []
 		}
 		out.DataTiers = appendOnce(out.DataTiers, t)
 	}
+	if sel.Resources {
+		if pending.Resources.IsZero() {
+			return out, nil, notPending("selection.resources", requestedLimits(m.Resources) != DefaultResourceLimits())
+		}
+		out.Resources = pending.Resources
+	}
 	for _, s := range secrets {
 		if slices.Contains(pending.Secrets, s.grant.Name) {
 			out.Secrets = append(out.Secrets, s.grant.Name)
@@ -331,6 +359,7 @@ func cloneGrant(name string, current *Grant) Grant {
 		OwnerEgress:  slices.Clone(current.OwnerEgress),
 		Secrets:      slices.Clone(current.Secrets),
 		DataTiers:    slices.Clone(current.DataTiers),
+		Resources:    current.Resources,
 
 		ImagePullSecrets: slices.Clone(current.ImagePullSecrets),
 	}

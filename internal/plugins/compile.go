@@ -192,6 +192,41 @@ type Workload struct {
 	// ImagePullSecrets are the grant's pull Secrets, sorted, set on the pod
 	// and on the plugin's ServiceAccount; only named, never read (D-29).
 	ImagePullSecrets []string
+	// Resources bound the plugin's container: memory, CPU, node disk and
+	// the size of its /tmp.
+	Resources WorkloadResources
+}
+
+// WorkloadResources are the numbers the operator sets on the plugin's
+// container and its /tmp volume. /tmp is held in memory (so a full /tmp
+// never fills the node's disk), and its pages count against the container's
+// memory, so the memory limit is the plugin's memory plus its /tmp. Memory's
+// request equals its limit, so the scheduler never places plugins whose
+// memory the node does not have.
+type WorkloadResources struct {
+	// MemoryBytes is the container's memory request and limit.
+	MemoryBytes int64
+	// CPURequestMilli and CPULimitMilli are thousandths of a CPU.
+	CPURequestMilli int64
+	CPULimitMilli   int64
+	// EphemeralRequestBytes and EphemeralLimitBytes bound the node disk the
+	// container uses (its log).
+	EphemeralRequestBytes int64
+	EphemeralLimitBytes   int64
+	// TmpBytes is the size of the in-memory /tmp.
+	TmpBytes int64
+}
+
+// compileResources turns the effective limits into the container's numbers.
+func compileResources(l ResourceLimits) WorkloadResources {
+	return WorkloadResources{
+		MemoryBytes:           l.MemoryBytes + l.TmpBytes,
+		CPURequestMilli:       min(CPURequestMilli, l.CPUMilli),
+		CPULimitMilli:         l.CPUMilli,
+		EphemeralRequestBytes: EphemeralRequest,
+		EphemeralLimitBytes:   EphemeralLimit,
+		TmpBytes:              l.TmpBytes,
+	}
 }
 
 // EgressToken returns the openfief-egress token, if the workload has one.
@@ -210,8 +245,8 @@ func (w Workload) EgressToken() (ProjectedToken, bool) {
 // host is granted (D-32, D-63); and never a rule for DNS. It also owns the
 // environment the SDK reads (EnvCoreAddress, EnvListenPort, EnvInstance,
 // EnvCoreSubject, EnvSAJWKSDir, EnvTokenFile) and the read-only JWKSConfigMap
-// mount (D-59), so the operator adds only the image, the config and the pod's
-// hardening. Topology errors are
+// mount (D-59), and the container's resources (compileResources), so the
+// operator adds only the image, the config and the pod's hardening. Topology errors are
 // *FieldErrors naming the field ("topology.coreAddress") and wrapping
 // ErrInvalidTopology; the zero EffectivePermissions is refused with
 // ErrNoCapabilityGranted.
@@ -243,6 +278,7 @@ func Compile(e EffectivePermissions, t Topology) (Workload, error) {
 		DataTiers:    e.DataTiers(),
 
 		ImagePullSecrets: e.ImagePullSecrets(),
+		Resources:        compileResources(e.resources),
 	}
 	env := map[string]string{
 		EnvCoreAddress: top.core.String(),

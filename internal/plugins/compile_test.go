@@ -37,6 +37,12 @@ func TestCompile(t *testing.T) {
 		{Slot: "ibkr-flex-credentials", SecretName: "ibkr-flex-credentials", MountPath: "/etc/openfief/ibkr", ReadOnly: true},
 		{Slot: "ibkr-flex-query", SecretName: "ibkr-flex-query", MountPath: "/etc/openfief/query", ReadOnly: true},
 	}
+	// The defaults as the container gets them: 128Mi of memory plus the
+	// 64Mi /tmp held in memory, 50m to 500m of CPU, 16Mi to 64Mi of disk.
+	defaults := WorkloadResources{
+		MemoryBytes: 192 << 20, CPURequestMilli: 50, CPULimitMilli: 500,
+		EphemeralRequestBytes: 16 << 20, EphemeralLimitBytes: 64 << 20, TmpBytes: 64 << 20,
+	}
 	jwks := []ConfigMapMount{{Name: "openfief-sa-jwks", MountPath: "/var/run/secrets/openfief-sa-jwks", ReadOnly: true}}
 	baseEnv := []EnvVar{
 		{"OPENFIEF_CORE_ADDRESS", "10.96.0.10:443"},
@@ -68,6 +74,7 @@ func TestCompile(t *testing.T) {
 				},
 				Capabilities: []Capability{CapabilityConnector},
 				DataTiers:    []string{"transactions"},
+				Resources:    defaults,
 			},
 		},
 		"with egress: egress token, proxy environment, proxy rule and allow-list": {
@@ -92,6 +99,7 @@ func TestCompile(t *testing.T) {
 				AllowList:    []string{"gdcdyn.interactivebrokers.com:443", "ndcdyn.interactivebrokers.com:443"},
 				Capabilities: []Capability{CapabilityConnector},
 				DataTiers:    []string{"transactions"},
+				Resources:    defaults,
 			},
 		},
 		"IPv6 ClusterIPs, own plugin port and core subject": {
@@ -123,6 +131,7 @@ func TestCompile(t *testing.T) {
 				AllowList:    []string{"api.example.com:443"},
 				Capabilities: []Capability{CapabilityConnector},
 				DataTiers:    []string{"transactions"},
+				Resources:    defaults,
 			},
 		},
 	}

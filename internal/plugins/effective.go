@@ -38,6 +38,7 @@ type EffectivePermissions struct {
 	secrets      []SecretBinding
 	dataTiers    []string
 	pullSecrets  []string // the grant's image pull Secrets, sorted
+	resources    ResourceLimits
 }
 
 // Effective intersects a plugin's request with its grant (D-16): capabilities,
@@ -48,7 +49,10 @@ type EffectivePermissions struct {
 // exception the manifest asks for (OF-36): the grant's OwnerEgress hosts the
 // manifest does not request are the owner's own, and are added to the egress
 // hosts when there are at most the manifest's OwnerEgress of them. A
-// requested host the grant lists in either list is granted.
+// requested host the grant lists in either list is granted. Resources are
+// quantities rather than sets: per dimension, what the manifest asks for (the
+// default when it asks for none) but no more than the grant approves, the
+// default being approved without a grant.
 //
 // It returns ErrNoCapabilityGranted when no requested capability is granted,
 // since such a plugin has nothing it may do; ErrTooManyOwnerHosts (in a
@@ -71,6 +75,7 @@ func Effective(p Plugin, g Grant) (EffectivePermissions, error) {
 		secrets:      bindSecrets(m.Secrets, g.Secrets),
 		dataTiers:    filter(intersect(m.DataTiers, g.DataTiers), isDataTier),
 		pullSecrets:  pullSecrets(g.ImagePullSecrets),
+		resources:    effectiveLimits(m.Resources, g.Resources),
 	}
 	if len(e.capabilities) == 0 {
 		return EffectivePermissions{}, fmt.Errorf("plugin %q: %w", p.Name, ErrNoCapabilityGranted)
@@ -251,6 +256,9 @@ func (e EffectivePermissions) DataTiers() []string { return slices.Clone(e.dataT
 // without an error and which grants nothing.
 func (e EffectivePermissions) IsZero() bool { return e.name == "" && len(e.capabilities) == 0 }
 
+// Resources returns the plugin's memory, CPU and /tmp limits.
+func (e EffectivePermissions) Resources() ResourceLimits { return e.resources }
+
 // Equal reports whether e and o grant exactly the same to the same plugin, so
 // an adapter can tell whether what runs must change.
 func (e EffectivePermissions) Equal(o EffectivePermissions) bool {
@@ -259,7 +267,8 @@ func (e EffectivePermissions) Equal(o EffectivePermissions) bool {
 		slices.Equal(e.egress, o.egress) &&
 		slices.Equal(e.secrets, o.secrets) &&
 		slices.Equal(e.dataTiers, o.dataTiers) &&
-		slices.Equal(e.pullSecrets, o.pullSecrets)
+		slices.Equal(e.pullSecrets, o.pullSecrets) &&
+		e.resources == o.resources
 }
 
 // String summarises the permissions for logs and status messages. It names
@@ -269,7 +278,11 @@ func (e EffectivePermissions) String() string {
 	for i, s := range e.secrets {
 		secrets[i] = s.Slot + "=" + s.SecretName + "@" + s.MountPath
 	}
-	return fmt.Sprintf("%s: %s", e.name, describeLists(e.capabilities, e.egress, secrets, e.dataTiers))
+	out := fmt.Sprintf("%s: %s", e.name, describeLists(e.capabilities, e.egress, secrets, e.dataTiers))
+	if e.resources != DefaultResourceLimits() {
+		out += "; resources: " + e.resources.String()
+	}
+	return out
 }
 
 // describeLists renders the four permission lists as

@@ -13,7 +13,8 @@ import (
 // Capabilities, egress hosts (in canonical form, so "api.example.com" equals
 // "API.example.com:443"), Secret mounts (name and mount path together) and
 // data tiers compare as sets, so order and repeats do not matter; the owner
-// egress slots compare as numbers (OF-36). Config
+// egress slots compare as numbers (OF-36), and so do resources ("1024Mi"
+// equals "1Gi", an unreadable quantity equals nothing). Config
 // schemas compare as JSON values: object key order and white space do not
 // matter, array order does, and numbers compare by exact decimal value, never
 // through float64, so 100, 100.0 and 1e2 are equal (as JSON Schema reads
@@ -23,6 +24,7 @@ import (
 // value makes it report false.
 func (m Manifest) Equal(o Manifest) bool {
 	if m.OwnerEgress != o.OwnerEgress ||
+		!sameResources(m.Resources, o.Resources) ||
 		!sameSet(m.Capabilities, o.Capabilities) ||
 		!sameSet(m.Secrets, o.Secrets) ||
 		!sameSet(m.DataTiers, o.DataTiers) {

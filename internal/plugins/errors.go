@@ -52,6 +52,10 @@ var (
 	// ErrInvalidOwnerEgress: a manifest's ownerEgress is not a whole number
 	// from 0 to MaxOwnerEgress (OF-36).
 	ErrInvalidOwnerEgress = errors.New("invalid owner egress slots")
+	// ErrInvalidResources: a resource quantity does not follow the grammar
+	// (ParseMemory, ParseCPU) or lies outside the platform's bounds
+	// (MinMemory to MaxMemory and so on; a grant's at least the default).
+	ErrInvalidResources = errors.New("invalid resources")
 
 	// ErrNoCapabilityGranted: no requested capability is granted, so the
 	// plugin has nothing it may do and does not run.

@@ -48,6 +48,12 @@ type Manifest struct {
 	// talks to the owner's own server (a WebDAV share, a NAS) cannot name
 	// that host when it is built.
 	OwnerEgress int `json:"ownerEgress,omitempty"`
+	// Resources is what the plugin's container needs beyond the defaults
+	// (DefaultMemory, DefaultCPUMilli, DefaultTmp), up to the maxima; the
+	// owner approves it in the grant's Resources like any other permission.
+	// A dimension left empty, or asked at or below its default, needs no
+	// approval.
+	Resources Resources `json:"resources,omitzero"`
 }
 
 // MaxOwnerEgress caps a manifest's OwnerEgress slots and a grant's
@@ -93,4 +99,7 @@ type Grant struct {
 	// ImagePullSecrets names the owner's Secrets the kubelet pulls the
 	// plugin's image with; the operator never reads them (D-29).
 	ImagePullSecrets []string
+	// Resources approves the manifest's Resources up to these values; an
+	// empty dimension approves the default only.
+	Resources Resources
 }

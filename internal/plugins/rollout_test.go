@@ -51,6 +51,13 @@ func withOwner(g *Grant, hosts ...string) *Grant {
 	return &c
 }
 
+// withResources returns a copy of g approving r.
+func withResources(g *Grant, r Resources) *Grant {
+	c := *g
+	c.Resources = r
+	return &c
+}
+
 // withCaps returns a copy of g approving only caps.
 func withCaps(g *Grant, caps ...Capability) *Grant {
 	c := *g
@@ -320,6 +327,22 @@ func exceeds(e EffectivePermissions, m Manifest, g Grant) string {
 			out = append(out, "data tier "+d)
 		}
 	}
+	// Each resource is at most what the manifest asks (its default when it
+	// asks none) and at most what the grant approves, the default needing
+	// no grant.
+	for _, d := range resourceDims {
+		got := *d.value(new(e.Resources()))
+		asked, approved := d.def, d.def
+		if v, err := d.parse(*d.text(&m.Resources)); err == nil {
+			asked = v
+		}
+		if v, err := d.parse(*d.text(&g.Resources)); err == nil && v > approved {
+			approved = v
+		}
+		if got > asked || got > approved || got > d.max || got <= 0 {
+			out = append(out, fmt.Sprintf("%s %s (asked %s, approved %s)", d.field, d.format(got), d.format(asked), d.format(approved)))
+		}
+	}
 	return strings.Join(out, ", ")
 }
 
@@ -432,7 +455,11 @@ func TestPlanRolloutInvariants(t *testing.T) {
 	stranger.Name = "other"
 	slotted := rolloutVersion(t, "6", "api.nbp.pl")
 	slotted.Manifest.OwnerEgress = 1
-	versions := []*Version{nil, v1, v2, view, broken, stranger, slotted}
+	big := rolloutVersion(t, "7", "api.nbp.pl")
+	big.Manifest.Resources = Resources{Memory: "1Gi", CPU: "2", Tmp: "256Mi"}
+	small := rolloutVersion(t, "8", "api.nbp.pl")
+	small.Manifest.Resources = Resources{Memory: "64Mi", CPU: "100m"}
+	versions := []*Version{nil, v1, v2, view, broken, stranger, slotted, big, small}
 	rebound := rolloutGrant("static.nbp.pl")
 	rebound.Secrets[0].SecretName = "nbp-token-2"
 	grants := []*Grant{
@@ -441,6 +468,9 @@ func TestPlanRolloutInvariants(t *testing.T) {
 		rolloutGrant("*.nbp.pl"), {Name: "other", Capabilities: []Capability{CapabilityConnector}},
 		withOwner(rolloutGrant("api.nbp.pl"), "cloud.example.com"), withOwner(rolloutGrant("api.nbp.pl"), "cloud.example.com", "nas.example.org"),
 		withOwner(rolloutGrant(), "api.nbp.pl"),
+		withResources(rolloutGrant("api.nbp.pl"), Resources{Memory: "512Mi"}),
+		withResources(rolloutGrant("api.nbp.pl"), Resources{Memory: "1Gi", CPU: "2", Tmp: "256Mi"}),
+		withResources(rolloutGrant("api.nbp.pl"), Resources{Memory: "64Mi"}),
 	}
 	seen := map[RolloutOutcome]bool{}
 	for ci, cur := range versions {

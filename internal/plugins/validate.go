@@ -44,8 +44,9 @@ func (p Plugin) Validate() error {
 
 // Validate checks the manifest against the rules of D-11 and D-42: known
 // capabilities, canonical egress hosts, 0 to MaxOwnerEgress owner egress
-// slots (OF-36), valid Secret slots and mount paths, data tier names and a
-// JSON config schema. Field paths start with "manifest".
+// slots (OF-36), valid Secret slots and mount paths, data tier names,
+// resources that ParseMemory and ParseCPU read and that lie within the
+// platform's minimum and maximum, and a JSON config schema. Field paths start with "manifest".
 func (m Manifest) Validate() error { return m.validate("manifest").err() }
 
 func (m Manifest) validate(prefix string) fieldErrors {
@@ -60,6 +61,7 @@ func (m Manifest) validate(prefix string) fieldErrors {
 	}
 	errs = append(errs, validateSecretMounts(prefix+".secrets", m.Secrets)...)
 	errs = append(errs, validateDataTiers(prefix+".dataTiers", m.DataTiers)...)
+	errs = append(errs, validateResources(prefix+".resources", m.Resources, false)...)
 	if len(m.ConfigSchema) > 0 {
 		if err := checkJSONSchemaShape(m.ConfigSchema); err != nil {
 			errs.add(prefix+".configSchema", ErrInvalidJSON, err.Error())
@@ -74,7 +76,8 @@ func (m Manifest) validate(prefix string) fieldErrors {
 // holds. Field paths start with "grant". A grant may approve more than the
 // plugin requests; Effective ignores the excess (D-16). Its OwnerEgress holds
 // at most MaxOwnerEgress canonical hosts, none also in Egress (OF-36); how
-// many a plugin may use is its manifest's, which Effective checks.
+// many a plugin may use is its manifest's, which Effective checks. Its
+// Resources lie from the defaults to the maxima.
 func (g Grant) Validate() error {
 	var errs fieldErrors
 	if errs.checkText("grant.name", g.Name, 0) {
@@ -97,6 +100,7 @@ func (g Grant) Validate() error {
 	}
 	errs = append(errs, validateDataTiers("grant.dataTiers", g.DataTiers)...)
 	errs = append(errs, validatePullSecrets("grant.imagePullSecrets", g.ImagePullSecrets)...)
+	errs = append(errs, validateResources("grant.resources", g.Resources, true)...)
 	return errs.err()
 }
 

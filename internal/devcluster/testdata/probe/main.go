@@ -15,6 +15,14 @@
 // DIR` writes a file there and reads it back. With /attack.json in its
 // image it also attacks from its first instruction (atstart.go); `probe
 // at-start` prints what it found.
+//
+// The resource modes play a plugin that takes what it can: `probe ids`
+// prints "uid=U gid=G groups=[...]"; `probe fill DIR` writes 1 MiB at a
+// time into DIR until a write fails and prints "wrote N MiB: ERROR"; `probe
+// alloc` touches 8 MiB more memory every 10 ms until it is killed, printing
+// each 64 MiB; `probe fork N` starts up to N processes (each `probe sleep`),
+// prints "started K: ERROR" (or "started K") and ends them; `probe spin S`
+// keeps every CPU busy for S seconds.
 package main
 
 import (
@@ -42,6 +50,9 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "whoami" {
 		fmt.Printf("exec: uid=%d gid=%d\n", os.Getuid(), os.Getgid())
+		return
+	}
+	if len(os.Args) > 1 && resourceMode(os.Args[1:]) {
 		return
 	}
 	if len(os.Args) > 1 && os.Args[1] == "apiserver" {
