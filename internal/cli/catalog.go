@@ -90,25 +90,22 @@ field, the signed manifests whole.`,
 			}
 			ctx := cmd.Context()
 			var (
-				t       trust
-				version string
-				err     error
+				t   trust
+				err error
 			)
-			if tf.signersFile != "" && tf.catalogFile != "" {
-				t, err = policyFromFile(tf.signersFile, tf.catalogFile)
+			if tf.signersFile != "" {
+				t, err = env.policyFromFile(tf.signersFile, tf.catalogFile)
 			} else {
 				c, cerr := env.Client()
 				if cerr != nil {
 					return cerr
 				}
-				if t, err = env.trustForCluster(ctx, c, tf); err == nil && tf.catalogFile == "" {
-					_, version, _, err = installedCatalog(ctx, c, env.Namespace)
-				}
+				t, err = env.trustForCluster(ctx, c, tf)
 			}
 			if err != nil {
 				return err
 			}
-			listing := catalogListing{Source: t.catalog, Version: version, Plugins: []catalogRow{}}
+			listing := catalogListing{Source: t.catalog, Version: t.version, Plugins: []catalogRow{}}
 			for _, e := range t.policy.Catalog().Entries() {
 				res, err := env.checkImage(ctx, e.Image, t, tf)
 				if err != nil {

@@ -17,3 +17,8 @@ const (
 // predicate names the release's version. The CLI uses a catalog file only
 // when such a signature verifies (`--catalog-file`).
 const CatalogPredicateType = "https://github.com/arkadiuss/openfief/catalog/v1"
+
+// CatalogSignatureSuffix names a catalog file's signature beside it: a
+// release writes plugins.json's as plugins.json.sigstore.json, the name
+// cosign's --bundle examples use.
+const CatalogSignatureSuffix = ".sigstore.json"

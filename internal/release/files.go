@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/arkadiuss/openfief/deploy"
@@ -28,8 +29,16 @@ const (
 	// an overlay: `openfief platform install --overlay DIR` and `kubectl
 	// apply --server-side -k DIR` take it.
 	KustomizationFile = "kustomization.yaml"
-	// CatalogFile is the catalog linked into the operator.
+	// CatalogFile is the catalog linked into the operator and the CLI.
 	CatalogFile = "plugins.json"
+	// CatalogSignatureFile is CatalogFile's Sigstore bundle, signed by the
+	// release's publisher (SignCatalog): `openfief ... --catalog-file
+	// plugins.json` reads it from beside the file and refuses the file
+	// unless it verifies.
+	CatalogSignatureFile = CatalogFile + SignatureSuffix
+	// SignatureSuffix names a file's Sigstore bundle beside it, as cosign's
+	// --bundle examples do.
+	SignatureSuffix = ".sigstore.json"
 	// ImagesFile lists every image of the release by name.
 	ImagesFile = "images.json"
 	// NotesFile is the release notes.
@@ -49,10 +58,14 @@ func writeFiles(o Options, src images.Source, res *Result) ([]string, error) {
 		return nil, err
 	}
 	files := map[string][]byte{
-		InstallFile:       install,
-		KustomizationFile: []byte(kustomization(res.Version)),
-		CatalogFile:       res.Catalog,
-		NotesFile:         []byte(notes(o, src, res)),
+		InstallFile:          install,
+		KustomizationFile:    []byte(kustomization(res.Version)),
+		CatalogFile:          res.Catalog,
+		CatalogSignatureFile: res.CatalogSignature,
+		NotesFile:            []byte(notes(o, src, res)),
+	}
+	for name, bin := range res.CLI {
+		files[name] = bin
 	}
 	if files[ImagesFile], err = imagesJSON(res); err != nil {
 		return nil, err
@@ -92,7 +105,7 @@ func renderInstall(o Options, res *Result) ([]byte, error) {
 		refs[name] = res.Images[name]
 	}
 	if err := images.WritePlatformOverlay(tmp, filepath.Join(o.Root, "deploy"), images.Release{
-		Refs: refs, Version: res.Version, Catalog: res.Catalog,
+		Refs: refs, Version: res.Version,
 	}); err != nil {
 		return nil, err
 	}
@@ -112,6 +125,18 @@ func renderInstall(o Options, res *Result) ([]byte, error) {
 		b.Write(raw)
 	}
 	return b.Bytes(), nil
+}
+
+// CLIFile names the release's openfief binary for platform p.
+func CLIFile(p v1.Platform) string {
+	name := "openfief-" + p.OS + "-" + p.Architecture
+	if p.Variant != "" {
+		name += "-" + p.Variant
+	}
+	if p.OS == "windows" {
+		name += ".exe"
+	}
+	return name
 }
 
 func kustomization(version string) string {
