@@ -186,7 +186,7 @@ func (e *Env) builtin() (plugins.Catalog, string, error) {
 		if err != nil {
 			return plugins.Catalog{}, "", exitf(ExitFailure, "this CLI's built-in catalog: %w", err)
 		}
-		return cat, "test", nil
+		return cat, testRelease, nil
 	}
 	cat, err := catalog.Load()
 	if err != nil {
@@ -194,6 +194,10 @@ func (e *Env) builtin() (plugins.Catalog, string, error) {
 	}
 	return cat, catalog.Version(), nil
 }
+
+// testRelease is the version a test's stand-in for a release's catalog
+// (Env.builtinCatalog) is of.
+const testRelease = "v0.0.0-test"
 
 func builtinCatalogSource(cat plugins.Catalog, version string) string {
 	if version == "" {
