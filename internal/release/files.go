@@ -83,7 +83,11 @@ func writeFiles(o Options, src images.Source, res *Result) ([]string, error) {
 	names = append(names, ChecksumsFile)
 	slices.Sort(names)
 	for _, n := range names {
-		if err := write(o.Out, n, files[n]); err != nil {
+		mode := os.FileMode(0o644)
+		if _, ok := res.CLI[n]; ok {
+			mode = 0o755
+		}
+		if err := write(o.Out, n, files[n], mode); err != nil {
 			return nil, err
 		}
 	}

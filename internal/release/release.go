@@ -326,10 +326,10 @@ func Catalog(publisher plugins.Signer, refs map[string]plugins.ImageRef) ([]byte
 	return raw, nil
 }
 
-// write writes name under dir, creating dir.
-func write(dir, name string, data []byte) error {
+// write writes name under dir with mode, creating dir.
+func write(dir, name string, data []byte, mode os.FileMode) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, name), data, 0o644)
+	return os.WriteFile(filepath.Join(dir, name), data, mode)
 }
