@@ -199,9 +199,13 @@ func notes(o Options, src images.Source, res *Result) string {
 		fmt.Fprintf(&b, "| %s | `%s` | `%s` |\n", name, a.SBOM, a.Provenance)
 	}
 	// Verified as D-43 and D-44 define it, said in words for the reader.
-	b.WriteString("\n## Catalog\n\nThe operator of this release holds `" + CatalogFile + "`, which makes these plugins Verified\n(their digests are pinned in it, and its publisher signed them): ")
-	b.WriteString(strings.Join(CatalogPlugins, ", ") + ". Install one by name:\n\n```sh\nopenfief catalog list\nopenfief plugin install fx --catalog nbp-fx\n```\n")
-	b.WriteString("\n## Install\n\n```sh\nsha256sum -c " + ChecksumsFile + "\nopenfief platform install --overlay .\n```\n")
+	b.WriteString("\n## Catalog\n\nThe operator and the `openfief` binaries of this release hold `" + CatalogFile + "`, which makes these plugins Verified\n(their digests are pinned in it, and its publisher signed them): ")
+	b.WriteString(strings.Join(CatalogPlugins, ", ") + ". `" + CatalogSignatureFile + "` is the publisher's signature of the file, which\n`openfief ... --catalog-file " + CatalogFile + "` requires. Install one by name with this release's `openfief`:\n\n```sh\nopenfief catalog list\nopenfief plugin install fx --catalog nbp-fx\n```\n")
+	var clis []string
+	for _, name := range slices.Sorted(maps.Keys(res.CLI)) {
+		clis = append(clis, "`"+name+"`")
+	}
+	b.WriteString("\n## Install\n\nThe CLI of this release, with its catalog and its check probe built in: " + strings.Join(clis, ", ") + ".\n\n```sh\nsha256sum -c " + ChecksumsFile + "\nopenfief platform install --overlay .\n```\n")
 	b.WriteString("\n## Verify\n\n")
 	id := o.Publisher.Identity
 	var who string
