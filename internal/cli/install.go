@@ -148,7 +148,7 @@ func lookupCatalog(t trust, name string) (*plugins.CatalogEntry, error) {
 	if len(names) > 0 {
 		have = "it lists " + strings.Join(names, ", ")
 	}
-	return nil, exitf(ExitNotFound, "--catalog %s: no such entry in the %s: %s (openfief catalog list)", display.Text(name), display.Text(t.catalog), have)
+	return nil, exitf(ExitNotFound, "--catalog %s: no such entry in %s: %s (openfief catalog list)", display.Text(name), display.Text(t.catalog), have)
 }
 
 // checkCatalogTrust refuses an image installed by catalog name unless it is

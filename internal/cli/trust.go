@@ -175,7 +175,7 @@ func (e *Env) catalogFromFile(file string) (cat plugins.Catalog, source, version
 	if err != nil {
 		return plugins.Catalog{}, "", "", exitf(ExitInvalid, "--catalog-file %s: %w", file, err)
 	}
-	return cat, fmt.Sprintf("catalog of release %s from %s, signed by %s (%d plugins)", orDash(signedVersion), file, signer, cat.Len()), signedVersion, nil
+	return cat, fmt.Sprintf("the catalog of release %s from %s, signed by %s (%d plugins)", orDash(signedVersion), file, signer, cat.Len()), signedVersion, nil
 }
 
 // builtin is this binary's catalog and the release it was built by ("" in
