@@ -116,7 +116,7 @@ func ProbeManifestFile(label string) []byte {
 		"// ProbeManifest is the check probe's manifest label as this tree builds\n" +
 		"// and signs it: plugins/check-probe/manifest.json, compacted. `openfief\n" +
 		"// check --isolation` approves its probes for exactly this manifest and\n" +
-		"// refuses a probe image whose signed label differs (OF-29).\n" +
+		"// refuses a probe image whose signed label differs.\n" +
 		"const ProbeManifest = " + strconv.Quote(label) + "\n")
 }
 

@@ -42,8 +42,7 @@ func catalogBundle(t *testing.T, s cosigntest.Signer, file []byte) []byte {
 // TestCatalogFileMustBeSigned: `plugin verify --catalog-file` uses a
 // release's plugins.json only when the signature beside it verifies for
 // exactly its bytes, by OpenFief's CI or a publisher of the CLI's own
-// catalog (issue 42, finding 4). A swapped plugins.json naming an
-// attacker's key as nbp-fx's publisher, unsigned or signed by that key,
+// catalog. A swapped plugins.json naming an attacker's key as nbp-fx's publisher, unsigned or signed by that key,
 // and a genuine one changed after signing are refused; none makes the
 // attacker's re-signed nbp-fx Verified.
 func TestCatalogFileMustBeSigned(t *testing.T) {

@@ -19,8 +19,8 @@ import (
 // TestCheckIsolationRefusesAGreedyProbe: a probe image signed by a trusted
 // signer whose label asks for more than this CLI's probe manifest
 // (connector and view, the accounts tier, the Secret ibkr-flex-credentials,
-// another host) is refused before anything is created (issue 42, finding
-// 2). A watcher lists the check's Plugins and PluginGrants all along, so a
+// another host) is refused before anything is created: approved, such a
+// probe would be a view with the owner's Secret and every account. A watcher lists the check's Plugins and PluginGrants all along, so a
 // run that created them and cleaned them up again is caught too.
 func TestCheckIsolationRefusesAGreedyProbe(t *testing.T) {
 	k := newKube(t)

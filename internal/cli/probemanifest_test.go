@@ -32,7 +32,8 @@ func TestProbeManifestIsTheProbesFile(t *testing.T) {
 
 // greedyProbe is a probe label asking for more than the check probe:
 // connector and view, the accounts tier, an owner's Secret and another
-// host (issue 42, finding 2).
+// host: what a probe image's label could ask for to turn the check into a
+// grant.
 var greedyProbe = plugins.Manifest{
 	Capabilities: []plugins.Capability{plugins.CapabilityConnector, plugins.CapabilityView},
 	Egress:       []string{"example.com", "collector.example.net"},

@@ -17,7 +17,7 @@ import (
 
 // TestReleaseConfigMapIsNotTrusted: whoever may write ConfigMaps in
 // openfief edits openfief-release's catalog to point nbp-fx at their own
-// image, published by their own key (issue 42, finding 4). The operator,
+// image, published by their own key. The operator,
 // with its compiled-in catalog, would not call that image Verified, so the
 // CLI must not either: `catalog list`, `plugin install --catalog` and
 // `plugin install --image` never say Verified for it, and nothing is

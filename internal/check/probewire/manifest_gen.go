@@ -5,5 +5,5 @@ package probewire
 // ProbeManifest is the check probe's manifest label as this tree builds
 // and signs it: plugins/check-probe/manifest.json, compacted. `openfief
 // check --isolation` approves its probes for exactly this manifest and
-// refuses a probe image whose signed label differs (OF-29).
+// refuses a probe image whose signed label differs.
 const ProbeManifest = "{\"capabilities\":[\"view\"],\"egress\":[\"example.com\"]}"
