@@ -2,6 +2,7 @@ package release
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -38,7 +39,10 @@ const (
 	CatalogSignatureFile = CatalogFile + SignatureSuffix
 	// SignatureSuffix names a file's Sigstore bundle beside it, as cosign's
 	// --bundle examples do.
-	SignatureSuffix = ".sigstore.json"
+	SignatureSuffix = plugins.CatalogSignatureSuffix
+	// ChecksumsSignatureFile is ChecksumsFile's Sigstore bundle, signed by
+	// the release's publisher (ChecksumsPredicateType).
+	ChecksumsSignatureFile = ChecksumsFile + SignatureSuffix
 	// ImagesFile lists every image of the release by name.
 	ImagesFile = "images.json"
 	// NotesFile is the release notes.
@@ -52,7 +56,7 @@ const (
 
 // writeFiles writes the release's files into o.Out and returns their
 // names, sorted.
-func writeFiles(o Options, src images.Source, res *Result) ([]string, error) {
+func writeFiles(ctx context.Context, o Options, src images.Source, res *Result) ([]string, error) {
 	install, err := renderInstall(o, res)
 	if err != nil {
 		return nil, err
@@ -80,7 +84,10 @@ func writeFiles(o Options, src images.Source, res *Result) ([]string, error) {
 		fmt.Fprintf(&sums, "%s  %s\n", hex.EncodeToString(sum[:]), n)
 	}
 	files[ChecksumsFile] = []byte(sums.String())
-	names = append(names, ChecksumsFile)
+	if files[ChecksumsSignatureFile], err = signFile(ctx, o.Signer, files[ChecksumsFile], ChecksumsPredicateType, res.Version); err != nil {
+		return nil, fmt.Errorf("sign %s: %w", ChecksumsFile, err)
+	}
+	names = append(names, ChecksumsFile, ChecksumsSignatureFile)
 	slices.Sort(names)
 	for _, n := range names {
 		mode := os.FileMode(0o644)
@@ -205,7 +212,7 @@ func notes(o Options, src images.Source, res *Result) string {
 	for _, name := range slices.Sorted(maps.Keys(res.CLI)) {
 		clis = append(clis, "`"+name+"`")
 	}
-	b.WriteString("\n## Install\n\nThe CLI of this release, with its catalog and its check probe built in: " + strings.Join(clis, ", ") + ".\n\n```sh\nsha256sum -c " + ChecksumsFile + "\nopenfief platform install --overlay .\n```\n")
+	b.WriteString("\n## Install\n\nThe CLI of this release, with its catalog and its check probe built in: " + strings.Join(clis, ", ") + ".\n\n```sh\nsha256sum -c " + ChecksumsFile + "\nopenfief platform install --overlay .\n```\n\n`" + ChecksumsSignatureFile + "` is the publisher's signature of `" + ChecksumsFile + "` (predicate type `" + ChecksumsPredicateType + "`): check it before you trust the checksums (below).\n")
 	b.WriteString("\n## Verify\n\n")
 	id := o.Publisher.Identity
 	var who string
@@ -217,8 +224,8 @@ func notes(o Options, src images.Source, res *Result) string {
 		b.WriteString("With cosign (v3):\n\n")
 	}
 	op := res.Images["operator"]
-	fmt.Fprintf(&b, "```sh\ncosign verify %s %s\ncosign verify-attestation --type cyclonedx %s %s\ncosign verify-attestation --type slsaprovenance1 %s %s\n```\n",
-		who, op, who, op, who, op)
+	fmt.Fprintf(&b, "```sh\ncosign verify-blob-attestation %s --bundle %s --type %s %s\ncosign verify-blob-attestation %s --bundle %s --type %s %s\ncosign verify %s %s\ncosign verify-attestation --type cyclonedx %s %s\ncosign verify-attestation --type slsaprovenance1 %s %s\n```\n",
+		who, ChecksumsSignatureFile, ChecksumsPredicateType, ChecksumsFile, who, CatalogSignatureFile, plugins.CatalogPredicateType, CatalogFile, who, op, who, op, who, op)
 	b.WriteString("\nWith OpenFief's own verifier, as the operator checks a plugin:\n\n```sh\nopenfief plugin verify " + res.Images["nbp-fx"].String() + "\n```\n")
 	return b.String()
 }

@@ -137,7 +137,7 @@ func Make(ctx context.Context, o Options) (*Result, error) {
 	if res.CLI, err = o.buildCLI(ctx, src, res); err != nil {
 		return nil, err
 	}
-	if res.Files, err = writeFiles(o, src, res); err != nil {
+	if res.Files, err = writeFiles(ctx, o, src, res); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -218,20 +218,32 @@ func (o Options) buildPushSign(ctx context.Context, src images.Source, names []s
 // catalog file only when such a bundle from a publisher it knows verifies
 // (cosign.VerifyFile).
 func SignCatalog(ctx context.Context, s Signer, file []byte, version string) ([]byte, error) {
+	b, err := signFile(ctx, s, file, plugins.CatalogPredicateType, version)
+	if err != nil {
+		return nil, fmt.Errorf("sign the catalog: %w", err)
+	}
+	return b, nil
+}
+
+// ChecksumsPredicateType is the predicate type of a release's signature
+// over its SHA256SUMS (ChecksumsSignatureFile): with it, the checksums,
+// and through them every file of the release (the CLI binaries included),
+// are the publisher's word, not only something that sits beside them.
+const ChecksumsPredicateType = "https://github.com/arkadiuss/openfief/release-checksums/v1"
+
+// signFile signs file with s as a statement of predicateType whose one
+// subject is the file's SHA-256 and whose predicate names version.
+func signFile(ctx context.Context, s Signer, file []byte, predicateType, version string) ([]byte, error) {
 	pred, err := json.Marshal(map[string]string{"version": version})
 	if err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(file)
-	stmt, err := ocisign.StatementWith("sha256:"+hex.EncodeToString(sum[:]), plugins.CatalogPredicateType, pred)
+	stmt, err := ocisign.StatementWith("sha256:"+hex.EncodeToString(sum[:]), predicateType, pred)
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.Bundle(ctx, stmt)
-	if err != nil {
-		return nil, fmt.Errorf("sign the catalog: %w", err)
-	}
-	return b, nil
+	return s.Bundle(ctx, stmt)
 }
 
 // cliPackage is the CLI's main package.

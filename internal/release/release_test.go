@@ -69,7 +69,7 @@ func TestMake(t *testing.T) {
 			t.Errorf("image %s: %q", n, ref)
 		}
 	}
-	wantFiles := []string{CatalogFile, CatalogSignatureFile, ChecksumsFile, ImagesFile, InstallFile, NotesFile, PublisherKeyFile, KustomizationFile, CLIFile(images.HostPlatform())}
+	wantFiles := []string{CatalogFile, CatalogSignatureFile, ChecksumsFile, ChecksumsSignatureFile, ImagesFile, InstallFile, NotesFile, PublisherKeyFile, KustomizationFile, CLIFile(images.HostPlatform())}
 	slices.Sort(wantFiles)
 	if !slices.Equal(res.Files, wantFiles) {
 		t.Errorf("files %v, want %v", res.Files, wantFiles)
@@ -108,6 +108,13 @@ func TestMake(t *testing.T) {
 	sig, _ := os.ReadFile(filepath.Join(opts.Out, CatalogSignatureFile))
 	if id, pred, err := cosign.VerifyFile(sig, res.Catalog, plugins.CatalogPredicateType, cosign.WithPublicKeys([]string{pub})); err != nil || id.PublicKeyPEM != pub || !bytes.Contains(pred, []byte(`"version":"`+opts.Version+`"`)) {
 		t.Errorf("%s: %+v, %s, %v; want the publisher's signature naming %s", CatalogSignatureFile, id, pred, err, opts.Version)
+	}
+
+	// SHA256SUMS, which covers every other file, is signed too.
+	sums, _ := os.ReadFile(filepath.Join(opts.Out, ChecksumsFile))
+	sumsSig, _ := os.ReadFile(filepath.Join(opts.Out, ChecksumsSignatureFile))
+	if _, _, err := cosign.VerifyFile(sumsSig, sums, ChecksumsPredicateType, cosign.WithPublicKeys([]string{pub})); err != nil {
+		t.Errorf("%s: %v", ChecksumsSignatureFile, err)
 	}
 
 	// The CLI's binary carries the catalog, the version and the check
@@ -239,7 +246,7 @@ func TestMake(t *testing.T) {
 		}
 	}
 	for _, f := range res.Files {
-		if f == ImagesFile || f == NotesFile || f == ChecksumsFile || f == CatalogSignatureFile {
+		if f == ImagesFile || f == NotesFile || f == ChecksumsFile || f == CatalogSignatureFile || f == ChecksumsSignatureFile {
 			continue
 		}
 		a, _ := os.ReadFile(filepath.Join(opts.Out, f))
@@ -326,8 +333,9 @@ func checkSums(t *testing.T, dir string) {
 		}
 		n++
 	}
-	if entries, _ := os.ReadDir(dir); n != len(entries)-1 {
-		t.Errorf("%s lists %d files of %d", ChecksumsFile, n, len(entries)-1)
+	// Every file but SHA256SUMS and its signature.
+	if entries, _ := os.ReadDir(dir); n != len(entries)-2 {
+		t.Errorf("%s lists %d files of %d", ChecksumsFile, n, len(entries)-2)
 	}
 }
 
