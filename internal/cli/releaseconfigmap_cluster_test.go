@@ -45,9 +45,9 @@ func TestReleaseConfigMapIsNotTrusted(t *testing.T) {
 	for _, args := range [][]string{
 		{"catalog", "list"},
 		{"catalog", "list", "--signers", im.signers},
-		{"plugin", "install", "fx-cm", "--catalog", "nbp-fx", "--config", tempFile(t, "c.yaml", fxConfig)},
-		{"plugin", "install", "fx-cm", "--catalog", "nbp-fx", "--config", tempFile(t, "c.yaml", fxConfig), "--signers", im.signers},
-		{"plugin", "install", "fx-cm", "--image", evil.String(), "--config", tempFile(t, "c.yaml", fxConfig)},
+		{"plugin", "install", "fx-forged-release", "--catalog", "nbp-fx", "--config", tempFile(t, "c.yaml", fxConfig)},
+		{"plugin", "install", "fx-forged-release", "--catalog", "nbp-fx", "--config", tempFile(t, "c.yaml", fxConfig), "--signers", im.signers},
+		{"plugin", "install", "fx-forged-release", "--image", evil.String(), "--config", tempFile(t, "c.yaml", fxConfig)},
 	} {
 		r := openfief(t, k, runOpts{}, args...)
 		t.Logf("openfief %s: %s", strings.Join(args, " "), r)
@@ -61,7 +61,7 @@ func TestReleaseConfigMapIsNotTrusted(t *testing.T) {
 			t.Errorf("openfief %s installed the ConfigMap's image:\n%s", strings.Join(args, " "), r)
 		}
 	}
-	if p := k.plugin(t, "fx-cm"); p != nil {
+	if p := k.plugin(t, "fx-forged-release"); p != nil {
 		t.Errorf("a Plugin was written for the image an edited ConfigMap names: %s", p.Spec.Image)
 	}
 }
