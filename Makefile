@@ -187,7 +187,7 @@ attest: ## Attach a signed CycloneDX SBOM and SLSA v1 provenance, as OCI referre
 	$(GO) run ./hack/images attest --key "$(KEY)" $(if $(BUILDER_ID),--builder-id "$(BUILDER_ID)") --command "make images$(if $(REGISTRY), REGISTRY=$(REGISTRY))"
 
 .PHONY: release
-release: ## Make release VERSION (vX.Y.Z) into REGISTRY, signed with KEY (or SIGN=keyless in the release workflow: as that workflow, with the job's OIDC token): every image built from this commit (both platforms), pushed, signed and attested (a signed SBOM and SLSA provenance each; BUILDER_ID names the builder), the catalog pinning nbp-fx and ibkr-flex linked into the operator, and install.yaml, plugins.json, images.json, RELEASE.md and SHA256SUMS in .cache/release/VERSION (docs/images.md, Releases).
+release: ## Make release VERSION (vX.Y.Z) into REGISTRY, signed with KEY (or SIGN=keyless in the release workflow: as that workflow, with the job's OIDC token): every image built from this commit (both platforms), pushed, signed and attested (a signed SBOM and SLSA provenance each; BUILDER_ID names the builder), the catalog pinning nbp-fx and ibkr-flex linked into the operator and the openfief CLI (with the check probe), and install.yaml, plugins.json with its signature, the CLI binaries, images.json, RELEASE.md and SHA256SUMS in .cache/release/VERSION (docs/images.md, Releases).
 	$(GO) run ./hack/release make --version "$(VERSION)" --registry "$(REGISTRY)" $(if $(filter keyless,$(SIGN)),--keyless,--key "$(KEY)") $(if $(BUILDER_ID),--builder-id "$(BUILDER_ID)")
 
 .PHONY: release-overlay

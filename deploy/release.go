@@ -2,18 +2,16 @@ package deploy
 
 // ReleaseConfigMap is the ConfigMap, in the openfief namespace, that a
 // release overlay writes beside the platform (images.WritePlatformOverlay):
-// what the installed release ships besides its Deployments, so the CLI finds
-// it without flags (OF-29). It carries the release's version label like
-// every other object of the overlay.
+// what the installed release built besides its Deployments, for people and
+// tools to read. It carries the release's version label like every other
+// object of the overlay. Nothing trusts it: anyone who may write ConfigMaps
+// in the namespace can change it, so the CLI takes the catalog and the check
+// probe from its own binary, as the operator takes the catalog from its own
+// (OF-29, OF-30).
 const ReleaseConfigMap = "openfief-release"
 
-// ReleaseKeyCheckProbe is ReleaseConfigMap's key holding the check probe
-// image of the release, <repository>@sha256:<hex>, which `openfief check
-// --isolation` runs as two Plugins (OF-29).
+// ReleaseKeyCheckProbe is ReleaseConfigMap's key naming the check probe
+// image the release built, <repository>@sha256:<hex>. It is informational:
+// `openfief check --isolation` runs the probe its own release pins, or
+// --probe-image (OF-29).
 const ReleaseKeyCheckProbe = "check-probe"
-
-// ReleaseKeyCatalog is ReleaseConfigMap's key holding the catalog a release
-// linked into its operator (plugins.json, OF-30), which `openfief catalog
-// list` and `openfief plugin install --catalog` read. The operator never
-// reads it: editing it cannot make an image Verified.
-const ReleaseKeyCatalog = "catalog"

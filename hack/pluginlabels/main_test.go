@@ -75,3 +75,43 @@ func TestWithLabelRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeConstant: the check probe's manifest is compiled into the CLI
+// through a generated constant, which check finds stale and write renews.
+func TestProbeConstant(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "plugins")
+	p := filepath.Join(dir, probePlugin)
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p, "manifest.json"), []byte(goodManifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p, "Dockerfile"), []byte(dockerfile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(true, dir); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	gen := filepath.Join(root, filepath.FromSlash(probeConstantFile))
+	got, err := os.ReadFile(gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `const ProbeManifest = "{\"capabilities\":[\"connector\"],\"egress\":[\"api.nbp.pl\"]}"`; !strings.Contains(string(got), want+"\n") {
+		t.Errorf("%s:\n%s\nwant the line %s", gen, got, want)
+	}
+	if err := os.WriteFile(filepath.Join(p, "manifest.json"), []byte(`{"capabilities":["view"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(true, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p, "manifest.json"), []byte(goodManifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(false, dir); err == nil || !strings.Contains(err.Error(), probeConstantFile) {
+		t.Fatalf("check of a stale constant = %v, want it named", err)
+	}
+}

@@ -4,8 +4,9 @@
 //	go run ./hack/release make --version vX.Y.Z --registry PREFIX (--key FILE | --keyless) [--publisher NAME] [--out DIR] [--platform P,...] [--insecure]
 //
 // make builds every image from this commit, pushes and signs it, links the
-// catalog that pins the first-party plugins into the operator and writes
-// install.yaml, plugins.json, images.json, RELEASE.md and SHA256SUMS into
+// catalog that pins the first-party plugins into the operator and the CLI,
+// and writes install.yaml, plugins.json with its signature, the openfief
+// binaries, images.json, RELEASE.md and SHA256SUMS into
 // .cache/release/<version> (internal/release, docs/images.md).
 //
 // Without make, it writes a kustomize overlay of the whole platform:
@@ -13,7 +14,8 @@
 // deploy/operator, with the images pinned to the digests the last
 // `make images REGISTRY=...` pushed (internal/images; docs/images.md) and
 // every object labelled with the build's version, and the ConfigMap
-// openfief-release naming the pushed check probe image (OF-29):
+// openfief-release naming the pushed check probe image (OF-29; informational,
+// the CLI does not read it):
 //
 //	go run ./hack/release [--out DIR] [--dir BUILD] [--registry-config] [--api-server-cidr CIDR]...
 //

@@ -21,10 +21,13 @@ func newCatalogCommand(env *Env) *cobra.Command {
 		Use:   "catalog",
 		Short: "List the plugins of the catalog, which OpenFief vouches for",
 		Long: `The catalog lists first-party and verified plugins, each pinned to one image
-digest and the publisher whose signature makes it Verified. The
-operator decides with the catalog built into it by its release; the CLI reads
-the same catalog from the installed release (ConfigMap openfief-release), or
-from --catalog-file, a release's plugins.json.`,
+digest and the publisher whose signature makes it Verified. A release
+builds its catalog into its operator and into its openfief binary alike, so
+the CLI of the installed release says Verified exactly when the operator
+does; no cluster object is read for it. --catalog-file takes a release's
+plugins.json instead, only with the signature the release wrote beside it
+(plugins.json.sigstore.json) by OpenFief's CI or a publisher of this CLI's
+own catalog. A development build's catalog lists no plugin.`,
 		Example: `  openfief catalog list
   openfief plugin install fx --catalog nbp-fx`,
 		Args: noArgs,
@@ -55,7 +58,8 @@ type catalogRow struct {
 type catalogListing struct {
 	// Source says where the catalog came from.
 	Source string `json:"source"`
-	// Version is the installed release's version, when the catalog is its.
+	// Version is the release the catalog is of: this CLI's, or the one a
+	// signed catalog file names; empty for a development build.
 	Version string       `json:"version,omitempty"`
 	Plugins []catalogRow `json:"plugins"`
 }
@@ -73,7 +77,7 @@ func newCatalogListCommand(env *Env) *cobra.Command {
 
   NAME       the catalog name: install it with 'openfief plugin install NAME --catalog ENTRY'
   PUBLISHER  whose signature makes it Verified
-  VERSION    the release the catalog comes from ("-" for a file or this CLI's own)
+  VERSION    the release the catalog is of ("-" for a development build)
   STATUS     the image checked now with the catalog's policy: Verified, or why not
   ASKS FOR   what its signed manifest asks: capabilities, egress hosts, Secrets, data tiers
   IMAGE      the pinned image, its digest shortened to 12 hex digits
@@ -90,25 +94,22 @@ field, the signed manifests whole.`,
 			}
 			ctx := cmd.Context()
 			var (
-				t       trust
-				version string
-				err     error
+				t   trust
+				err error
 			)
-			if tf.signersFile != "" && tf.catalogFile != "" {
-				t, err = policyFromFile(tf.signersFile, tf.catalogFile)
+			if tf.signersFile != "" {
+				t, err = env.policyFromFile(tf.signersFile, tf.catalogFile)
 			} else {
 				c, cerr := env.Client()
 				if cerr != nil {
 					return cerr
 				}
-				if t, err = env.trustForCluster(ctx, c, tf); err == nil && tf.catalogFile == "" {
-					_, version, _, err = installedCatalog(ctx, c, env.Namespace)
-				}
+				t, err = env.trustForCluster(ctx, c, tf)
 			}
 			if err != nil {
 				return err
 			}
-			listing := catalogListing{Source: t.catalog, Version: version, Plugins: []catalogRow{}}
+			listing := catalogListing{Source: t.catalog, Version: t.version, Plugins: []catalogRow{}}
 			for _, e := range t.policy.Catalog().Entries() {
 				res, err := env.checkImage(ctx, e.Image, t, tf)
 				if err != nil {

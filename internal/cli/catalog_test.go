@@ -8,22 +8,17 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/arkadiuss/openfief/api/v1alpha1"
-	"github.com/arkadiuss/openfief/deploy"
-	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/trust/cosign/cosigntest"
 )
 
-// TestCatalogInstall installs a release's catalog as the release overlay
-// does (ConfigMap openfief-release) with two entries published by a release
-// key: nbp-fx, signed by that key, and ibkr-flex, whose pinned image only an
-// owner key signed. `catalog list` shows the first Verified and says why
-// the second is not; `plugin install --catalog` installs the first by name
-// and refuses the second although its signer is trusted: the owner asked
-// for the plugin the catalog vouches for.
+// TestCatalogInstall runs the CLI of a release whose catalog, linked into
+// it as into that release's operator, has two entries published by a
+// release key: nbp-fx, signed by that key, and ibkr-flex, whose pinned
+// image only an owner key signed. `catalog list` shows the first Verified
+// and says why the second is not; `plugin install --catalog` installs the
+// first by name and refuses the second although its signer is trusted: the
+// owner asked for the plugin the catalog vouches for.
 func TestCatalogInstall(t *testing.T) {
 	k := newKube(t)
 	im := newImages(t)
@@ -39,42 +34,34 @@ func TestCatalogInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: deploy.ReleaseConfigMap, Namespace: plugins.Namespace, Labels: map[string]string{"app.kubernetes.io/version": "v9.8.7"}},
-		Data:       map[string]string{deploy.ReleaseKeyCatalog: string(catalogJSON)},
-	}
-	ctx := context.Background()
-	if err := k.c.Create(ctx, cm); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k.c.Delete(context.Background(), cm) })
+	rel := runOpts{builtinCatalog: catalogJSON}
 
 	t.Run("list", func(t *testing.T) {
-		r := openfief(t, k, runOpts{}, "catalog", "list", "--signers", im.signers)
-		expect(t, r, ExitOK, "catalog of the installed release v9.8.7", "NAME", "ASKS FOR")
+		r := openfief(t, k, rel, "catalog", "list", "--signers", im.signers)
+		expect(t, r, ExitOK, "this CLI's built-in catalog, of release "+testRelease, "NAME", "ASKS FOR")
 		lines := strings.Split(r.out, "\n")
 		if len(lines) < 3 || !strings.Contains(lines[1], "nbp-fx") || !strings.Contains(lines[1], "Verified") ||
-			!strings.Contains(lines[1], "connector; egress api.nbp.pl:443") || !strings.Contains(lines[1], "v9.8.7") {
+			!strings.Contains(lines[1], "connector; egress api.nbp.pl:443") || !strings.Contains(lines[1], testRelease) {
 			t.Errorf("nbp-fx's row: %q", lines)
 		}
 		if !strings.Contains(lines[2], "ibkr-flex") || !strings.Contains(lines[2], "SignedByTrustedSigner") {
 			t.Errorf("ibkr-flex's row: %q", lines)
 		}
 
-		r = openfief(t, k, runOpts{}, "catalog", "list", "-o", "json", "--signers", im.signers)
+		r = openfief(t, k, rel, "catalog", "list", "-o", "json", "--signers", im.signers)
 		expect(t, r, ExitOK)
 		var l catalogListing
 		if err := json.Unmarshal([]byte(r.out), &l); err != nil {
 			t.Fatalf("%v\n%s", err, r.out)
 		}
-		if l.Version != "v9.8.7" || len(l.Plugins) != 2 || l.Plugins[0].Status != v1alpha1.ReasonVerified ||
+		if l.Version != testRelease || len(l.Plugins) != 2 || l.Plugins[0].Status != v1alpha1.ReasonVerified ||
 			l.Plugins[0].Manifest == nil || !l.Plugins[0].Manifest.Equal(fxV1) || l.Plugins[1].Manifest != nil {
 			t.Errorf("catalog list -o json: %+v", l)
 		}
 	})
 
 	t.Run("install by name", func(t *testing.T) {
-		r := openfief(t, k, runOpts{}, "plugin", "install", "fx-catalog", "--catalog", "nbp-fx", "--config", tempFile(t, "c.yaml", fxConfig), "--signers", im.signers)
+		r := openfief(t, k, rel, "plugin", "install", "fx-catalog", "--catalog", "nbp-fx", "--config", tempFile(t, "c.yaml", fxConfig), "--signers", im.signers)
 		expect(t, r, ExitOK, "plugin/fx-catalog created", "Verified by openfief-test")
 		p := k.plugin(t, "fx-catalog")
 		if p == nil || p.Spec.Image != fx.String() {
@@ -84,7 +71,7 @@ func TestCatalogInstall(t *testing.T) {
 	})
 
 	t.Run("not verified by its publisher", func(t *testing.T) {
-		r := openfief(t, k, runOpts{}, "plugin", "install", "ibkr-catalog", "--catalog", "ibkr-flex", "--config", tempFile(t, "c.yaml", fxConfig), "--signers", im.signers)
+		r := openfief(t, k, rel, "plugin", "install", "ibkr-catalog", "--catalog", "ibkr-flex", "--config", tempFile(t, "c.yaml", fxConfig), "--signers", im.signers)
 		expect(t, r, ExitUntrustedSigner, "--catalog ibkr-flex", "not Verified by openfief-test")
 		if k.plugin(t, "ibkr-catalog") != nil {
 			t.Error("a Plugin was written for a catalog entry its publisher did not sign")
@@ -92,11 +79,11 @@ func TestCatalogInstall(t *testing.T) {
 	})
 
 	t.Run("usage", func(t *testing.T) {
-		r := openfief(t, k, runOpts{}, "plugin", "install", "x", "--catalog", "nope", "--signers", im.signers)
+		r := openfief(t, k, rel, "plugin", "install", "x", "--catalog", "nope", "--signers", im.signers)
 		expect(t, r, ExitNotFound, "--catalog nope: no such entry", "it lists nbp-fx, ibkr-flex")
-		r = openfief(t, k, runOpts{}, "plugin", "install", "x", "--catalog", "nbp-fx", "--image", fx.String())
+		r = openfief(t, k, rel, "plugin", "install", "x", "--catalog", "nbp-fx", "--image", fx.String())
 		expect(t, r, ExitUsage, "exactly one of --image IMAGE and --catalog ENTRY")
-		r = openfief(t, k, runOpts{}, "plugin", "install", "x")
+		r = openfief(t, k, rel, "plugin", "install", "x")
 		expect(t, r, ExitUsage, "exactly one of --image IMAGE and --catalog ENTRY")
 	})
 }

@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
-	"github.com/arkadiuss/openfief/deploy"
 	"github.com/arkadiuss/openfief/internal/check"
 	"github.com/arkadiuss/openfief/internal/core/ownerapi"
 	"github.com/arkadiuss/openfief/internal/plugins"
@@ -46,10 +45,12 @@ openfief-core answering with its store. ✔ passed, ✖ failed, ! a warning; a
 failure or warning says why and how to fix it.
 
 With --isolation it then proves that plugins are isolated on this cluster:
-it installs two short-lived probe plugins (the release's signed probe image,
-approved for what its manifest asks: the view capability and egress to
-example.com), which the operator runs, labels and polices exactly as any
-plugin, and from inside them tries the cluster DNS over UDP and TCP, the
+it installs two short-lived probe plugins (the probe image this CLI's
+release pins, or --probe-image, approved for exactly the probe manifest
+this CLI was built with: ` + probeAsks() + `; an image whose signed
+label asks for anything else is refused before anything is created), which
+the operator runs, labels and polices exactly as any plugin, and from
+inside them tries the cluster DNS over UDP and TCP, the
 node's resolver, an address outside the cluster (--outside-address), the API
 server, the other probe, the core's two ports, and the egress proxy without a
 token, for a host not granted and for the granted host. It prints the truth
@@ -104,7 +105,7 @@ when a cell differs or the probes could not be measured), 2 on wrong flags.`,
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json (default: lines grouped by heading)")
 	cmd.Flags().DurationVar(&timeout, "timeout", defaultCheckTimeout, "bounds the whole check; each call is bounded to "+check.DefaultCallTimeout.String())
 	cmd.Flags().BoolVar(&isolation, "isolation", false, "also prove plugin isolation with two probe plugins (creates and removes them; see above)")
-	cmd.Flags().StringVar(&iso.probeImage, "probe-image", "", "with --isolation: the probe image, repository@sha256:<hex> (default: the installed release's, from the ConfigMap "+deploy.ReleaseConfigMap+")")
+	cmd.Flags().StringVar(&iso.probeImage, "probe-image", "", "with --isolation: the probe image, repository@sha256:<hex>, signed by a trusted signer with exactly this CLI's probe manifest (default: the probe this CLI's release pins; a release's CLI takes only that digest, a development build requires the flag)")
 	cmd.Flags().StringVar(&iso.outside, "outside-address", defaultOutsideAddress, "with --isolation: an address outside the cluster a probe tries to reach directly, host:port")
 	cmd.Flags().DurationVar(&iso.settle, "settle", defaultSettle, "with --isolation: how long a cell that differs is measured again, for policies still reaching the node's firewall")
 	iso.trust.register(cmd.Flags(), true)

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -24,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
-	"github.com/arkadiuss/openfief/deploy"
 	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/check"
 	"github.com/arkadiuss/openfief/internal/check/probewire"
@@ -79,11 +77,15 @@ func (e *Env) isolation(ctx context.Context, o isolationOptions) (rows []check.R
 	if err != nil {
 		return nil, exitf(ExitFailure, "connecting to the API server: %w", err)
 	}
-	if err := e.removeProbes(ctx, c, ""); err != nil {
+	ref, err := probeImageFor(o.probeImage)
+	if err != nil {
 		return nil, err
 	}
-	ref, err := e.probeImage(ctx, c, o.probeImage)
+	m, err := probeManifest()
 	if err != nil {
+		return nil, err
+	}
+	if err := e.removeProbes(ctx, c, ""); err != nil {
 		return nil, err
 	}
 	// Checked as plugin install checks an image, without its report on
@@ -98,6 +100,9 @@ func (e *Env) isolation(ctx context.Context, o isolationOptions) (rows []check.R
 	}
 	if err != nil {
 		return nil, fmt.Errorf("the probe image %s: %w", shortImage(ref.String()), err)
+	}
+	if err := checkProbeLabel(ref, res.Manifest, m); err != nil {
+		return nil, err
 	}
 	run, err := newRunID()
 	if err != nil {
@@ -114,7 +119,6 @@ func (e *Env) isolation(ctx context.Context, o isolationOptions) (rows []check.R
 	}()
 
 	fmt.Fprintf(e.ErrOut, "Starting probes %s and %s (image %s)...\n", names[check.ProbeA], names[check.ProbeB], shortImage(ref.String()))
-	m := *res.Manifest
 	for _, from := range []string{check.ProbeA, check.ProbeB} {
 		name := names[from]
 		p := &v1alpha1.Plugin{
@@ -210,31 +214,6 @@ func newRunID() (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(b), nil
-}
-
-// probeImage is --probe-image, or the probe of the installed release: the
-// release ConfigMap names it.
-func (e *Env) probeImage(ctx context.Context, c client.Client, flag string) (plugins.ImageRef, error) {
-	if flag != "" {
-		return parseImage("--probe-image", flag)
-	}
-	var cm corev1.ConfigMap
-	err := c.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: deploy.ReleaseConfigMap}, &cm)
-	switch {
-	case apierrors.IsNotFound(err):
-		return plugins.ImageRef{}, exitf(ExitFailure, "no probe image: the ConfigMap %s/%s of the installed release is missing (install the platform from a release, or give --probe-image)", e.Namespace, deploy.ReleaseConfigMap)
-	case err != nil:
-		return plugins.ImageRef{}, apiError("reading the release ConfigMap", err)
-	}
-	v := cm.Data[deploy.ReleaseKeyCheckProbe]
-	if v == "" {
-		return plugins.ImageRef{}, exitf(ExitFailure, "no probe image: ConfigMap %s/%s has no key %s (give --probe-image)", e.Namespace, deploy.ReleaseConfigMap, deploy.ReleaseKeyCheckProbe)
-	}
-	ref, err := plugins.ParseImageRef(v)
-	if err != nil {
-		return plugins.ImageRef{}, exitf(ExitFailure, "ConfigMap %s/%s names the probe image %s: %w", e.Namespace, deploy.ReleaseConfigMap, display.Text(v), err)
-	}
-	return ref, nil
 }
 
 // waitProbe waits until the operator runs the probe name and its rollout is

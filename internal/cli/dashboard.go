@@ -63,12 +63,9 @@ Ctrl-C.`,
 			if err != nil {
 				return err
 			}
-			c, err := env.Client()
-			if err != nil {
-				return err
-			}
-			// The installed release's catalog, as the operator holds it.
-			cat, _, err := catalogFor(cmd.Context(), c, env.Namespace, "")
+			// This binary's catalog: its release's, as that release's
+			// operator holds it; never a cluster object's.
+			cat, _, _, err := env.catalogFromFile("")
 			if err != nil {
 				return err
 			}

@@ -92,6 +92,8 @@ type runOpts struct {
 	interactive bool
 	now         time.Time
 	verifier    []cosign.Option
+	// builtinCatalog stands for the catalog a release links into the CLI.
+	builtinCatalog []byte
 }
 
 // openfief runs the CLI in-process with args, against k's cluster when k is
@@ -104,6 +106,7 @@ func openfief(t *testing.T, k *kube, o runOpts, args ...string) result {
 		env.Now = func() time.Time { return o.now }
 	}
 	env.verifierOptions = o.verifier
+	env.builtinCatalog = o.builtinCatalog
 	if k != nil {
 		args = append([]string{"--kubeconfig", k.kubeconfig}, args...)
 	}

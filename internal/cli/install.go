@@ -148,7 +148,7 @@ func lookupCatalog(t trust, name string) (*plugins.CatalogEntry, error) {
 	if len(names) > 0 {
 		have = "it lists " + strings.Join(names, ", ")
 	}
-	return nil, exitf(ExitNotFound, "--catalog %s: no such entry in the %s: %s (openfief catalog list)", display.Text(name), display.Text(t.catalog), have)
+	return nil, exitf(ExitNotFound, "--catalog %s: no such entry in %s: %s (openfief catalog list)", display.Text(name), display.Text(t.catalog), have)
 }
 
 // checkCatalogTrust refuses an image installed by catalog name unless it is
@@ -249,27 +249,12 @@ func (e *Env) verifyForCluster(ctx context.Context, c client.Client, ref plugins
 
 // trustForCluster is the trust policy the commands that write to the
 // cluster check with: the owner's signers of --signers, else the cluster's,
-// and the catalog of --catalog-file, else the installed release's.
+// and the catalog of --catalog-file (verified), else this binary's.
 func (e *Env) trustForCluster(ctx context.Context, c client.Client, tf trustFlags) (trust, error) {
 	if tf.signersFile != "" {
-		if tf.catalogFile != "" {
-			return policyFromFile(tf.signersFile, tf.catalogFile)
-		}
-		cat, catSource, err := catalogFor(ctx, c, e.Namespace, "")
-		if err != nil {
-			return trust{}, err
-		}
-		t, err := policyFromFile(tf.signersFile, "")
-		if err != nil {
-			return trust{}, err
-		}
-		if t.policy, err = imagetrust.NewPolicyWithCatalog(cat, t.owner); err != nil {
-			return trust{}, exitf(ExitInvalid, "--signers: %w", err)
-		}
-		t.catalog = catSource
-		return t, nil
+		return e.policyFromFile(tf.signersFile, tf.catalogFile)
 	}
-	return policyFromCluster(ctx, c, e.Namespace, tf.catalogFile)
+	return e.policyFromCluster(ctx, c, tf.catalogFile)
 }
 
 // verifyWith checks ref with t as verifyForCluster does.

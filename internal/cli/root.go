@@ -58,6 +58,9 @@ type Env struct {
 	// verifierOptions are added to the image verifier's options; tests
 	// use them to trust a virtual Sigstore.
 	verifierOptions []cosign.Option
+	// builtinCatalog, when set, stands for the catalog a release links into
+	// the binary (catalog.File); tests use it as a release's CLI.
+	builtinCatalog []byte
 }
 
 // NewEnv returns an Env on s with the default namespace and the system clock.

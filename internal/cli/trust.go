@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -17,9 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
-	"github.com/arkadiuss/openfief/deploy"
 	"github.com/arkadiuss/openfief/internal/display"
-	"github.com/arkadiuss/openfief/internal/platform"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	imagetrust "github.com/arkadiuss/openfief/internal/trust"
 	"github.com/arkadiuss/openfief/internal/trust/catalog"
@@ -42,11 +42,7 @@ func (f *trustFlags) register(fs *pflag.FlagSet, clusterDefault bool) {
 		help += " (default: that ConfigMap's signers.json in the cluster, as the operator trusts)"
 	}
 	fs.StringVar(&f.signersFile, "signers", "", help)
-	catalogHelp := "a release's catalog, its plugins.json (default: this CLI's built-in catalog"
-	if clusterDefault {
-		catalogHelp = "a release's catalog, its plugins.json (default: the installed release's, from ConfigMap " + deploy.ReleaseConfigMap + ", else this CLI's built-in one"
-	}
-	fs.StringVar(&f.catalogFile, "catalog-file", "", catalogHelp+"; the operator decides with the catalog built into it)")
+	fs.StringVar(&f.catalogFile, "catalog-file", "", "a release's catalog, its plugins.json, used only with the release's signature beside it (FILE"+plugins.CatalogSignatureSuffix+") by OpenFief's CI or a publisher of this CLI's own catalog (default: this CLI's built-in catalog, the one its release built into the operator)")
 	fs.StringArrayVar(&f.insecure, "insecure-registry", insecureFromEnv(), "a registry host[:port] read over plain HTTP (repeatable; loopback registries always are; default: $"+EnvInsecureRegistries+", comma-separated)")
 	fs.StringVar(&f.registryConfig, "registry-config", "", "a docker config.json with registry credentials (default: the owner's docker config, ~/.docker/config.json or $DOCKER_CONFIG, with its credential helpers, as crane and cosign read it)")
 }
@@ -94,16 +90,19 @@ type trust struct {
 	source string
 	// catalog names where the catalog came from, for the report.
 	catalog string
+	// version is the release the catalog is of, "" when unknown (a
+	// development build's).
+	version string
 	// owner is the owner's signers.json the policy holds, if any.
 	owner []byte
 }
 
 // policyFromFile builds the operator's trust policy with the owner signers
 // of file (D-45), as trust.LoadPolicy reads them for the operator, and the
-// catalog of catalogFile, else this binary's. Unlike the operator, a file
-// the owner names must exist.
-func policyFromFile(file, catalogFile string) (trust, error) {
-	cat, catSource, err := catalogFromFile(catalogFile)
+// catalog of catalogFile (verified, catalogFromFile), else this binary's.
+// Unlike the operator, a file the owner names must exist.
+func (e *Env) policyFromFile(file, catalogFile string) (trust, error) {
+	cat, catSource, version, err := e.catalogFromFile(catalogFile)
 	if err != nil {
 		return trust{}, err
 	}
@@ -119,7 +118,7 @@ func policyFromFile(file, catalogFile string) (trust, error) {
 	if err != nil {
 		return trust{}, exitf(ExitInvalid, "--signers: %w", err)
 	}
-	return trust{policy: p, source: source, catalog: catSource, owner: owner}, nil
+	return trust{policy: p, source: source, catalog: catSource, version: version, owner: owner}, nil
 }
 
 // maxSignersFile bounds a signers.json or plugins.json read from disk; the
@@ -143,81 +142,136 @@ func readBounded(file string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-// catalogFromFile reads the catalog of file, a release's plugins.json, or
-// returns this binary's when file is empty.
-func catalogFromFile(file string) (plugins.Catalog, string, error) {
+// catalogFromFile is the catalog the CLI checks images with: this binary's
+// (linked in by its release, as into that release's operator; OF-30) when
+// file is empty, else file, a release's plugins.json, used only when the
+// Sigstore bundle beside it (file + plugins.CatalogSignatureSuffix)
+// verifies for exactly its bytes and was signed by a publisher this binary
+// knows (catalogSigners). No cluster object is ever read for the catalog,
+// so no ConfigMap can make the CLI say Verified when the operator would
+// not.
+func (e *Env) catalogFromFile(file string) (cat plugins.Catalog, source, version string, err error) {
+	builtin, version, err := e.builtin()
+	if err != nil {
+		return plugins.Catalog{}, "", "", err
+	}
 	if file == "" {
-		cat, err := catalog.Load()
-		if err != nil {
-			return plugins.Catalog{}, "", exitf(ExitFailure, "this CLI's built-in catalog: %w", err)
-		}
-		return cat, builtinCatalogSource(cat), nil
+		return builtin, builtinCatalogSource(builtin, version), version, nil
 	}
 	data, err := readBounded(file, maxSignersFile)
 	if err != nil {
-		return plugins.Catalog{}, "", exitf(ExitUsage, "--catalog-file: %w", err)
+		return plugins.Catalog{}, "", "", exitf(ExitUsage, "--catalog-file: %w", err)
 	}
-	cat, err := plugins.ParseCatalog(data)
+	sigFile := file + plugins.CatalogSignatureSuffix
+	sig, err := readBounded(sigFile, cosign.MaxBundleBytes)
 	if err != nil {
-		return plugins.Catalog{}, "", exitf(ExitInvalid, "--catalog-file %s: %w", file, err)
+		return plugins.Catalog{}, "", "", exitf(ExitUntrustedSigner, "--catalog-file %s: its signature %s: %w; a release's catalog is used only with the signature the release wrote beside it", file, sigFile, err)
 	}
-	return cat, fmt.Sprintf("catalog from %s (%d plugins)", file, cat.Len()), nil
-}
-
-func builtinCatalogSource(cat plugins.Catalog) string {
-	return fmt.Sprintf("this CLI's built-in catalog (%d plugins)", cat.Len())
-}
-
-// installedCatalog is the catalog of the installed release: the ConfigMap
-// deploy.ReleaseConfigMap's deploy.ReleaseKeyCatalog, with the release's
-// version; found is false when the cluster has no such ConfigMap or key.
-func installedCatalog(ctx context.Context, c client.Client, namespace string) (cat plugins.Catalog, version string, found bool, err error) {
-	var cm corev1.ConfigMap
-	err = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: deploy.ReleaseConfigMap}, &cm)
-	switch {
-	case apierrors.IsNotFound(err):
-		return plugins.Catalog{}, "", false, nil
-	case err != nil:
-		return plugins.Catalog{}, "", false, exitf(ExitFailure, "reading ConfigMap %s: %w", deploy.ReleaseConfigMap, err)
-	}
-	data, ok := cm.Data[deploy.ReleaseKeyCatalog]
-	if !ok {
-		return plugins.Catalog{}, "", false, nil
-	}
-	if cat, err = plugins.ParseCatalog([]byte(data)); err != nil {
-		return plugins.Catalog{}, "", false, exitf(ExitInvalid, "ConfigMap %s, key %s: %w", deploy.ReleaseConfigMap, deploy.ReleaseKeyCatalog, err)
-	}
-	return cat, cm.Labels[platform.LabelVersion], true, nil
-}
-
-// catalogFor is the catalog a command that reaches the cluster checks
-// images with: --catalog-file's, else the installed release's, else this
-// binary's.
-func catalogFor(ctx context.Context, c client.Client, namespace, file string) (plugins.Catalog, string, error) {
-	if file != "" {
-		return catalogFromFile(file)
-	}
-	cat, version, found, err := installedCatalog(ctx, c, namespace)
+	signer, signedVersion, err := e.verifyCatalogFile(data, sig, builtin)
 	if err != nil {
-		return plugins.Catalog{}, "", err
+		return plugins.Catalog{}, "", "", exitf(ExitUntrustedSigner, "--catalog-file %s: %w: refused", file, err)
 	}
-	if !found {
-		return catalogFromFile("")
+	cat, err = plugins.ParseCatalog(data)
+	if err != nil {
+		return plugins.Catalog{}, "", "", exitf(ExitInvalid, "--catalog-file %s: %w", file, err)
 	}
-	return cat, fmt.Sprintf("catalog of the installed release %s (ConfigMap %s, %d plugins)", orDash(version), deploy.ReleaseConfigMap, cat.Len()), nil
+	return cat, fmt.Sprintf("the catalog of release %s from %s, signed by %s (%d plugins)", orDash(signedVersion), file, signer, cat.Len()), signedVersion, nil
+}
+
+// builtin is this binary's catalog and the release it was built by ("" in
+// a development build).
+func (e *Env) builtin() (plugins.Catalog, string, error) {
+	if e.builtinCatalog != nil {
+		cat, err := plugins.ParseCatalog(e.builtinCatalog)
+		if err != nil {
+			return plugins.Catalog{}, "", exitf(ExitFailure, "this CLI's built-in catalog: %w", err)
+		}
+		return cat, testRelease, nil
+	}
+	cat, err := catalog.Load()
+	if err != nil {
+		return plugins.Catalog{}, "", exitf(ExitFailure, "this CLI's built-in catalog: %w", err)
+	}
+	return cat, catalog.Version(), nil
+}
+
+// testRelease is the version a test's stand-in for a release's catalog
+// (Env.builtinCatalog) is of.
+const testRelease = "v0.0.0-test"
+
+func builtinCatalogSource(cat plugins.Catalog, version string) string {
+	if version == "" {
+		return fmt.Sprintf("this CLI's built-in catalog, of a development build (%d plugins)", cat.Len())
+	}
+	return fmt.Sprintf("this CLI's built-in catalog, of release %s (%d plugins)", version, cat.Len())
+}
+
+// catalogSigners are who may sign a catalog file this binary uses:
+// OpenFief's CI and the publishers of the binary's own catalog (a release
+// signed with a key names that key). The owner's signers are not among
+// them: a catalog the owner signed would make the CLI say Verified where
+// the operator, with its compiled-in catalog, does not.
+func catalogSigners(builtin plugins.Catalog) []plugins.Signer {
+	signers := []plugins.Signer{plugins.OpenFiefCI()}
+	for _, e := range builtin.Entries() {
+		if !slices.ContainsFunc(signers, func(s plugins.Signer) bool { return s.Identity == e.Publisher.Identity }) {
+			signers = append(signers, e.Publisher)
+		}
+	}
+	return signers
+}
+
+// verifyCatalogFile verifies sig, a Sigstore bundle, over data for one of
+// catalogSigners(builtin) and returns that signer's name and the release
+// version the signature names.
+func (e *Env) verifyCatalogFile(data, sig []byte, builtin plugins.Catalog) (string, string, error) {
+	signers := catalogSigners(builtin)
+	var keys []string
+	for _, s := range signers {
+		if s.Identity.IsKey() {
+			keys = append(keys, s.Identity.PublicKeyPEM)
+		}
+	}
+	opts := append([]cosign.Option{cosign.WithPublicKeys(keys)}, e.verifierOptions...)
+	id, pred, err := cosign.VerifyFile(sig, data, plugins.CatalogPredicateType, opts...)
+	if err != nil {
+		return "", "", fmt.Errorf("its signature does not verify for this file: %w", err)
+	}
+	for _, s := range signers {
+		if s.Identity.Matches(id) {
+			var p struct {
+				Version string `json:"version"`
+			}
+			_ = json.Unmarshal(pred, &p)
+			return s.Name, p.Version, nil
+		}
+	}
+	var names []string
+	for _, s := range signers {
+		names = append(names, s.Name)
+	}
+	return "", "", fmt.Errorf("signed by %s, who is not a publisher this CLI knows (%s)", describeSignature(id), strings.Join(names, ", "))
+}
+
+// describeSignature says who made a signature; all of it is public.
+func describeSignature(id plugins.SignatureIdentity) string {
+	if id.PublicKeyPEM != "" {
+		return "a public key"
+	}
+	return display.Text(fmt.Sprintf("issuer %s, subject %s", id.Issuer, id.Subject))
 }
 
 // policyFromCluster builds the trust policy the operator holds: OpenFief's
-// CI, the installed release's catalog (or --catalog-file's) and the
+// CI, this binary's catalog (or --catalog-file's, verified) and the
 // signers.json of the openfief-trusted-signers ConfigMap, which may be
 // missing.
-func policyFromCluster(ctx context.Context, c client.Client, namespace, catalogFile string) (trust, error) {
-	cat, catSource, err := catalogFor(ctx, c, namespace, catalogFile)
+func (e *Env) policyFromCluster(ctx context.Context, c client.Client, catalogFile string) (trust, error) {
+	cat, catSource, version, err := e.catalogFromFile(catalogFile)
 	if err != nil {
 		return trust{}, err
 	}
 	var cm corev1.ConfigMap
-	err = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: plugins.OwnerSignersConfigMap}, &cm)
+	err = c.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: plugins.OwnerSignersConfigMap}, &cm)
 	source := "owner signers from ConfigMap " + plugins.OwnerSignersConfigMap
 	var owner []byte
 	switch {
@@ -237,7 +291,7 @@ func policyFromCluster(ctx context.Context, c client.Client, namespace, catalogF
 	if err != nil {
 		return trust{}, exitf(ExitInvalid, "ConfigMap %s: %w", plugins.OwnerSignersConfigMap, err)
 	}
-	return trust{policy: p, source: source, catalog: catSource, owner: owner}, nil
+	return trust{policy: p, source: source, catalog: catSource, version: version, owner: owner}, nil
 }
 
 // imageCheck is the outcome of the operator's check of one image, with what

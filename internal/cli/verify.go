@@ -46,7 +46,7 @@ operator would refuse the image, and the exit code says which:
 			if err != nil {
 				return err
 			}
-			t, err := policyFromFile(tf.signersFile, tf.catalogFile)
+			t, err := env.policyFromFile(tf.signersFile, tf.catalogFile)
 			if err != nil {
 				return err
 			}

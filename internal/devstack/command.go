@@ -8,10 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/arkadiuss/openfief/deploy"
 	"github.com/arkadiuss/openfief/internal/cli"
 	"github.com/arkadiuss/openfief/internal/devcluster"
-	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
 // ReadyFile is written into the state directory once `openfief dev` serves,
@@ -182,7 +180,7 @@ The platform is running in the cluster (version %s).
 	for _, d := range DemoImages() {
 		fmt.Fprintf(w, "    %-13s %s\n", d.Name, s.Images[d.Name])
 	}
-	fmt.Fprintf(w, "  check probe:     %s (named in ConfigMap %s/%s)\n", s.CheckProbeImage(), plugins.Namespace, deploy.ReleaseConfigMap)
+	fmt.Fprintf(w, "  check probe:     %s (openfief check --isolation --probe-image <it>: a development CLI pins no probe)\n", s.CheckProbeImage())
 	fmt.Fprintf(w, `
 Try, in another terminal:
   source %s

@@ -1,8 +1,6 @@
 package images
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -70,10 +68,6 @@ type Release struct {
 	RegistryConfig bool
 	// Header is written as comment lines on top.
 	Header string
-	// Catalog, when set, is the plugins.json the release linked into its
-	// operator (OF-30); the ConfigMap deploy.ReleaseConfigMap carries it,
-	// compacted, under deploy.ReleaseKeyCatalog.
-	Catalog []byte
 }
 
 // WritePlatformOverlay writes outDir/kustomization.yaml for the whole
@@ -220,18 +214,11 @@ func gatePatch(probe plugins.ImageRef) types.Patch {
 }
 
 // releaseConfigMap generates deploy.ReleaseConfigMap in the openfief
-// namespace with the check probe's reference and the release's catalog,
-// those r has, under a fixed name (no hash suffix), so the CLI reads it by
-// name.
+// namespace with the check probe's reference, when r has it, under a fixed
+// name (no hash suffix). It says what the release built; nothing trusts
+// it.
 func releaseConfigMap(r Release) (types.ConfigMapArgs, error) {
 	var literals []string
-	if len(r.Catalog) > 0 {
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, r.Catalog); err != nil {
-			return types.ConfigMapArgs{}, fmt.Errorf("the release's catalog: %w", err)
-		}
-		literals = append(literals, deploy.ReleaseKeyCatalog+"="+compact.String())
-	}
 	if probe, ok := r.Refs[ReleaseCheckProbe]; ok {
 		literals = append(literals, deploy.ReleaseKeyCheckProbe+"="+probe.String())
 	}

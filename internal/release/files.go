@@ -2,6 +2,7 @@ package release
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/arkadiuss/openfief/deploy"
@@ -28,8 +30,19 @@ const (
 	// an overlay: `openfief platform install --overlay DIR` and `kubectl
 	// apply --server-side -k DIR` take it.
 	KustomizationFile = "kustomization.yaml"
-	// CatalogFile is the catalog linked into the operator.
+	// CatalogFile is the catalog linked into the operator and the CLI.
 	CatalogFile = "plugins.json"
+	// CatalogSignatureFile is CatalogFile's Sigstore bundle, signed by the
+	// release's publisher (SignCatalog): `openfief ... --catalog-file
+	// plugins.json` reads it from beside the file and refuses the file
+	// unless it verifies.
+	CatalogSignatureFile = CatalogFile + SignatureSuffix
+	// SignatureSuffix names a file's Sigstore bundle beside it, as cosign's
+	// --bundle examples do.
+	SignatureSuffix = plugins.CatalogSignatureSuffix
+	// ChecksumsSignatureFile is ChecksumsFile's Sigstore bundle, signed by
+	// the release's publisher (ChecksumsPredicateType).
+	ChecksumsSignatureFile = ChecksumsFile + SignatureSuffix
 	// ImagesFile lists every image of the release by name.
 	ImagesFile = "images.json"
 	// NotesFile is the release notes.
@@ -43,16 +56,20 @@ const (
 
 // writeFiles writes the release's files into o.Out and returns their
 // names, sorted.
-func writeFiles(o Options, src images.Source, res *Result) ([]string, error) {
+func writeFiles(ctx context.Context, o Options, src images.Source, res *Result) ([]string, error) {
 	install, err := renderInstall(o, res)
 	if err != nil {
 		return nil, err
 	}
 	files := map[string][]byte{
-		InstallFile:       install,
-		KustomizationFile: []byte(kustomization(res.Version)),
-		CatalogFile:       res.Catalog,
-		NotesFile:         []byte(notes(o, src, res)),
+		InstallFile:          install,
+		KustomizationFile:    []byte(kustomization(res.Version)),
+		CatalogFile:          res.Catalog,
+		CatalogSignatureFile: res.CatalogSignature,
+		NotesFile:            []byte(notes(o, src, res)),
+	}
+	for name, bin := range res.CLI {
+		files[name] = bin
 	}
 	if files[ImagesFile], err = imagesJSON(res); err != nil {
 		return nil, err
@@ -67,10 +84,17 @@ func writeFiles(o Options, src images.Source, res *Result) ([]string, error) {
 		fmt.Fprintf(&sums, "%s  %s\n", hex.EncodeToString(sum[:]), n)
 	}
 	files[ChecksumsFile] = []byte(sums.String())
-	names = append(names, ChecksumsFile)
+	if files[ChecksumsSignatureFile], err = signFile(ctx, o.Signer, files[ChecksumsFile], ChecksumsPredicateType, res.Version); err != nil {
+		return nil, fmt.Errorf("sign %s: %w", ChecksumsFile, err)
+	}
+	names = append(names, ChecksumsFile, ChecksumsSignatureFile)
 	slices.Sort(names)
 	for _, n := range names {
-		if err := write(o.Out, n, files[n]); err != nil {
+		mode := os.FileMode(0o644)
+		if _, ok := res.CLI[n]; ok {
+			mode = 0o755
+		}
+		if err := write(o.Out, n, files[n], mode); err != nil {
 			return nil, err
 		}
 	}
@@ -92,7 +116,7 @@ func renderInstall(o Options, res *Result) ([]byte, error) {
 		refs[name] = res.Images[name]
 	}
 	if err := images.WritePlatformOverlay(tmp, filepath.Join(o.Root, "deploy"), images.Release{
-		Refs: refs, Version: res.Version, Catalog: res.Catalog,
+		Refs: refs, Version: res.Version,
 	}); err != nil {
 		return nil, err
 	}
@@ -112,6 +136,18 @@ func renderInstall(o Options, res *Result) ([]byte, error) {
 		b.Write(raw)
 	}
 	return b.Bytes(), nil
+}
+
+// CLIFile names the release's openfief binary for platform p.
+func CLIFile(p v1.Platform) string {
+	name := "openfief-" + p.OS + "-" + p.Architecture
+	if p.Variant != "" {
+		name += "-" + p.Variant
+	}
+	if p.OS == "windows" {
+		name += ".exe"
+	}
+	return name
 }
 
 func kustomization(version string) string {
@@ -170,9 +206,13 @@ func notes(o Options, src images.Source, res *Result) string {
 		fmt.Fprintf(&b, "| %s | `%s` | `%s` |\n", name, a.SBOM, a.Provenance)
 	}
 	// Verified as D-43 and D-44 define it, said in words for the reader.
-	b.WriteString("\n## Catalog\n\nThe operator of this release holds `" + CatalogFile + "`, which makes these plugins Verified\n(their digests are pinned in it, and its publisher signed them): ")
-	b.WriteString(strings.Join(CatalogPlugins, ", ") + ". Install one by name:\n\n```sh\nopenfief catalog list\nopenfief plugin install fx --catalog nbp-fx\n```\n")
-	b.WriteString("\n## Install\n\n```sh\nsha256sum -c " + ChecksumsFile + "\nopenfief platform install --overlay .\n```\n")
+	b.WriteString("\n## Catalog\n\nThe operator and the `openfief` binaries of this release hold `" + CatalogFile + "`, which makes these plugins Verified\n(their digests are pinned in it, and its publisher signed them): ")
+	b.WriteString(strings.Join(CatalogPlugins, ", ") + ". `" + CatalogSignatureFile + "` is the publisher's signature of the file, which\n`openfief ... --catalog-file " + CatalogFile + "` requires. Install one by name with this release's `openfief`:\n\n```sh\nopenfief catalog list\nopenfief plugin install fx --catalog nbp-fx\n```\n")
+	var clis []string
+	for _, name := range slices.Sorted(maps.Keys(res.CLI)) {
+		clis = append(clis, "`"+name+"`")
+	}
+	b.WriteString("\n## Install\n\nThe CLI of this release, with its catalog and its check probe built in: " + strings.Join(clis, ", ") + ".\n\n```sh\nsha256sum -c " + ChecksumsFile + "\nopenfief platform install --overlay .\n```\n\n`" + ChecksumsSignatureFile + "` is the publisher's signature of `" + ChecksumsFile + "` (predicate type `" + ChecksumsPredicateType + "`): check it before you trust the checksums (below).\n")
 	b.WriteString("\n## Verify\n\n")
 	id := o.Publisher.Identity
 	var who string
@@ -184,8 +224,8 @@ func notes(o Options, src images.Source, res *Result) string {
 		b.WriteString("With cosign (v3):\n\n")
 	}
 	op := res.Images["operator"]
-	fmt.Fprintf(&b, "```sh\ncosign verify %s %s\ncosign verify-attestation --type cyclonedx %s %s\ncosign verify-attestation --type slsaprovenance1 %s %s\n```\n",
-		who, op, who, op, who, op)
+	fmt.Fprintf(&b, "```sh\ncosign verify-blob-attestation %s --bundle %s --type %s %s\ncosign verify-blob-attestation %s --bundle %s --type %s %s\ncosign verify %s %s\ncosign verify-attestation --type cyclonedx %s %s\ncosign verify-attestation --type slsaprovenance1 %s %s\n```\n",
+		who, ChecksumsSignatureFile, ChecksumsPredicateType, ChecksumsFile, who, CatalogSignatureFile, plugins.CatalogPredicateType, CatalogFile, who, op, who, op, who, op)
 	b.WriteString("\nWith OpenFief's own verifier, as the operator checks a plugin:\n\n```sh\nopenfief plugin verify " + res.Images["nbp-fx"].String() + "\n```\n")
 	return b.String()
 }

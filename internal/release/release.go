@@ -2,6 +2,8 @@ package release
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,8 +86,15 @@ type Result struct {
 	// Attestations are the referrers carrying each index's signed SBOM and
 	// provenance, by image name.
 	Attestations map[string]images.Attested
-	// Catalog is the plugins.json linked into the operator.
+	// Catalog is the plugins.json linked into the operator and the CLI.
 	Catalog []byte
+	// CatalogSignature is the Sigstore bundle of Catalog, signed by the
+	// release's signer (CatalogSignatureFile).
+	CatalogSignature []byte
+	// CLI are the openfief binaries of the release by file name
+	// (CLIFile), each with the catalog, the version and the check probe
+	// linked in.
+	CLI map[string][]byte
 	// Files are the release's files, relative to Out, sorted.
 	Files []string
 }
@@ -117,12 +126,18 @@ func Make(ctx context.Context, o Options) (*Result, error) {
 	if res.Catalog, err = Catalog(o.Publisher, res.Images); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(o.Progress, "catalog: %d plugins published by %s\n", len(CatalogPlugins), o.Publisher.Name)
+	if res.CatalogSignature, err = SignCatalog(ctx, o.Signer, res.Catalog, o.Version); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(o.Progress, "catalog: %d plugins published by %s, signed\n", len(CatalogPlugins), o.Publisher.Name)
 	link := map[string]map[string]string{"operator": {catalog.Symbol: catalog.Encode(res.Catalog)}}
 	if err := o.buildPushSign(ctx, src, platformImages, link, res); err != nil {
 		return nil, err
 	}
-	if res.Files, err = writeFiles(o, src, res); err != nil {
+	if res.CLI, err = o.buildCLI(ctx, src, res); err != nil {
+		return nil, err
+	}
+	if res.Files, err = writeFiles(ctx, o, src, res); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -196,6 +211,75 @@ func (o Options) buildPushSign(ctx context.Context, src images.Source, names []s
 	return nil
 }
 
+// SignCatalog signs a release's catalog file with s: a Sigstore bundle
+// over an in-toto statement whose one subject is the file's SHA-256, of
+// plugins.CatalogPredicateType, with the release's version as predicate,
+// as `cosign attest-blob --new-bundle-format` writes one. The CLI uses a
+// catalog file only when such a bundle from a publisher it knows verifies
+// (cosign.VerifyFile).
+func SignCatalog(ctx context.Context, s Signer, file []byte, version string) ([]byte, error) {
+	b, err := signFile(ctx, s, file, plugins.CatalogPredicateType, version)
+	if err != nil {
+		return nil, fmt.Errorf("sign the catalog: %w", err)
+	}
+	return b, nil
+}
+
+// ChecksumsPredicateType is the predicate type of a release's signature
+// over its SHA256SUMS (ChecksumsSignatureFile): with it, the checksums,
+// and through them every file of the release (the CLI binaries included),
+// are the publisher's word, not only something that sits beside them.
+const ChecksumsPredicateType = "https://github.com/arkadiuss/openfief/release-checksums/v1"
+
+// signFile signs file with s as a statement of predicateType whose one
+// subject is the file's SHA-256 and whose predicate names version.
+func signFile(ctx context.Context, s Signer, file []byte, predicateType, version string) ([]byte, error) {
+	pred, err := json.Marshal(map[string]string{"version": version})
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(file)
+	stmt, err := ocisign.StatementWith("sha256:"+hex.EncodeToString(sum[:]), predicateType, pred)
+	if err != nil {
+		return nil, err
+	}
+	return s.Bundle(ctx, stmt)
+}
+
+// cliPackage is the CLI's main package.
+const cliPackage = "./cmd/openfief"
+
+// buildCLI builds the openfief binary for every platform of the release
+// with the catalog, the version and the check probe linked in, as the
+// operator gets the catalog: the CLI of a release says Verified exactly
+// when that release's operator does, and runs that release's check probe
+// (OF-29, OF-30).
+func (o Options) buildCLI(ctx context.Context, src images.Source, res *Result) (map[string][]byte, error) {
+	probe, ok := res.Images[images.ReleaseCheckProbe]
+	if !ok {
+		return nil, fmt.Errorf("the CLI: no check probe was built")
+	}
+	link := map[string]string{
+		catalog.Symbol:        catalog.Encode(res.Catalog),
+		catalog.VersionSymbol: res.Version,
+		catalog.ProbeSymbol:   probe.String(),
+	}
+	platforms := o.Platforms
+	if platforms == nil {
+		platforms = images.Platforms()
+	}
+	out := map[string][]byte{}
+	for _, p := range platforms {
+		bin, err := images.BuildBinary(ctx, "", src.Root, p, cliPackage, link)
+		if err != nil {
+			return nil, fmt.Errorf("the CLI for %s: %w", p, err)
+		}
+		out[CLIFile(p)] = bin
+		fmt.Fprintf(o.Progress, "built %s\n", CLIFile(p))
+	}
+	return out, nil
+}
+
 // sign signs ref's digest as `cosign sign` does and attaches the bundle as
 // a referrer of it (ocisign.KeySigner.Sign, for any Signer).
 func sign(ctx context.Context, s Signer, ref plugins.ImageRef) error {
@@ -254,10 +338,10 @@ func Catalog(publisher plugins.Signer, refs map[string]plugins.ImageRef) ([]byte
 	return raw, nil
 }
 
-// write writes name under dir, creating dir.
-func write(dir, name string, data []byte) error {
+// write writes name under dir with mode, creating dir.
+func write(dir, name string, data []byte, mode os.FileMode) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, name), data, 0o644)
+	return os.WriteFile(filepath.Join(dir, name), data, mode)
 }

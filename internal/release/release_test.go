@@ -69,7 +69,7 @@ func TestMake(t *testing.T) {
 			t.Errorf("image %s: %q", n, ref)
 		}
 	}
-	wantFiles := []string{CatalogFile, ChecksumsFile, ImagesFile, InstallFile, NotesFile, PublisherKeyFile, KustomizationFile}
+	wantFiles := []string{CatalogFile, CatalogSignatureFile, ChecksumsFile, ChecksumsSignatureFile, ImagesFile, InstallFile, NotesFile, PublisherKeyFile, KustomizationFile, CLIFile(images.HostPlatform())}
 	slices.Sort(wantFiles)
 	if !slices.Equal(res.Files, wantFiles) {
 		t.Errorf("files %v, want %v", res.Files, wantFiles)
@@ -103,6 +103,29 @@ func TestMake(t *testing.T) {
 		t.Error("the egress proxy's binary holds the catalog too")
 	}
 
+	// The catalog file is signed by the release's publisher, for exactly
+	// its bytes (the CLI's --catalog-file checks it so).
+	sig, _ := os.ReadFile(filepath.Join(opts.Out, CatalogSignatureFile))
+	if id, pred, err := cosign.VerifyFile(sig, res.Catalog, plugins.CatalogPredicateType, cosign.WithPublicKeys([]string{pub})); err != nil || id.PublicKeyPEM != pub || !bytes.Contains(pred, []byte(`"version":"`+opts.Version+`"`)) {
+		t.Errorf("%s: %+v, %s, %v; want the publisher's signature naming %s", CatalogSignatureFile, id, pred, err, opts.Version)
+	}
+
+	// SHA256SUMS, which covers every other file, is signed too.
+	sums, _ := os.ReadFile(filepath.Join(opts.Out, ChecksumsFile))
+	sumsSig, _ := os.ReadFile(filepath.Join(opts.Out, ChecksumsSignatureFile))
+	if _, _, err := cosign.VerifyFile(sumsSig, sums, ChecksumsPredicateType, cosign.WithPublicKeys([]string{pub})); err != nil {
+		t.Errorf("%s: %v", ChecksumsSignatureFile, err)
+	}
+
+	// The CLI's binary carries the catalog, the version and the check
+	// probe, linked in like the operator's catalog.
+	cliBin, _ := os.ReadFile(filepath.Join(opts.Out, CLIFile(images.HostPlatform())))
+	for _, s := range []string{catalog.Encode(res.Catalog), res.Images["check-probe"].String()} {
+		if !bytes.Contains(cliBin, []byte(s)) {
+			t.Errorf("the CLI's binary does not hold %.60s", s)
+		}
+	}
+
 	// As the operator of this release decides: nbp-fx is Verified, by the
 	// release's publisher; the operator image is signed by it too, but no
 	// entry pins it.
@@ -123,7 +146,7 @@ func TestMake(t *testing.T) {
 	}
 
 	// The release directory is an overlay: it renders the pinned images and
-	// the ConfigMap with the catalog and the check probe.
+	// the ConfigMap naming the check probe.
 	objs, err := deploy.Render(opts.Out)
 	if err != nil {
 		t.Fatal(err)
@@ -140,8 +163,8 @@ func TestMake(t *testing.T) {
 	if cm == nil {
 		t.Fatal("no ConfigMap " + deploy.ReleaseConfigMap)
 	}
-	if c, err := plugins.ParseCatalog([]byte(cm[deploy.ReleaseKeyCatalog].(string))); err != nil || c.Len() != cat.Len() {
-		t.Errorf("the ConfigMap's catalog: %d entries, %v", c.Len(), err)
+	if len(cm) != 1 {
+		t.Errorf("the ConfigMap holds %v, want the check probe only (nothing reads a catalog from it)", cm)
 	}
 	if cm[deploy.ReleaseKeyCheckProbe] != res.Images["check-probe"].String() {
 		t.Errorf("the ConfigMap names check probe %v", cm[deploy.ReleaseKeyCheckProbe])
@@ -223,7 +246,7 @@ func TestMake(t *testing.T) {
 		}
 	}
 	for _, f := range res.Files {
-		if f == ImagesFile || f == NotesFile || f == ChecksumsFile {
+		if f == ImagesFile || f == NotesFile || f == ChecksumsFile || f == CatalogSignatureFile || f == ChecksumsSignatureFile {
 			continue
 		}
 		a, _ := os.ReadFile(filepath.Join(opts.Out, f))
@@ -310,8 +333,9 @@ func checkSums(t *testing.T, dir string) {
 		}
 		n++
 	}
-	if entries, _ := os.ReadDir(dir); n != len(entries)-1 {
-		t.Errorf("%s lists %d files of %d", ChecksumsFile, n, len(entries)-1)
+	// Every file but SHA256SUMS and its signature.
+	if entries, _ := os.ReadDir(dir); n != len(entries)-2 {
+		t.Errorf("%s lists %d files of %d", ChecksumsFile, n, len(entries)-2)
 	}
 }
 

@@ -6,7 +6,9 @@
 // plugin. A release build links its own catalog into the binary (OF-30):
 // the release pins the digests of the plugins it has just built and signed,
 // so their catalog cannot be a file committed before the build. It sets
-// Symbol with the linker's -X to Encode(plugins.json).
+// Symbol with the linker's -X to Encode(plugins.json), in the operator and
+// in the openfief CLI alike, so the two say Verified of the same images; the
+// CLI also gets the release's version and check probe (release.go).
 package catalog
 
 import (

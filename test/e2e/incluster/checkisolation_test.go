@@ -31,7 +31,9 @@ import (
 )
 
 // testCheckIsolation runs `openfief check --isolation` as an owner would,
-// with the probe image the installed release names, on the real node:
+// with the probe image the platform was built with from this tree (a
+// development CLI pins none, so it is passed with --probe-image; its label
+// is the probe manifest compiled into the CLI), on the real node:
 //   - interrupted twice, as the real command in a process of its own: by
 //     Ctrl-C (SIGINT) once its probes exist, after which nothing of them
 //     is left; then by SIGKILL, which leaves them;
@@ -54,7 +56,7 @@ func testCheckIsolation(t *testing.T, e *platformEnv) {
 		t.Fatalf("a stand-in for example.com: %v", err)
 	}
 	ref := releaseProbe(t, e)
-	args := []string{"check", "--isolation", "--outside-address", e.nbp.Addr(), "--insecure-registry", ref.Registry()}
+	args := []string{"check", "--isolation", "--probe-image", ref.String(), "--outside-address", e.nbp.Addr(), "--insecure-registry", ref.Registry()}
 	dyn, err := dynamic.NewForConfig(e.c.Config)
 	must(t, err)
 
@@ -195,7 +197,8 @@ func testCheckIsolation(t *testing.T, e *platformEnv) {
 	}
 }
 
-// releaseProbe is the probe image the installed release names.
+// releaseProbe is the probe image the installed release built, as its
+// ConfigMap names it for people and tools (the CLI does not read it).
 func releaseProbe(t *testing.T, e *platformEnv) plugins.ImageRef {
 	t.Helper()
 	cm, err := e.cs.CoreV1().ConfigMaps(plugins.Namespace).Get(context.Background(), deploy.ReleaseConfigMap, metav1.GetOptions{})
