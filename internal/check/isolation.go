@@ -141,6 +141,33 @@ func IsolationCells(t Targets) []Cell {
 	}
 }
 
+// AtStartPrefix starts the name of every at-start cell.
+const AtStartPrefix = "at start: "
+
+// AtStartCells are the cells probe A tries from its first instruction,
+// again and again for a few seconds (OF-42): each cell of IsolationCells
+// that must be blocked and whose target is known before the probes run (the
+// node's resolver and the other probe are not), named with AtStartPrefix.
+// One attempt that reached its target during that window fails the cell:
+// a plugin's isolation must hold from its first packet, not only once it
+// has settled.
+func AtStartCells(t Targets) []Cell {
+	var out []Cell
+	for _, c := range IsolationCells(t) {
+		if c.From != ProbeA || c.Expect != ExpectBlocked || c.Target == "" {
+			continue
+		}
+		if c.Target == t.NodeResolver || c.Target == t.OtherProbe {
+			continue
+		}
+		c.Name = AtStartPrefix + c.Name
+		c.Meaning = "in its first seconds, before its isolation was in force, " + c.Meaning +
+			" (is the operator's isolation gate turned off? docs/operator.md, OF-42)"
+		out = append(out, c)
+	}
+	return out
+}
+
 // Matches reports whether observed is what e expects.
 func (e Expectation) Matches(observed string) bool {
 	switch e {

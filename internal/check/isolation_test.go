@@ -194,3 +194,24 @@ func TestWriteTableEscapes(t *testing.T) {
 		t.Errorf("document: %d rows, passed %v", len(doc.Isolation), doc.Passed)
 	}
 }
+
+// TestAtStartCells: the cells probe A tries from its first instruction are
+// those it must find blocked whose targets the cluster gives before any
+// probe runs: not the node's resolver (its node is not known yet) nor the
+// other probe.
+func TestAtStartCells(t *testing.T) {
+	var got []string
+	for _, c := range AtStartCells(testTargets()) {
+		if c.From != ProbeA || c.Expect != ExpectBlocked || !strings.HasPrefix(c.Name, AtStartPrefix) || !strings.Contains(c.Meaning, "OF-42") {
+			t.Errorf("cell %+v", c)
+		}
+		got = append(got, strings.TrimPrefix(c.Name, AtStartPrefix))
+	}
+	want := []string{
+		"plugin → cluster DNS, UDP", "plugin → cluster DNS, TCP", "plugin → address outside the cluster",
+		"plugin → API server", "plugin → core's owner API",
+	}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("at-start cells %q, want %q", got, want)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -118,12 +119,26 @@ func (e *Env) isolation(ctx context.Context, o isolationOptions) (rows []check.R
 		}
 	}()
 
+	targets, err := e.isolationTargets(ctx, c, o.outside)
+	if err != nil {
+		return nil, err
+	}
+	// Probe A tries these from its first instruction (OF-42).
+	atStart := check.AtStartCells(targets)
+	atStartConfig, atStartIDs, err := probeAtStartConfig(atStart)
+	if err != nil {
+		return nil, err
+	}
+
 	fmt.Fprintf(e.ErrOut, "Starting probes %s and %s (image %s)...\n", names[check.ProbeA], names[check.ProbeB], shortImage(ref.String()))
 	for _, from := range []string{check.ProbeA, check.ProbeB} {
 		name := names[from]
 		p := &v1alpha1.Plugin{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.Namespace, Labels: map[string]string{LabelCheckRun: run}},
 			Spec:       v1alpha1.PluginSpec{Image: ref.String(), Manifest: apiconv.ManifestToAPI(m)},
+		}
+		if from == check.ProbeA {
+			p.Spec.Config = atStartConfig
 		}
 		if err := c.Create(ctx, p, fieldOwner); err != nil {
 			return nil, writeError("creating probe plugin "+name, err)
@@ -148,10 +163,7 @@ func (e *Env) isolation(ctx context.Context, o isolationOptions) (rows []check.R
 		}
 		pods[from] = pod
 	}
-	targets, err := e.isolationTargets(ctx, c, pods, o.outside)
-	if err != nil {
-		return nil, err
-	}
+	targets = withProbes(targets, pods)
 	cells := check.IsolationCells(targets)
 
 	fmt.Fprintln(e.ErrOut, "Measuring...")
@@ -195,9 +207,13 @@ func (e *Env) isolation(ctx context.Context, o isolationOptions) (rows []check.R
 		rows = check.Measure(cells, observed)
 		// A new pod's policies reach the node's firewall within seconds:
 		// a cell that differs is measured again until the settle time
-		// has passed.
+		// has passed. The at-start cells are what the first seconds were.
 		if len(check.Differing(rows)) == 0 || time.Now().After(deadline) {
-			return rows, nil
+			first, err := readAtStart(ctx, cfg, cs, pods[check.ProbeA], atStartIDs)
+			if err != nil {
+				return nil, err
+			}
+			return append(check.Measure(atStart, first), rows...), nil
 		}
 		select {
 		case <-ctx.Done():
@@ -234,6 +250,13 @@ func (e *Env) waitProbe(ctx context.Context, c client.Client, name string) (*cor
 				switch cond.Reason {
 				case v1alpha1.ReasonSignatureNotVerified, v1alpha1.ReasonInvalidSpec, v1alpha1.ReasonInvalidConfig, v1alpha1.ReasonInvalidGrant, v1alpha1.ReasonNothingGranted:
 					return nil, exitf(ExitFailure, "the operator will not run probe %s: %s", name, display.Message(last))
+				case v1alpha1.ReasonProgressing:
+					if msg, failed, err := gateFailure(ctx, c, e.Namespace, name); err != nil {
+						return nil, err
+					} else if failed {
+						return nil, exitf(ExitFailure, "probe %s never started: its isolation gate found what a plugin must not reach still reachable (%s); plugins' NetworkPolicies are not enforced, so no plugin runs (docs/operator.md, OF-42)",
+							name, display.Limit(msg, 300))
+					}
 				case v1alpha1.ReasonRunning:
 					pod, ok, err := readyPod(ctx, c, e.Namespace, name)
 					if err != nil {
@@ -252,6 +275,29 @@ func (e *Env) waitProbe(ctx context.Context, c client.Client, name string) (*cor
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// gateFailure reports whether a pod of plugin name has an isolation gate
+// (OF-42) that ended in failure, now or before a restart, with its
+// termination message (the gate's last words; outside text to the CLI).
+func gateFailure(ctx context.Context, c client.Client, ns, name string) (string, bool, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{plugins.LabelPluginName: name}); err != nil {
+		return "", false, apiError("listing probe pods", err)
+	}
+	for _, pod := range pods.Items {
+		for _, st := range pod.Status.InitContainerStatuses {
+			if st.Name != plugins.GateContainerName {
+				continue
+			}
+			for _, t := range []*corev1.ContainerStateTerminated{st.State.Terminated, st.LastTerminationState.Terminated} {
+				if t != nil && t.ExitCode != 0 {
+					return strings.TrimSpace(t.Message), true, nil
+				}
+			}
+		}
+	}
+	return "", false, nil
 }
 
 // readyPod returns the plugin's pod when it has exactly one, Ready and not
@@ -276,18 +322,25 @@ func readyPod(ctx context.Context, c client.Client, ns, name string) (*corev1.Po
 	return nil, false, nil
 }
 
-// isolationTargets reads the addresses the cells try.
-func (e *Env) isolationTargets(ctx context.Context, c client.Client, pods map[string]*corev1.Pod, outside string) (check.Targets, error) {
+// withProbes adds to t the addresses only the running probes give: A's
+// node (its resolver) and both pods'.
+func withProbes(t check.Targets, pods map[string]*corev1.Pod) check.Targets {
+	a, b := pods[check.ProbeA], pods[check.ProbeB]
+	t.NodeResolver = check.HostPort(a.Status.HostIP, 53)
+	t.OtherProbe = check.HostPort(b.Status.PodIP, plugins.DefaultPluginPort)
+	t.ProbeA = check.HostPort(a.Status.PodIP, plugins.DefaultPluginPort)
+	return t
+}
+
+// isolationTargets reads the addresses the cells try that the cluster
+// gives before any probe runs (withProbes adds the rest).
+func (e *Env) isolationTargets(ctx context.Context, c client.Client, outside string) (check.Targets, error) {
 	t := check.Targets{
 		Outside:     outside,
 		GrantedHost: probeGrantedHost,
 		DeniedHost:  probeDeniedHost,
 		DNSQuery:    probeDNSQuery,
 	}
-	a, b := pods[check.ProbeA], pods[check.ProbeB]
-	t.NodeResolver = check.HostPort(a.Status.HostIP, 53)
-	t.OtherProbe = check.HostPort(b.Status.PodIP, plugins.DefaultPluginPort)
-	t.ProbeA = check.HostPort(a.Status.PodIP, plugins.DefaultPluginPort)
 
 	var dns corev1.ServiceList
 	if err := c.List(ctx, &dns, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{"k8s-app": "kube-dns"}); err != nil {
@@ -334,6 +387,37 @@ func (e *Env) isolationTargets(ctx context.Context, c client.Client, pods map[st
 // corePluginPortName names the core container's plugin API port (deploy/core).
 const corePluginPortName = "connect"
 
+// probeExec runs command in the probe's pod through the API server, within
+// timeout, and returns its bounded standard output; a failed exec (the
+// command's non-zero exit among them) is an error with its bounded,
+// escaped standard error.
+func probeExec(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, pod *corev1.Pod, command []string, timeout time.Duration) (*bytes.Buffer, error) {
+	u := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Command: command, Stdout: true, Stderr: true}, clientgoscheme.ParameterCodec).URL()
+	ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", u.String())
+	if err != nil {
+		return nil, err
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(cfg, "POST", u)
+	if err != nil {
+		return nil, err
+	}
+	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
+	if err != nil {
+		return nil, err
+	}
+	ectx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	err = ex.StreamWithContext(ectx, remotecommand.StreamOptions{Stdout: &limitedWriter{w: &stdout, n: maxProbeOutput}, Stderr: &limitedWriter{w: &stderr, n: 4 << 10}})
+	if err != nil {
+		return nil, exitf(ExitFailure, "running the probe in pod %s: %w (%s)", pod.Name, err, display.Message(stderr.String()))
+	}
+	return &stdout, nil
+}
+
 // execProbe runs the probe's cells in pod and returns what it observed.
 // The probe's answer is bounded and parsed strictly; a cell it does not
 // answer stays unmeasured.
@@ -350,31 +434,12 @@ func execProbe(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, p
 	if err != nil {
 		return nil, err
 	}
-	u := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Command: []string{probewire.Binary, probewire.Run, string(arg)}, Stdout: true, Stderr: true}, clientgoscheme.ParameterCodec).URL()
-	ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", u.String())
+	stdout, err := probeExec(ctx, cfg, cs, pod, []string{probewire.Binary, probewire.Run, string(arg)}, probeCellTimeout*3+10*time.Second)
 	if err != nil {
 		return nil, err
-	}
-	spdy, err := remotecommand.NewSPDYExecutor(cfg, "POST", u)
-	if err != nil {
-		return nil, err
-	}
-	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
-	if err != nil {
-		return nil, err
-	}
-	ectx, cancel := context.WithTimeout(ctx, probeCellTimeout*3+10*time.Second)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	err = ex.StreamWithContext(ectx, remotecommand.StreamOptions{Stdout: &limitedWriter{w: &stdout, n: maxProbeOutput}, Stderr: &limitedWriter{w: &stderr, n: 4 << 10}})
-	if err != nil {
-		return nil, exitf(ExitFailure, "running the probe in pod %s: %w (%s)", pod.Name, err, display.Message(stderr.String()))
 	}
 	var resp probewire.Response
-	dec := json.NewDecoder(&stdout)
+	dec := json.NewDecoder(stdout)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&resp); err != nil {
 		return nil, exitf(ExitFailure, "the probe in pod %s answered what is not its JSON: %w", pod.Name, err)

@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/arkadiuss/openfief/internal/check"
+	"github.com/arkadiuss/openfief/internal/cli"
 	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/testutil"
@@ -165,6 +167,37 @@ func testIsolationAtStart(t *testing.T, e *platformEnv) {
 		t.Logf("without the gate (as expected), %s", o)
 	}
 	openfief(t, e.kubeconfig, "plugin", "uninstall", name, "--yes", "--wait", "60s")
+
+	// The owner's check sees the same window: its at-start cells differ
+	// while the gate is off (testCheckIsolation shows them passing with
+	// it). The window is a race, so a few runs may be needed.
+	if _, err := e.c.StandIn("example.com"); err != nil {
+		t.Fatalf("a stand-in for example.com: %v", err)
+	}
+	ref := releaseProbe(t, e)
+	args := []string{"check", "--isolation", "--probe-image", ref.String(), "--outside-address", e.nbp.Addr(), "--insecure-registry", ref.Registry(), "--settle", "5s", "-o", "json"}
+	var seen []string
+	for run := range 3 {
+		code, out := e.cli(ctx, args...)
+		doc := isolationDoc(t, code, out)
+		for _, d := range differing(doc) {
+			if strings.HasPrefix(d, check.AtStartPrefix) {
+				seen = append(seen, d)
+			} else {
+				t.Errorf("check run %d without the gate: %q differs, which only its first seconds should", run+1, d)
+			}
+		}
+		t.Logf("check --isolation without the gate, run %d: exit %d, differing %q", run+1, code, differing(doc))
+		if len(seen) > 0 {
+			if code != cli.ExitFailure {
+				t.Errorf("the check found the window but exited %d", code)
+			}
+			break
+		}
+	}
+	if len(seen) == 0 {
+		t.Error("without the isolation gate, 3 runs of check --isolation found no at-start cell reachable")
+	}
 }
 
 // newRunningPod waits for the plugin's pod other than prev to run, with
