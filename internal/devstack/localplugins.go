@@ -269,6 +269,11 @@ func (lp *localPlugins) start(ctx context.Context, name string, w localWant) (*l
 	if err != nil {
 		return nil, err
 	}
+	// A new route starts a new log; the processes started again on it
+	// append to it.
+	if err := os.WriteFile(spec.logFile, nil, 0o600); err != nil {
+		return nil, err
+	}
 	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		return nil, err
