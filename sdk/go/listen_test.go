@@ -77,9 +77,16 @@ func TestServeConnectorOnInheritedListener(t *testing.T) {
 
 	url := "http://127.0.0.1:" + strconv.Itoa(port)
 	client := connectorv1connect.NewConnectorServiceClient(h2cClient(token), url)
-	resp, err := client.Sync(context.Background(), connect.NewRequest(&connectorv1.SyncRequest{BatchId: "b-fd"}))
+	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer ccancel()
+	resp, err := client.Sync(cctx, connect.NewRequest(&connectorv1.SyncRequest{BatchId: "b-fd"}))
 	if err != nil {
-		t.Fatalf("Sync: %v", err)
+		select {
+		case serr := <-served:
+			t.Fatalf("Sync: %v; ServeConnector ended: %v", err, serr)
+		default:
+			t.Fatalf("Sync: %v", err)
+		}
 	}
 	if resp.Msg.GetDelivery().GetBatchId() != "b-fd" {
 		t.Fatalf("batch ID %q", resp.Msg.GetDelivery().GetBatchId())
