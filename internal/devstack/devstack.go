@@ -179,6 +179,8 @@ type Stack struct {
 	checkProbeIndex v1.ImageIndex
 	// admin is a client of Cluster.Config, for the steps that install.
 	admin kubernetes.Interface
+	// local runs the demo plugins as local processes (LocalPlugins).
+	local *localPlugins
 
 	stops []func()
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -35,8 +34,15 @@ import (
 // (nbp-fx, webdav-csv) as a local process, with the environment the
 // operator computed for its pod, token files from TokenRequest, the
 // openfief-sa-jwks content and the granted Secrets as files, reaching the
-// egress proxy on loopback. The core calls it there (resolve). A plugin
-// that stops running (revoked, uninstalled) has its process stopped.
+// egress proxy on loopback. The core calls it there (resolve): at a
+// loopback listener the runner opens and holds for as long as the route
+// exists, and hands to the process as an inherited descriptor, so no other
+// process of the machine can take the port between its choice and the
+// plugin's accept, nor while the plugin is down. A process that exits is
+// started again on the same listener (supervise). A plugin that stops
+// running (revoked, uninstalled) has its route removed first, then its
+// process stopped; its listener is held for the core's call timeout after
+// that (hold), for a call that resolved the route just before.
 type localPlugins struct {
 	cl        client.Client
 	cs        kubernetes.Interface
@@ -47,18 +53,31 @@ type localPlugins struct {
 	// that plays its images.
 	bins map[string]string
 	log  *slog.Logger
+	// hold is how long a removed route's listener stays open.
+	hold time.Duration
+	// restart is how a process that exited is started again.
+	restart restartPolicy
+	// done is closed once the runner stopped every process and closed
+	// every listener.
+	done chan struct{}
 
-	mu    sync.Mutex
-	procs map[string]*localProc
+	mu     sync.Mutex
+	routes map[string]*localRoute
+	// held are the listeners of removed routes, until their hold ends.
+	held    map[*net.TCPListener]*time.Timer
+	stopped bool
 }
 
-type localProc struct {
+// localRoute is where the core calls one running plugin: a loopback
+// listener the runner holds, and the supervisor of the plugin's process
+// on it.
+type localRoute struct {
 	image string
 	// generation is the Deployment's that the process was started from.
 	generation int64
 	url        string
-	cancel     context.CancelFunc
-	done       chan struct{}
+	ln         *net.TCPListener
+	proc       *supervisor
 }
 
 // localWant is what a running plugin's process must have been started
@@ -119,11 +138,18 @@ func (s *Stack) startLocalPlugins(ctx context.Context, opts Options, cas [][]byt
 	if err != nil {
 		return nil, err
 	}
+	callTimeout := opts.CoreScheduler.CallTimeout
+	if callTimeout <= 0 {
+		callTimeout = core.DefaultCallTimeout
+	}
 	lp := &localPlugins{
 		cl: cl, cs: cs, dir: dir, proxyAddr: s.ProxyAddress, caFile: caFile, bins: bins,
-		log: slog.New(slog.NewTextHandler(orDiscard(opts.Logs), nil)), procs: map[string]*localProc{},
+		log:  slog.New(slog.NewTextHandler(orDiscard(opts.Logs), nil)),
+		hold: callTimeout + 10*time.Second, restart: defaultRestart, done: make(chan struct{}),
+		routes: map[string]*localRoute{}, held: map[*net.TCPListener]*time.Timer{},
 	}
 	go func() {
+		defer close(lp.done)
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		for {
@@ -149,12 +175,13 @@ func (lp *localPlugins) binaryFor(image string) (string, bool) {
 	return "", false
 }
 
-// resolve is the core's Resolver: the local process when one runs.
+// resolve is the core's Resolver: the listener the runner holds for the
+// instance's process, when it has a route.
 func (lp *localPlugins) resolve(instance string) string {
 	lp.mu.Lock()
 	defer lp.mu.Unlock()
-	if p, ok := lp.procs[instance]; ok {
-		return p.url
+	if r, ok := lp.routes[instance]; ok {
+		return r.url
 	}
 	return core.ServiceResolver(plugins.Namespace, plugins.DefaultPluginPort)(instance)
 }
@@ -187,58 +214,99 @@ func (lp *localPlugins) sync(ctx context.Context) {
 		}
 	}
 	lp.mu.Lock()
-	var stop []*localProc
-	for name, p := range lp.procs {
-		if w, ok := want[name]; !ok || w.image != p.image || w.generation != p.generation {
-			stop = append(stop, p)
-			delete(lp.procs, name)
+	var drop []*localRoute
+	for name, r := range lp.routes {
+		if w, ok := want[name]; !ok || w.image != r.image || w.generation != r.generation {
+			drop = append(drop, r)
+			delete(lp.routes, name)
 		}
 	}
 	lp.mu.Unlock()
-	for _, p := range stop {
-		p.cancel()
-		<-p.done
+	for _, r := range drop {
+		r.proc.stop()
+		lp.release(r.ln)
 	}
 	for name, w := range want {
 		lp.mu.Lock()
-		_, running := lp.procs[name]
+		_, running := lp.routes[name]
 		lp.mu.Unlock()
 		if running {
 			continue
 		}
-		p, err := lp.start(ctx, name, w.image)
+		r, err := lp.start(ctx, name, w)
 		if err != nil {
 			lp.log.Warn("local plugin not started", "plugin", name, "error", err.Error())
 			continue
 		}
 		lp.mu.Lock()
-		lp.procs[name] = p
+		lp.routes[name] = r
 		lp.mu.Unlock()
-		lp.log.Info("local plugin started", "plugin", name, "url", p.url)
+		lp.log.Info("local plugin started", "plugin", name, "url", r.url)
 	}
 }
 
-// start runs the plugin with its pod's environment and its granted
-// Secrets, as the kubelet would.
-func (lp *localPlugins) start(ctx context.Context, name, image string) (*localProc, error) {
+// release closes a removed route's listener once lp.hold has passed, or at
+// once when the runner stopped.
+func (lp *localPlugins) release(ln *net.TCPListener) {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if lp.stopped {
+		_ = ln.Close()
+		return
+	}
+	lp.held[ln] = time.AfterFunc(lp.hold, func() {
+		lp.mu.Lock()
+		delete(lp.held, ln)
+		lp.mu.Unlock()
+		_ = ln.Close()
+	})
+}
+
+// start opens the route's listener and runs the plugin on it, with its
+// pod's environment and its granted Secrets, as the kubelet would.
+func (lp *localPlugins) start(ctx context.Context, name string, w localWant) (*localRoute, error) {
+	spec, generation, err := lp.prepare(ctx, name, w.image)
+	if err != nil {
+		return nil, err
+	}
+	// A new route starts a new log; the processes started again on it
+	// append to it.
+	if err := os.WriteFile(spec.logFile, nil, 0o600); err != nil {
+		return nil, err
+	}
+	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, err
+	}
+	return &localRoute{
+		image: w.image, generation: generation,
+		url: "http://" + ln.Addr().String(), ln: ln,
+		proc: supervise(ctx, lp.log, name, spec, ln, lp.restart),
+	}, nil
+}
+
+// prepare writes what the plugin's process reads (the signing keys, its
+// token files, its granted Secrets) and returns how to start it, and the
+// generation of the Deployment it follows.
+func (lp *localPlugins) prepare(ctx context.Context, name, image string) (procSpec, int64, error) {
 	bin, ok := lp.binaryFor(image)
 	if !ok {
-		return nil, fmt.Errorf("no local binary plays %s", image)
+		return procSpec{}, 0, fmt.Errorf("no local binary plays %s", image)
 	}
 	key := func(n string) client.ObjectKey { return client.ObjectKey{Namespace: plugins.Namespace, Name: n} }
 	var dep appsv1.Deployment
 	if err := lp.cl.Get(ctx, key(plugins.ServiceAccountName(name)), &dep); err != nil {
-		return nil, err
+		return procSpec{}, 0, err
 	}
 	var cfg, jwks corev1.ConfigMap
 	if err := lp.cl.Get(ctx, key(plugins.ServiceAccountName(name)), &cfg); err != nil {
-		return nil, err
+		return procSpec{}, 0, err
 	}
 	if err := lp.cl.Get(ctx, key(plugins.SigningKeysConfigMap), &jwks); err != nil {
-		return nil, err
+		return procSpec{}, 0, err
 	}
 	if len(dep.Spec.Template.Spec.Containers) != 1 {
-		return nil, fmt.Errorf("deployment has %d containers", len(dep.Spec.Template.Spec.Containers))
+		return procSpec{}, 0, fmt.Errorf("deployment has %d containers", len(dep.Spec.Template.Spec.Containers))
 	}
 	env := map[string]string{}
 	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
@@ -251,11 +319,11 @@ func (lp *localPlugins) start(ctx context.Context, name, image string) (*localPr
 	}
 	dir := filepath.Join(lp.dir, name)
 	if err := os.MkdirAll(filepath.Join(dir, "jwks"), 0o700); err != nil {
-		return nil, err
+		return procSpec{}, 0, err
 	}
 	for k, v := range jwks.Data {
 		if err := os.WriteFile(filepath.Join(dir, "jwks", k), []byte(v), 0o600); err != nil {
-			return nil, err
+			return procSpec{}, 0, err
 		}
 	}
 	env[plugins.EnvSAJWKSDir] = filepath.Join(dir, "jwks")
@@ -267,11 +335,11 @@ func (lp *localPlugins) start(ctx context.Context, name, image string) (*localPr
 			Spec: authenticationv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: ptr.To[int64](localTokenSeconds)},
 		}, metav1.CreateOptions{})
 		if err != nil {
-			return nil, err
+			return procSpec{}, 0, err
 		}
 		p := filepath.Join(dir, audience)
 		if err := os.WriteFile(p, []byte(tr.Status.Token), 0o600); err != nil {
-			return nil, err
+			return procSpec{}, 0, err
 		}
 		env[envVar] = p
 	}
@@ -280,58 +348,38 @@ func (lp *localPlugins) start(ctx context.Context, name, image string) (*localPr
 	// itself, which a process of this machine cannot).
 	secrets := filepath.Join(dir, "secrets")
 	if err := projectSecrets(ctx, lp.cs, dep.Spec.Template.Spec, secrets); err != nil {
-		return nil, err
+		return procSpec{}, 0, err
 	}
 	env[openfief.EnvSecretsRoot] = secrets
 	if env[plugins.EnvHTTPSProxy] != "" {
 		env[plugins.EnvHTTPSProxy] = "http://" + lp.proxyAddr
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	if err := ln.Close(); err != nil {
-		return nil, err
-	}
-	env[plugins.EnvListenPort] = strconv.Itoa(port)
+	// The port and the listener are the runner's (supervise).
+	delete(env, plugins.EnvListenPort)
+	delete(env, openfief.EnvListenFD)
 	if lp.caFile != "" {
 		env["SSL_CERT_FILE"] = lp.caFile
 	}
-
-	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	cmd := exec.CommandContext(pctx, bin)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	spec := procSpec{bin: bin, logFile: filepath.Join(dir, "plugin.log"), env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}}
 	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
+		spec.env = append(spec.env, k+"="+v)
 	}
-	logf, err := os.Create(filepath.Join(dir, "plugin.log"))
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		cancel()
-		_ = logf.Close()
-		return nil, err
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = cmd.Wait()
-		_ = logf.Close()
-	}()
-	return &localProc{image: image, generation: dep.Generation, url: "http://127.0.0.1:" + strconv.Itoa(port), cancel: cancel, done: done}, nil
+	return spec, dep.Generation, nil
 }
 
+// stopAll removes every route, stops every process and closes every
+// listener; the core is stopped by then.
 func (lp *localPlugins) stopAll() {
 	lp.mu.Lock()
-	procs := lp.procs
-	lp.procs = map[string]*localProc{}
+	routes, held := lp.routes, lp.held
+	lp.routes, lp.held, lp.stopped = map[string]*localRoute{}, map[*net.TCPListener]*time.Timer{}, true
 	lp.mu.Unlock()
-	for _, p := range procs {
-		p.cancel()
-		<-p.done
+	for _, r := range routes {
+		r.proc.stop()
+		_ = r.ln.Close()
+	}
+	for ln, t := range held {
+		t.Stop()
+		_ = ln.Close()
 	}
 }

@@ -193,7 +193,11 @@ func (s *Stack) startLocalPluginProcesses(_ context.Context, opts *Options) erro
 		cancel()
 		return err
 	}
-	s.stops = append(s.stops, cancel)
+	s.local = lp
+	s.stops = append(s.stops, func() {
+		cancel()
+		<-lp.done
+	})
 	if opts.CoreResolve == nil {
 		opts.CoreResolve = lp.resolve
 	}

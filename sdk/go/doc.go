@@ -31,7 +31,12 @@
 //   - Tokens: TokenFile reads a projected token on every call, through an
 //     os.Root of its directory, because the kubelet rotates it.
 //   - Serving: NewConnectorServer, NewViewServer, RequireCore,
-//     InstanceAudience and ReceiveFile for ImportFile streams.
+//     InstanceAudience and ReceiveFile for ImportFile streams; Listen, the
+//     listener ServeConnector and ServeView serve on. In a pod that is the
+//     port of ListenAddress; a runner that starts the plugin outside a pod
+//     (openfief dev --local-plugins) holds the listener itself and hands it
+//     down as a descriptor named by OPENFIEF_LISTEN_FD, so that no other
+//     process of the machine can take the port.
 //   - Verifying the core: CoreVerifier, NewCoreVerifier and JWKSVerifier,
 //     with go-jose v4 against the keys the operator publishes.
 //   - Calling the core: CoreHTTPClient, which sends the openfief-core token

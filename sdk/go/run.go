@@ -20,46 +20,40 @@ import (
 // retries a batch whose call was cut).
 const DrainTimeout = 20 * time.Second
 
-// ServeConnector is a connector's whole serving side: it reads
-// the listen port (ListenAddress), builds the CoreVerifier (NewCoreVerifier),
-// serves handler with NewConnectorServer until ctx is done, then stops taking
+// ServeConnector is a connector's whole serving side: it builds the
+// CoreVerifier (NewCoreVerifier), takes its listener (Listen: the port of
+// ListenAddress, or the listener the local runner hands down), serves
+// handler with NewConnectorServer until ctx is done, then stops taking
 // calls and lets those in flight finish for up to DrainTimeout. It returns
 // nil after a clean drain.
 func ServeConnector(ctx context.Context, handler connectorv1connect.ConnectorServiceHandler) error {
-	addr, err := ListenAddress()
-	if err != nil {
-		return err
-	}
-	verifier, err := NewCoreVerifier()
-	if err != nil {
-		return err
-	}
-	return listenAndServe(ctx, NewConnectorServer(addr, handler, verifier))
+	return listenAndServe(ctx, func(addr string, verifier CoreVerifier) *http.Server {
+		return NewConnectorServer(addr, handler, verifier)
+	})
 }
 
 // ServeView is a view's whole serving side, as ServeConnector is a
-// connector's: the listen port, the CoreVerifier, NewViewServer until ctx
+// connector's: the CoreVerifier, the listener (Listen), NewViewServer until ctx
 // is done, then a drain of up to DrainTimeout. A page cut by the drain is
 // sent again by the core: it moves the view's place only after an OK.
 func ServeView(ctx context.Context, handler viewv1connect.ViewServiceHandler) error {
-	addr, err := ListenAddress()
-	if err != nil {
-		return err
-	}
+	return listenAndServe(ctx, func(addr string, verifier CoreVerifier) *http.Server {
+		return NewViewServer(addr, handler, verifier)
+	})
+}
+
+// listenAndServe builds the CoreVerifier, takes the listener (Listen) and
+// serves the server newServer builds until ctx is done.
+func listenAndServe(ctx context.Context, newServer func(addr string, verifier CoreVerifier) *http.Server) error {
 	verifier, err := NewCoreVerifier()
 	if err != nil {
 		return err
 	}
-	return listenAndServe(ctx, NewViewServer(addr, handler, verifier))
-}
-
-// listenAndServe listens on srv's address and serves until ctx is done.
-func listenAndServe(ctx context.Context, srv *http.Server) error {
-	ln, err := net.Listen("tcp", srv.Addr)
+	ln, err := Listen()
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", srv.Addr, err)
+		return err
 	}
-	return serve(ctx, srv, ln, DrainTimeout)
+	return serve(ctx, newServer(ln.Addr().String(), verifier), ln, DrainTimeout)
 }
 
 // serve runs srv on ln until ctx is done, then shuts it down gracefully
