@@ -80,6 +80,7 @@ var phases = []phase{
 	{"private-registry", testPrivateRegistry},
 	{"isolation", testIsolation},
 	{"isolation-at-start", testIsolationAtStart},
+	{"resources", testResourceBounds},
 	{"check-isolation", testCheckIsolation},
 	{"upgrade", testUpgradeRollback},
 	{"faults", testFaults},
