@@ -162,7 +162,7 @@ func AtStartCells(t Targets) []Cell {
 		}
 		c.Name = AtStartPrefix + c.Name
 		c.Meaning = "in its first seconds, before its isolation was in force, " + c.Meaning +
-			" (is the operator's isolation gate turned off? docs/operator.md, OF-42)"
+			" (is the operator's isolation gate turned off? See docs/operator.md)" // OF-42
 		out = append(out, c)
 	}
 	return out

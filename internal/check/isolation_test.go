@@ -202,7 +202,7 @@ func TestWriteTableEscapes(t *testing.T) {
 func TestAtStartCells(t *testing.T) {
 	var got []string
 	for _, c := range AtStartCells(testTargets()) {
-		if c.From != ProbeA || c.Expect != ExpectBlocked || !strings.HasPrefix(c.Name, AtStartPrefix) || !strings.Contains(c.Meaning, "OF-42") {
+		if c.From != ProbeA || c.Expect != ExpectBlocked || !strings.HasPrefix(c.Name, AtStartPrefix) || !strings.Contains(c.Meaning, "isolation gate") {
 			t.Errorf("cell %+v", c)
 		}
 		got = append(got, strings.TrimPrefix(c.Name, AtStartPrefix))

@@ -17,9 +17,9 @@ const DefaultListenPort = 8080
 
 const usage = "usage: check-probe              serve on $" + plugins.EnvListenPort + " until SIGTERM\n" +
 	"       check-probe run REQUEST_JSON   try each cell once and print the results as JSON\n" +
-	"       check-probe at-start           print what the config's at-start cells saw (OF-42)\n" +
+	"       check-probe at-start           print what the config's at-start cells saw\n" +
 	"       check-probe gate [--timeout D] [--rounds N] [--deadline D] TARGET...\n" +
-	"                                      wait until every target is blocked (the isolation gate, OF-42)"
+	"                                      wait until every target is blocked (the isolation gate)"
 
 // Main is the probe's command line: no arguments serves (Serve) on the port
 // getenv names until ctx ends, after starting the config's at-start cells

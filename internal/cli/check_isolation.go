@@ -254,7 +254,7 @@ func (e *Env) waitProbe(ctx context.Context, c client.Client, name string) (*cor
 					if msg, failed, err := gateFailure(ctx, c, e.Namespace, name); err != nil {
 						return nil, err
 					} else if failed {
-						return nil, exitf(ExitFailure, "probe %s never started: its isolation gate found what a plugin must not reach still reachable (%s); plugins' NetworkPolicies are not enforced, so no plugin runs (docs/operator.md, OF-42)",
+						return nil, exitf(ExitFailure, "probe %s never started: its isolation gate found what a plugin must not reach still reachable (%s); plugins' NetworkPolicies are not enforced, so no plugin runs (docs/operator.md, the isolation gate)", // OF-42
 							name, display.Limit(msg, 300))
 					}
 				case v1alpha1.ReasonRunning:

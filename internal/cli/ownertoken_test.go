@@ -215,7 +215,7 @@ func TestOwnerToken(t *testing.T) {
 	}
 
 	// A core answering a redirect, through the real service proxy, which
-	// passes it on: the CLI follows it to no one (finding 8 of issue 42).
+	// passes it on: the CLI follows it to no one.
 	elsewhere, _, elsewhereAddr := serveFakeCore(t, cs, ns, ip)
 	core.mu.Lock()
 	core.redirect = "http://" + elsewhereAddr

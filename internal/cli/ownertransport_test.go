@@ -110,7 +110,7 @@ func directAPI(t *testing.T, u string) (*coreAPI, *atomic.Int64, error) {
 	return api, mints, err
 }
 
-// TestOwnerClientFollowsNoRedirect (finding 8 of issue 42): a core address
+// TestOwnerClientFollowsNoRedirect: a core address
 // answering a redirect to another server, on another port, gets an error
 // naming the status; the server redirected to receives no connection at
 // all, so neither the owner's token nor anything else. Both the direct
@@ -181,7 +181,7 @@ func checkRedirectRefused(t *testing.T, err error, code int) {
 	}
 }
 
-// TestOwnerClientRefusesPlainHTTPElsewhere (finding 8 of issue 42):
+// TestOwnerClientRefusesPlainHTTPElsewhere:
 // --core-url http://<not loopback> is refused before a token is minted and
 // before any connection: a listener of this machine's own non-loopback
 // address receives nothing, and the documentation address 192.0.2.1 is

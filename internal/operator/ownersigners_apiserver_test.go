@@ -228,7 +228,7 @@ func mustJSONAny(v any) string {
 // signer (the owner-signed plugin does not run), records a Warning Event on
 // the ConfigMap naming the field, and runs the plugin once the ConfigMap is
 // made valid. Invalid is a malformed key, or the very key that signed the
-// image under OpenFief's CI's name (finding 9 of issue 42), which would
+// image under OpenFief's CI's name, which would
 // otherwise admit the image and record its signer as openfief-ci.
 func TestOwnerSignersInvalidAtStart(t *testing.T) {
 	for name, tc := range map[string]struct {

@@ -100,7 +100,7 @@ func ParseGateTarget(s string) (GateTarget, error) {
 		return GateTarget{}, fmt.Errorf("%w: %q is neither %s, %s nor %s, nor tcp=IP:PORT", ErrInvalidGateTarget, s, GateClusterDNS, GateAPIServer, GateNodeDNS)
 	}
 	if GateKind(kind) != GateTCP {
-		return GateTarget{}, fmt.Errorf("%w: kind %q: want %s (the gate sends no datagram, OF-42)", ErrInvalidGateTarget, kind, GateTCP)
+		return GateTarget{}, fmt.Errorf("%w: kind %q: want %s (the gate sends no datagram)", ErrInvalidGateTarget, kind, GateTCP)
 	}
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil || ap.Port() == 0 || ap.Addr().Zone() != "" {

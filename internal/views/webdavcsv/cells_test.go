@@ -45,7 +45,7 @@ func TestNeutralise(t *testing.T) {
 		"\t=1": "\t'=1",
 		"\r=1": "\r'=1",
 		"\n=1": "\n'=1",
-		// After a separator (issue 42, finding 5).
+		// After a separator (a spreadsheet may split on ; or tab, OF-37).
 		"Coffee;=cmd|' /C calc'!A0": "Coffee;'=cmd|' /C calc'!A0",
 		"x\t=1+1":                   "x\t'=1+1",
 		"a,@SUM(1)":                 "a,'@SUM(1)",
