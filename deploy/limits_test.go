@@ -83,7 +83,7 @@ func TestLimitRangeMatchesThePluginBounds(t *testing.T) {
 // defaults.
 func TestPlatformFitsTheNamespaceLimits(t *testing.T) {
 	lr, rq := namespaceLimits(t)
-	max := lr.Spec.Limits[0].Max
+	maxima := lr.Spec.Limits[0].Max
 	used := corev1.ResourceList{}
 	add := func(name corev1.ResourceName, q resource.Quantity, times int64) {
 		sum := used[name]
@@ -114,7 +114,7 @@ func TestPlatformFitsTheNamespaceLimits(t *testing.T) {
 						t.Errorf("%s/%s sets no %s request or limit; the namespace's default would apply", d.Name, c.Name, name)
 						continue
 					}
-					if m := max[name]; !m.IsZero() && lim.Cmp(m) > 0 {
+					if m := maxima[name]; !m.IsZero() && lim.Cmp(m) > 0 {
 						t.Errorf("%s/%s: %s limit %s above the namespace's maximum %s", d.Name, c.Name, name, lim.String(), m.String())
 					}
 					add("requests."+name, req, 2)

@@ -280,11 +280,11 @@ func TestOwnerClientOverHTTPS(t *testing.T) {
 	}
 	for _, host := range []string{"127.0.0.1", "localhost", "[::1]", "127.1.2.3"} {
 		if host == "[::1]" {
-			if ln, err := net.Listen("tcp", "[::1]:0"); err != nil {
+			ln, err := net.Listen("tcp", "[::1]:0")
+			if err != nil {
 				continue // no IPv6 loopback here
-			} else {
-				_ = ln.Close()
 			}
+			_ = ln.Close()
 		}
 		core := serveCounting(t, strings.Trim(host, "[]"), answerStatus, nil)
 		_, port, _ := net.SplitHostPort(strings.TrimPrefix(core.URL, "http://"))

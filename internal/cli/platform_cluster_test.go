@@ -75,7 +75,7 @@ func newPlatformCluster(t *testing.T) *platformCluster {
 	}
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("64Gi"),
-		corev1.ResourcePods: resource.MustParse("110"),
+		corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceEphemeralStorage: resource.MustParse("1Ti"),
 	}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "kwok-node-0",

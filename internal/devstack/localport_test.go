@@ -136,13 +136,13 @@ func TestKilledLocalPluginPortNotTaken(t *testing.T) {
 // have got, for a call, and says whether it carried a bearer token (the
 // token itself is never shown).
 func whatTheCoreSent(ln net.Listener) string {
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	_ = ln.(*net.TCPListener).SetDeadline(time.Now().Add(30 * time.Second))
 	c, err := ln.Accept()
 	if err != nil {
 		return "no call reached it within 30 s (" + err.Error() + ")"
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	req, err := http.ReadRequest(bufio.NewReader(&boundedReader{r: c, n: 64 << 10}))
 	if err != nil {

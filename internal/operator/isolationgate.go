@@ -32,9 +32,9 @@ type IsolationGate struct {
 	Settings plugins.GateSettings
 }
 
-// ErrNoIsolationGate: the operator was given no gate image and was not told
-// to run without the gate; it refuses to start rather than run plugins
-// unguarded for their first moments.
+// ErrNoIsolationGate is AddToManager's refusal when the operator was given
+// no gate image and was not told to run without the gate: it refuses to
+// start rather than run plugins unguarded for their first moments.
 var ErrNoIsolationGate = errors.New("no isolation gate image: set --isolation-gate-image to the release's check probe image by digest (or --isolation-gate=false to run plugins without the gate, unsafe)")
 
 // Validate refuses a gate without an image, an image not named by digest,
@@ -52,10 +52,17 @@ func (g IsolationGate) Validate() error {
 	return g.Settings.Validate()
 }
 
-// Resources of the gate's container: it holds a few sockets for a moment.
+// Resources of the gate's container: it holds a few sockets for a moment
+// and writes one line of log. Its requests stay below the plugin's own, so
+// the pod asks the scheduler and the namespace's quota for no more than
+// the plugin does (a pod requests the larger of its init containers' and
+// its containers' sum).
 var (
-	gateCPU    = resource.MustParse("100m")
-	gateMemory = resource.MustParse("32Mi")
+	gateCPURequest       = resource.MustParse("10m")
+	gateCPULimit         = resource.MustParse("100m")
+	gateMemory           = resource.MustParse("32Mi")
+	gateEphemeralRequest = resource.MustParse("1Mi")
+	gateEphemeralLimit   = resource.MustParse("8Mi")
 )
 
 // buildGateContainer is the gate's init container, or nil when it is
@@ -76,8 +83,8 @@ func buildGateContainer(g IsolationGate) []corev1.Container {
 			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.hostIP"},
 		}}},
 		Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: gateCPU, corev1.ResourceMemory: gateMemory},
-			Limits:   corev1.ResourceList{corev1.ResourceCPU: gateCPU, corev1.ResourceMemory: gateMemory},
+			Requests: corev1.ResourceList{corev1.ResourceCPU: gateCPURequest, corev1.ResourceMemory: gateMemory, corev1.ResourceEphemeralStorage: gateEphemeralRequest},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: gateCPULimit, corev1.ResourceMemory: gateMemory, corev1.ResourceEphemeralStorage: gateEphemeralLimit},
 		},
 		// Its last words name what still answered when isolation never
 		// came: the owner sees them in the pod's status.

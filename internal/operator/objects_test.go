@@ -13,6 +13,7 @@ import (
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // objectsFor builds the objects of a connector plugin "fx" whose manifest
@@ -30,7 +31,8 @@ func objectsFor(t *testing.T, asked, granted plugins.Resources) Objects {
 		t.Fatal(err)
 	}
 	plugin := &v1alpha1.Plugin{ObjectMeta: metav1.ObjectMeta{Name: "fx", UID: "u-1"}}
-	return BuildObjects(plugin, "registry.example/fx@sha256:"+digest64, nil, w, Cluster{CoreSelector: map[string]string{"app": "core"}})
+	return BuildObjects(plugin, "registry.example/fx@sha256:"+digest64, nil, w, Cluster{CoreSelector: map[string]string{"app": "core"},
+		Gate: IsolationGate{Image: testutil.GateImage, Settings: plugins.DefaultGateSettings()}})
 }
 
 const digest64 = "0000000000000000000000000000000000000000000000000000000000000001"

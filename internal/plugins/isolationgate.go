@@ -50,8 +50,8 @@ const (
 // GateKind is how one gate target is tried.
 type GateKind string
 
-// GateTCP, the one kind of explicit gate target, opens a TCP connection
-// and closes it at once, sending nothing. The gate sends no datagram: an
+// GateTCP is the one kind of explicit gate target: it opens a TCP
+// connection and closes it at once, sending nothing. The gate sends no datagram: an
 // answered one leaves the node's connection tracking an established flow
 // for its address and port, which the plugin could reuse, past its policy,
 // for as long as the entry lives (30 s and more; OF-42). A TCP connection

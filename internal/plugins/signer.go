@@ -138,7 +138,7 @@ func compileSigner(s Signer, prefix string) (compiledSigner, fieldErrors) {
 	var errs fieldErrors
 	if err := checkSignerName(s.Name); err != nil {
 		errs.add(joinPath(prefix, "name"), ErrInvalidSigner, err.Error())
-	} else if err := checkReservedSignerName(s.Name, s.Kind); err != nil {
+	} else if err := checkReservedSignerName(s); err != nil {
 		errs.add(joinPath(prefix, "name"), ErrInvalidSigner, err.Error())
 	}
 	switch s.Kind {

@@ -38,13 +38,16 @@ func signerNameKey(name string) string {
 }
 
 // checkReservedSignerName refuses a name reserved for OpenFief's own signers
-// when a signer of kind takes it: OpenFiefCI's name for anyone but the CI,
-// and ReservedSignerName or any name starting ReservedSignerPrefix for an
-// owner signer. Names are compared with signerNameKey.
-func checkReservedSignerName(name string, kind SignerKind) error {
+// when a signer takes it: OpenFiefCI's name for anyone but the CI (which a
+// keyless release names as its catalog's publisher, with the CI's own
+// identity: the same signer), and ReservedSignerName or any name starting
+// ReservedSignerPrefix for an owner signer. Names are compared with
+// signerNameKey.
+func checkReservedSignerName(s Signer) error {
+	name, kind := s.Name, s.Kind
 	key := signerNameKey(name)
 	switch {
-	case kind == SignerOpenFiefCI:
+	case kind == SignerOpenFiefCI, isCIPublisher(s):
 		return nil
 	case key == signerNameKey(OpenFiefCI().Name):
 		return fmt.Errorf("%q is reserved for OpenFief's CI signer", name)
@@ -57,13 +60,21 @@ func checkReservedSignerName(name string, kind SignerKind) error {
 	return nil
 }
 
+// isCIPublisher reports whether s is OpenFief's CI named as a catalog's
+// publisher: its name and exact identity.
+func isCIPublisher(s Signer) bool {
+	ci := OpenFiefCI()
+	return s.Kind == SignerPublisher && signerNameKey(s.Name) == signerNameKey(ci.Name) && s.Identity == ci.Identity
+}
+
 // signerNames finds signers that share a name (by signerNameKey) across
 // every kind, remembering where each name was first seen.
 type signerNames map[string]signerSeen
 
 type signerSeen struct {
-	field string
-	kind  SignerKind
+	field    string
+	kind     SignerKind
+	identity SignerIdentity
 }
 
 // add records s at field and reports the problem when an earlier signer
@@ -75,10 +86,13 @@ func (n signerNames) add(s Signer, field string) error {
 	}
 	key := signerNameKey(s.Name)
 	if first, dup := n[key]; dup {
+		if first.kind == SignerOpenFiefCI && isCIPublisher(s) && first.identity == s.Identity {
+			return nil // the CI publishing a keyless release's catalog: one signer
+		}
 		return fmt.Errorf("%q is already the name of %s (%s); a signer's name is unique across OpenFief's CI, the catalog's publishers and the owner's signers, whatever its case",
 			s.Name, kindPhrase(first.kind), first.field)
 	}
-	n[key] = signerSeen{field: field, kind: s.Kind}
+	n[key] = signerSeen{field: field, kind: s.Kind, identity: s.Identity}
 	return nil
 }
 

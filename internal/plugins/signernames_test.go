@@ -124,3 +124,33 @@ func TestSignerNameKey(t *testing.T) {
 		}
 	}
 }
+
+// TestCIPublishesAKeylessCatalog: a keyless release's catalog names
+// OpenFief's CI as its publisher (hack/release's releaseSigner), with the
+// CI's own name and identity: one signer, so the catalog parses, the policy
+// builds and an owner still may not take the name. The same name with
+// another identity is refused.
+func TestCIPublishesAKeylessCatalog(t *testing.T) {
+	ci := OpenFiefCI()
+	entry := func(subject string) string {
+		return fmt.Sprintf(`{"plugins": [{"name": "nbp-fx", "image": "ghcr.io/x/nbp-fx@%s", "publisher": {"name": %q, "issuer": %q, "subject": %q}}]}`,
+			trDigest('a'), ci.Name, ci.Identity.Issuer, subject)
+	}
+	c, err := ParseCatalog([]byte(entry(ci.Identity.Subject)))
+	if err != nil {
+		t.Fatalf("a keyless release's catalog: %v", err)
+	}
+	if _, err := NewTrustPolicy(c, nil); err != nil {
+		t.Fatalf("the policy with the CI as publisher: %v", err)
+	}
+	owner, err := ParseOwnerSigners([]byte(fmt.Sprintf(`{"signers": [{"name": "OpenFief-CI", "issuer": %q, "subject": "me"}]}`, trIssuer)))
+	if err == nil {
+		_, err = NewTrustPolicy(c, owner)
+	}
+	if !errors.Is(err, ErrInvalidSigner) {
+		t.Errorf("an owner signer named as the CI beside a CI-published catalog: %v", err)
+	}
+	if _, err := ParseCatalog([]byte(entry("repo:someone/else:ref:refs/heads/main"))); !errors.Is(err, ErrInvalidSigner) {
+		t.Errorf("a publisher named as the CI with another identity: %v", err)
+	}
+}

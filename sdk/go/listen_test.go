@@ -63,7 +63,7 @@ func TestServeConnectorOnInheritedListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer held.Close()
+	defer func() { _ = held.Close() }()
 	port := held.Addr().(*net.TCPAddr).Port
 	t.Setenv(EnvListenFD, strconv.Itoa(fileOf(t, held.(*net.TCPListener))))
 	t.Setenv(EnvListenPort, strconv.Itoa(port))
@@ -99,7 +99,7 @@ func TestServeConnectorOnInheritedListener(t *testing.T) {
 		t.Fatalf("ServeConnector = %v", err)
 	}
 	if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
-		ln.Close()
+		_ = ln.Close()
 		t.Fatal("another listener took the port after the connector stopped, while its owner still holds it")
 	} else if !errors.Is(err, syscall.EADDRINUSE) {
 		t.Fatalf("bind the held port: %v, want EADDRINUSE", err)
@@ -115,7 +115,7 @@ func TestListenRefusesInherited(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { ln.Close() })
+		t.Cleanup(func() { _ = ln.Close() })
 		return ln.(*net.TCPListener)
 	}
 	tests := map[string]struct {
@@ -134,7 +134,7 @@ func TestListenRefusesInherited(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer c.Close()
+			defer func() { _ = c.Close() }()
 			return fileOf(t, c.(*net.UDPConn)), 0
 		}, "not a listening socket"},
 		"a Unix socket": {func(t *testing.T) (int, int) {
@@ -142,7 +142,7 @@ func TestListenRefusesInherited(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer ln.Close()
+			defer func() { _ = ln.Close() }()
 			return fileOf(t, ln.(*net.UnixListener)), 0
 		}, "a unix socket, not TCP"},
 		"a connected TCP socket, which does not listen": {func(t *testing.T) (int, int) {
@@ -151,7 +151,7 @@ func TestListenRefusesInherited(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer c.Close()
+			defer func() { _ = c.Close() }()
 			return fileOf(t, c.(*net.TCPConn)), 0
 		}, "does not listen"},
 		"a listener on every address": {func(t *testing.T) (int, int) {
@@ -179,7 +179,7 @@ func TestListenRefusesInherited(t *testing.T) {
 			}
 			ln, err := Listen()
 			if err == nil {
-				ln.Close()
+				_ = ln.Close()
 				t.Fatalf("Listen took descriptor %d", fd)
 			}
 			if !strings.Contains(err.Error(), EnvListenFD+"=") || !strings.Contains(err.Error(), tt.want) {
@@ -204,21 +204,21 @@ func TestListenWithoutInheritedListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := free.Addr().(*net.TCPAddr).Port
-	free.Close()
+	_ = free.Close()
 	t.Setenv(EnvListenPort, strconv.Itoa(port))
 	t.Setenv(EnvListenFD, "")
 	if ln, err := Listen(); err == nil || !strings.Contains(err.Error(), EnvListenFD) {
 		if ln != nil {
-			ln.Close()
+			_ = ln.Close()
 		}
 		t.Fatalf("Listen with an empty %s: %v, want a refusal naming it", EnvListenFD, err)
 	}
-	os.Unsetenv(EnvListenFD)
+	_ = os.Unsetenv(EnvListenFD)
 	ln, err := Listen()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	if got := ln.Addr().(*net.TCPAddr).Port; got != port {
 		t.Fatalf("listening on port %d, want %d", got, port)
 	}
@@ -226,7 +226,7 @@ func TestListenWithoutInheritedListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Close()
+	_ = c.Close()
 }
 
 func TestParseListenFD(t *testing.T) {

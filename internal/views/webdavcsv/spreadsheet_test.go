@@ -149,7 +149,7 @@ func convert(soffice, profile, opts, csvPath, out string) ([]sheetCell, error) {
 	if err != nil {
 		return nil, fmt.Errorf("soffice wrote no spreadsheet (%v): %s", err, log)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	return readCells(f)
 }
 
