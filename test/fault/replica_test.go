@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // leaderTiming is what the replicas' leader election is told
@@ -101,6 +103,8 @@ func newReplica(p *platform, name string, direct bool, timing leaderTiming, plan
 	r.args = []string{
 		"--kubeconfig=" + kubeconfig,
 		"--trusted-signers=" + suite.signersFile,
+		// kwok runs no container: a pinned name that is never pulled.
+		"--isolation-gate-image=" + testutil.GateImage,
 		"--leader-elect=true",
 		"--leader-election-lease-duration=" + timing.lease.String(),
 		"--leader-election-renew-deadline=" + timing.renew.String(),

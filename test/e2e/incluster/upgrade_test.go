@@ -106,6 +106,9 @@ func testUpgradeRollback(t *testing.T, e *platformEnv) {
 		Components:         []string{filepath.Join(e.root, "deploy", "operator", "components", "registry-config")},
 		InsecureRegistries: []string{e.preg.bridge, e.private.bridge},
 		SyncInterval:       testSyncInterval,
+		// The same isolation gate targets as installed: other targets
+		// would change every plugin's pod template.
+		OperatorArgs: gateTargetArgs(t, e),
 	}))
 
 	moves := []struct {
@@ -486,4 +489,19 @@ func uninstallPlugins(t *testing.T, e *platformEnv, names []string) {
 			t.Errorf("openfief plugin uninstall %s exited %d\n%s", name, code, out)
 		}
 	}
+}
+
+// gateTargetArgs is the installed operator's --isolation-gate-targets, as
+// its Deployment holds it (OF-42).
+func gateTargetArgs(t *testing.T, e *platformEnv) []string {
+	t.Helper()
+	d, err := e.cs.AppsV1().Deployments(plugins.Namespace).Get(context.Background(), "openfief-operator", metav1.GetOptions{})
+	must(t, err)
+	var out []string
+	for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+		if strings.HasPrefix(a, "--isolation-gate-targets=") {
+			out = append(out, a)
+		}
+	}
+	return out
 }
