@@ -25,7 +25,7 @@ func TestManifest(t *testing.T) {
 		t.Errorf("secrets %v, data tiers %v: the probe needs none", m.Secrets, m.DataTiers)
 	}
 	var s struct {
-		AdditionalProperties *bool                     `json:"additionalProperties"`
+		AdditionalProperties *bool                      `json:"additionalProperties"`
 		Properties           map[string]json.RawMessage `json:"properties"`
 	}
 	if err := json.Unmarshal(schema, &s); err != nil {
