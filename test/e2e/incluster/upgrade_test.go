@@ -54,10 +54,10 @@ const (
 //
 // The plugins are uninstalled when the phase ends, passed or failed.
 //
-// Not observable here: a tunnel open across the upgrade. Today no sync gets
-// past the proxy's lookup of api.nbp.pl (the cluster DNS refuses outside
-// names, OF-24), so the proxy holds no tunnel when it stops; the log check
-// below judges tunnels once syncs succeed.
+// Syncs reach the NBP stand-in through the proxy (the cluster DNS answers
+// its name with the stand-in's address), so an old proxy pod may hold
+// tunnels when it stops: the log check below counts those that ended during
+// its shutdown and fails on any closed before the grace ran out.
 func testUpgradeRollback(t *testing.T, e *platformEnv) {
 	ctx := context.Background()
 	ref := e.preg.publishNBPFx(t, e.root, e.signer, e.nbp.CAPEM())
