@@ -36,6 +36,8 @@ const (
 // the pod goes and nothing calls NBP any more.
 func TestCoreSyncsPodOnRealNode(t *testing.T) {
 	stack, nbp := platform(t)
+	// Beside the package's other parallel tests (main_test.go says which).
+	t.Parallel()
 	cs, err := kubernetes.NewForConfig(stack.Cluster.Config)
 	if err != nil {
 		t.Fatal(err)

@@ -69,6 +69,16 @@ func (r *resolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr,
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
 
+// The package's tests share one platform on one real node, started by the
+// first test that calls platform. Most of their time is spent waiting for
+// pods, so four of them run in parallel (t.Parallel, each with plugins of
+// its own): the core's sync, the resource bounds, the rollout and the
+// TypeScript connector. Two run alone, before those: the data path, because
+// TestCoreSyncsPodOnRealNode counts every request the NBP stand-in gets
+// after its revocation, and the isolation table, because it compares the
+// kernel's verdicts with a model of every NetworkPolicy in the namespace,
+// which other tests' plugins would change under it.
+
 // TestMain drops controller-runtime's log (the in-process operator's): the
 // tests report what they saw. It stops the shared platform at the end.
 func TestMain(m *testing.M) {

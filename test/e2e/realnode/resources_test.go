@@ -40,6 +40,8 @@ const hogInstance = "res-hog"
 // the core and the proxy answer).
 func TestPluginResourcesOnRealNode(t *testing.T) {
 	stack, _ := platform(t)
+	// Beside the package's other parallel tests (main_test.go says which).
+	t.Parallel()
 	ctx := t.Context()
 	ref, err := stack.PublishImage(ctx, "plugins/res-hog", plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityConnector}},
 		map[string][]byte{"plugin": buildStatic(t, "./internal/devcluster/testdata/probe")})

@@ -43,6 +43,8 @@ const settleWindow = 15 * time.Second
 // hash written in a second pass) shows here as a second ReplicaSet.
 func TestApprovalRollsOutOnceOnRealNode(t *testing.T) {
 	stack, _ := platform(t)
+	// Beside the package's other parallel tests (main_test.go says which).
+	t.Parallel()
 	cs, err := kubernetes.NewForConfig(stack.Cluster.Config)
 	if err != nil {
 		t.Fatal(err)

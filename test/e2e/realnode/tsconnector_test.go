@@ -48,6 +48,8 @@ const tsInstance = "fx-ts"
 // connects to it.
 func TestTypeScriptConnectorOnRealNode(t *testing.T) {
 	stack, _ := platform(t)
+	// Beside the package's other parallel tests (main_test.go says which).
+	t.Parallel()
 	ctx := t.Context()
 	cs, err := kubernetes.NewForConfig(stack.Cluster.Config)
 	if err != nil {
