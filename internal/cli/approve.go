@@ -273,10 +273,19 @@ func warnSignature(w io.Writer, p *v1alpha1.Plugin) {
 	fmt.Fprintf(w, "Warning: the operator has not verified this image (%s: %s); it will not run until it does.\n", display.Text(cond.Reason), display.Message(cond.Message))
 }
 
+// revokeOptions are `openfief plugin revoke`'s flags and argument.
+type revokeOptions struct {
+	env *Env
+	yes bool
+
+	// name is the argument NAME.
+	name string
+}
+
 // newRevokeCommand builds `openfief plugin revoke`: delete the PluginGrant,
 // which revokes everything at once.
 func newRevokeCommand(env *Env) *cobra.Command {
-	var yes bool
+	o := &revokeOptions{env: env}
 	cmd := &cobra.Command{
 		Use:   "revoke NAME [--yes]",
 		Short: "Delete a plugin's grant, revoking everything it was approved",
@@ -287,34 +296,46 @@ only its deny-all NetworkPolicy (NoGrant); the Plugin stays installed, and
 		Example: `  openfief plugin revoke nbp-fx
   openfief plugin revoke nbp-fx --yes`,
 		Args: exactArgs(1),
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			ctx := cmd.Context()
-			c, err := env.Client()
-			if err != nil {
-				return err
-			}
-			g, err := env.getGrant(ctx, c, name)
-			if err != nil {
-				return err
-			}
-			if g == nil {
-				return exitf(ExitNotFound, "plugingrant %q not found in namespace %q: plugin %s has no grant to revoke", name, env.Namespace, name)
-			}
-			fmt.Fprintf(env.Out, "PluginGrant %s approves:\n", name)
-			describeGrant(env.Out, "  ", g)
-			if err := env.confirm(ctx, yes, fmt.Sprintf("Revoke everything granted to plugin %s?", name), "revoking the grant of plugin "+name); err != nil {
-				return err
-			}
-			if err := c.Delete(ctx, g, client.Preconditions{UID: &g.UID, ResourceVersion: &g.ResourceVersion}); err != nil {
-				return writeError("deleting plugingrant "+name, err)
-			}
-			fmt.Fprintf(env.Out, "plugingrant/%s deleted; plugin %s now runs nothing\n", name, name)
-			return nil
-		}),
+		RunE: runOptions(o),
 	}
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "revoke without asking")
+	cmd.Flags().BoolVarP(&o.yes, "yes", "y", false, "revoke without asking")
 	return cmd
+}
+
+// Complete takes NAME.
+func (o *revokeOptions) Complete(args []string) error {
+	o.name = args[0]
+	return nil
+}
+
+// Validate has nothing to refuse: NAME is checked against the cluster.
+func (o *revokeOptions) Validate() error { return nil }
+
+// Run shows what the grant approves, asks, and deletes exactly the grant
+// it showed.
+func (o *revokeOptions) Run(ctx context.Context) error {
+	env, name := o.env, o.name
+	c, err := env.Client()
+	if err != nil {
+		return err
+	}
+	g, err := env.getGrant(ctx, c, name)
+	if err != nil {
+		return err
+	}
+	if g == nil {
+		return exitf(ExitNotFound, "plugingrant %q not found in namespace %q: plugin %s has no grant to revoke", name, env.Namespace, name)
+	}
+	fmt.Fprintf(env.Out, "PluginGrant %s approves:\n", name)
+	describeGrant(env.Out, "  ", g)
+	if err := env.confirm(ctx, o.yes, fmt.Sprintf("Revoke everything granted to plugin %s?", name), "revoking the grant of plugin "+name); err != nil {
+		return err
+	}
+	if err := c.Delete(ctx, g, client.Preconditions{UID: &g.UID, ResourceVersion: &g.ResourceVersion}); err != nil {
+		return writeError("deleting plugingrant "+name, err)
+	}
+	fmt.Fprintf(env.Out, "plugingrant/%s deleted; plugin %s now runs nothing\n", name, name)
+	return nil
 }
 
 // describeGrant lists what a grant approves, each Secret slot with the

@@ -298,13 +298,17 @@ func objectList(obj map[string]any, path ...string) []map[string]any {
 	return out
 }
 
+// platformUninstallOptions are `openfief platform uninstall`'s flags.
+type platformUninstallOptions struct {
+	env     *Env
+	opts    platform.UninstallOptions
+	yes     bool
+	timeout time.Duration
+}
+
 // newPlatformUninstallCommand builds `openfief platform uninstall`.
 func newPlatformUninstallCommand(env *Env) *cobra.Command {
-	var (
-		o       platform.UninstallOptions
-		yes     bool
-		timeout time.Duration
-	)
+	o := &platformUninstallOptions{env: env}
 	cmd := &cobra.Command{
 		Use:   "uninstall",
 		Short: "Remove the platform and every plugin workload; keep the owner's data unless --delete-data",
@@ -314,37 +318,55 @@ func newPlatformUninstallCommand(env *Env) *cobra.Command {
   # Remove everything, the openfief namespace included
   openfief platform uninstall --yes --delete-data`,
 		Args: exactArgs(0),
-		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			if timeout <= 0 {
-				return exitf(ExitUsage, "--timeout must be positive")
-			}
-			c, err := env.Client()
-			if err != nil {
-				return err
-			}
-			what := "remove the platform and every plugin workload (Plugins, PluginGrants and the core's data are kept)"
-			if o.DeleteData {
-				what = "remove the platform, every plugin workload, every Plugin and PluginGrant, the core's data and the openfief namespace"
-			}
-			if err := env.confirm(cmd.Context(), yes, what+"?", "uninstalling the platform"); err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
-			if err := platform.Uninstall(ctx, c, o, env.Out); err != nil {
-				if errors.Is(err, platform.ErrNotInstalled) {
-					return exitf(ExitNothingToDo, "%w", err)
-				}
-				return err
-			}
-			fmt.Fprintln(env.Out, "the platform is uninstalled")
-			return nil
-		}),
+		RunE: runOptions(o),
 	}
-	cmd.Flags().BoolVar(&o.DeleteData, "delete-data", false, "also delete the core's PersistentVolumeClaim, the CRDs with every Plugin and PluginGrant, and the openfief namespace")
-	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
-	cmd.Flags().DurationVar(&timeout, "timeout", defaultPlatformTimeout, "how long to wait for pods and the namespace to go")
+	cmd.Flags().BoolVar(&o.opts.DeleteData, "delete-data", false, "also delete the core's PersistentVolumeClaim, the CRDs with every Plugin and PluginGrant, and the openfief namespace")
+	cmd.Flags().BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", defaultPlatformTimeout, "how long to wait for pods and the namespace to go")
 	return cmd
+}
+
+// Complete has nothing to fill: uninstall takes no argument.
+func (o *platformUninstallOptions) Complete([]string) error { return nil }
+
+// Validate refuses a --timeout that is not positive.
+func (o *platformUninstallOptions) Validate() error {
+	if o.timeout <= 0 {
+		return exitf(ExitUsage, "--timeout must be positive")
+	}
+	return nil
+}
+
+// Run says what goes, asks, and removes the platform within --timeout.
+func (o *platformUninstallOptions) Run(ctx context.Context) error {
+	env := o.env
+	c, err := env.Client()
+	if err != nil {
+		return err
+	}
+	what := "remove the platform and every plugin workload (Plugins, PluginGrants and the core's data are kept)"
+	if o.opts.DeleteData {
+		what = "remove the platform, every plugin workload, every Plugin and PluginGrant, the core's data and the openfief namespace"
+	}
+	if err := env.confirm(ctx, o.yes, what+"?", "uninstalling the platform"); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if err := platform.Uninstall(ctx, c, o.opts, env.Out); err != nil {
+		if errors.Is(err, platform.ErrNotInstalled) {
+			return exitf(ExitNothingToDo, "%w", err)
+		}
+		return err
+	}
+	fmt.Fprintln(env.Out, "the platform is uninstalled")
+	return nil
+}
+
+// platformStatusOptions are `openfief platform status`'s: it has no flag
+// of its own.
+type platformStatusOptions struct {
+	env *Env
 }
 
 // newPlatformStatusCommand builds `openfief platform status`.
@@ -354,22 +376,31 @@ func newPlatformStatusCommand(env *Env) *cobra.Command {
 		Short:   "Show each platform component's image, version and availability, and the admission policy binding",
 		Example: `  openfief platform status`,
 		Args:    exactArgs(0),
-		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			c, err := env.Client()
-			if err != nil {
-				return err
-			}
-			st, err := platform.ReadStatus(cmd.Context(), c)
-			if errors.Is(err, platform.ErrNotInstalled) {
-				return exitf(ExitNotFound, "%w", err)
-			}
-			if err != nil {
-				return err
-			}
-			printPlatformStatus(env, st)
-			return nil
-		}),
+		RunE:    runOptions(&platformStatusOptions{env: env}),
 	}
+}
+
+// Complete has nothing to fill: status takes no argument.
+func (o *platformStatusOptions) Complete([]string) error { return nil }
+
+// Validate has nothing to refuse.
+func (o *platformStatusOptions) Validate() error { return nil }
+
+// Run reads the platform's status and prints it.
+func (o *platformStatusOptions) Run(ctx context.Context) error {
+	c, err := o.env.Client()
+	if err != nil {
+		return err
+	}
+	st, err := platform.ReadStatus(ctx, c)
+	if errors.Is(err, platform.ErrNotInstalled) {
+		return exitf(ExitNotFound, "%w", err)
+	}
+	if err != nil {
+		return err
+	}
+	printPlatformStatus(o.env, st)
+	return nil
 }
 
 // printPlatformStatus writes st as a table and a list of bindings; every
