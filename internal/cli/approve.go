@@ -62,14 +62,22 @@ func selectorFlags(sel plugins.Selection) map[string]string {
 	return flags
 }
 
+// approveOptions are `openfief plugin approve`'s flags and argument.
+type approveOptions struct {
+	env *Env
+	// sel holds the selectors; Complete adds --capability to it.
+	sel  plugins.Selection
+	caps []string
+	yes  bool
+
+	// name is the argument NAME.
+	name string
+}
+
 // newApproveCommand builds `openfief plugin approve`: show what a plugin asks
 // for beyond its grant and, on confirmation, add it to the PluginGrant (D-16).
 func newApproveCommand(env *Env) *cobra.Command {
-	var (
-		sel  plugins.Selection
-		caps []string
-		yes  bool
-	)
+	o := &approveOptions{env: env}
 	cmd := &cobra.Command{
 		Use:   "approve NAME [--yes] [--host H]... [--secret SLOT[=SECRET]]... [--capability C]... [--data-tier T]... [--resources] [--pull-secret SECRET]...",
 		Short: "Approve what a plugin asks for beyond its grant",
@@ -121,60 +129,76 @@ with code 10.`,
   # Pull the image from a private registry with the Secret regcred
   openfief plugin approve nbp-fx --pull-secret regcred`,
 		Args: exactArgs(1),
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			if sel.All && (len(caps) > 0 || len(sel.Egress) > 0 || len(sel.DataTiers) > 0 || sel.Resources) {
-				return usageError(fmt.Errorf("--all approves everything pending; combine it only with --secret or --pull-secret"))
-			}
-			sel.Capabilities = make([]plugins.Capability, len(caps))
-			for i, c := range caps {
-				sel.Capabilities[i] = plugins.Capability(c)
-			}
-			ctx := cmd.Context()
-			c, err := env.Client()
-			if err != nil {
-				return err
-			}
-			p, err := env.getPlugin(ctx, c, name)
-			if err != nil {
-				return err
-			}
-			g, err := env.getGrant(ctx, c, name)
-			if err != nil {
-				return err
-			}
-			m := apiconv.ManifestFromAPI(p.Spec.Manifest)
-			a, err := plugins.Approve(name, m, grantFromAPI(g), sel)
-			if err != nil {
-				err = approvalError(name, selectorFlags(sel), err)
-				if ExitCode(err) == ExitNothingToDo {
-					fmt.Fprintf(env.Out, "Plugin %s: nothing pending approval.\n", name)
-				}
-				return err
-			}
-			printApprovalPrompt(env.Out, name, p.Spec.Image, a, m)
-			warnSignature(env.ErrOut, p)
-			if err := env.confirm(ctx, yes, fmt.Sprintf("Approve this for plugin %s?", name), "approving plugin "+name); err != nil {
-				return err
-			}
-			verb, err := env.writeGrant(ctx, c, name, g, a)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Out, "plugingrant/%s %s\n", name, verb)
-			return nil
-		}),
+		RunE: runOptions(o),
 	}
 	f := cmd.Flags()
-	f.BoolVarP(&yes, "yes", "y", false, "approve without asking")
-	f.BoolVar(&sel.All, "all", false, "approve everything pending, even with --secret bindings")
-	f.StringArrayVar(&sel.Egress, "host", nil, "approve only this egress host, host or host:port; one the manifest does not request fills a slot for a host of your choosing (repeatable)")
-	f.StringArrayVar(&sel.Secrets, "secret", nil, "approve only this Secret slot, optionally bound to a Secret: SLOT or SLOT=SECRET (repeatable)")
-	f.StringArrayVar(&caps, "capability", nil, "approve only this capability: connector or view (repeatable)")
-	f.StringArrayVar(&sel.DataTiers, "data-tier", nil, "approve only this data tier (repeatable)")
-	f.BoolVar(&sel.Resources, "resources", false, "approve only the memory, CPU and /tmp the manifest asks for beyond the grant, as asked")
-	f.StringArrayVar(&sel.PullSecrets, "pull-secret", nil, "add this image pull Secret to the grant (repeatable)")
+	f.BoolVarP(&o.yes, "yes", "y", false, "approve without asking")
+	f.BoolVar(&o.sel.All, "all", false, "approve everything pending, even with --secret bindings")
+	f.StringArrayVar(&o.sel.Egress, "host", nil, "approve only this egress host, host or host:port; one the manifest does not request fills a slot for a host of your choosing (repeatable)")
+	f.StringArrayVar(&o.sel.Secrets, "secret", nil, "approve only this Secret slot, optionally bound to a Secret: SLOT or SLOT=SECRET (repeatable)")
+	f.StringArrayVar(&o.caps, "capability", nil, "approve only this capability: connector or view (repeatable)")
+	f.StringArrayVar(&o.sel.DataTiers, "data-tier", nil, "approve only this data tier (repeatable)")
+	f.BoolVar(&o.sel.Resources, "resources", false, "approve only the memory, CPU and /tmp the manifest asks for beyond the grant, as asked")
+	f.StringArrayVar(&o.sel.PullSecrets, "pull-secret", nil, "add this image pull Secret to the grant (repeatable)")
 	return cmd
+}
+
+// Complete takes NAME and adds the --capability selectors to the selection.
+func (o *approveOptions) Complete(args []string) error {
+	o.name = args[0]
+	o.sel.Capabilities = make([]plugins.Capability, len(o.caps))
+	for i, c := range o.caps {
+		o.sel.Capabilities[i] = plugins.Capability(c)
+	}
+	return nil
+}
+
+// Validate refuses --all with a selector that names what to approve; the
+// selectors' values are checked against the manifest by plugins.Approve.
+func (o *approveOptions) Validate() error {
+	sel := o.sel
+	if sel.All && (len(o.caps) > 0 || len(sel.Egress) > 0 || len(sel.DataTiers) > 0 || sel.Resources) {
+		return usageError(fmt.Errorf("--all approves everything pending; combine it only with --secret or --pull-secret"))
+	}
+	return nil
+}
+
+// Run computes the approval against the Plugin's manifest and its grant,
+// shows it, asks, and writes the grant.
+func (o *approveOptions) Run(ctx context.Context) error {
+	env, name := o.env, o.name
+	c, err := env.Client()
+	if err != nil {
+		return err
+	}
+	p, err := env.getPlugin(ctx, c, name)
+	if err != nil {
+		return err
+	}
+	g, err := env.getGrant(ctx, c, name)
+	if err != nil {
+		return err
+	}
+	m := apiconv.ManifestFromAPI(p.Spec.Manifest)
+	a, err := plugins.Approve(name, m, grantFromAPI(g), o.sel)
+	if err != nil {
+		err = approvalError(name, selectorFlags(o.sel), err)
+		if ExitCode(err) == ExitNothingToDo {
+			fmt.Fprintf(env.Out, "Plugin %s: nothing pending approval.\n", name)
+		}
+		return err
+	}
+	printApprovalPrompt(env.Out, name, p.Spec.Image, a, m)
+	warnSignature(env.ErrOut, p)
+	if err := env.confirm(ctx, o.yes, fmt.Sprintf("Approve this for plugin %s?", name), "approving plugin "+name); err != nil {
+		return err
+	}
+	verb, err := env.writeGrant(ctx, c, name, g, a)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Out, "plugingrant/%s %s\n", name, verb)
+	return nil
 }
 
 // printApprovalPrompt writes what approve shows before it asks: what the
@@ -249,10 +273,19 @@ func warnSignature(w io.Writer, p *v1alpha1.Plugin) {
 	fmt.Fprintf(w, "Warning: the operator has not verified this image (%s: %s); it will not run until it does.\n", display.Text(cond.Reason), display.Message(cond.Message))
 }
 
+// revokeOptions are `openfief plugin revoke`'s flags and argument.
+type revokeOptions struct {
+	env *Env
+	yes bool
+
+	// name is the argument NAME.
+	name string
+}
+
 // newRevokeCommand builds `openfief plugin revoke`: delete the PluginGrant,
 // which revokes everything at once.
 func newRevokeCommand(env *Env) *cobra.Command {
-	var yes bool
+	o := &revokeOptions{env: env}
 	cmd := &cobra.Command{
 		Use:   "revoke NAME [--yes]",
 		Short: "Delete a plugin's grant, revoking everything it was approved",
@@ -263,34 +296,46 @@ only its deny-all NetworkPolicy (NoGrant); the Plugin stays installed, and
 		Example: `  openfief plugin revoke nbp-fx
   openfief plugin revoke nbp-fx --yes`,
 		Args: exactArgs(1),
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			ctx := cmd.Context()
-			c, err := env.Client()
-			if err != nil {
-				return err
-			}
-			g, err := env.getGrant(ctx, c, name)
-			if err != nil {
-				return err
-			}
-			if g == nil {
-				return exitf(ExitNotFound, "plugingrant %q not found in namespace %q: plugin %s has no grant to revoke", name, env.Namespace, name)
-			}
-			fmt.Fprintf(env.Out, "PluginGrant %s approves:\n", name)
-			describeGrant(env.Out, "  ", g)
-			if err := env.confirm(ctx, yes, fmt.Sprintf("Revoke everything granted to plugin %s?", name), "revoking the grant of plugin "+name); err != nil {
-				return err
-			}
-			if err := c.Delete(ctx, g, client.Preconditions{UID: &g.UID, ResourceVersion: &g.ResourceVersion}); err != nil {
-				return writeError("deleting plugingrant "+name, err)
-			}
-			fmt.Fprintf(env.Out, "plugingrant/%s deleted; plugin %s now runs nothing\n", name, name)
-			return nil
-		}),
+		RunE: runOptions(o),
 	}
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "revoke without asking")
+	cmd.Flags().BoolVarP(&o.yes, "yes", "y", false, "revoke without asking")
 	return cmd
+}
+
+// Complete takes NAME.
+func (o *revokeOptions) Complete(args []string) error {
+	o.name = args[0]
+	return nil
+}
+
+// Validate has nothing to refuse: NAME is checked against the cluster.
+func (o *revokeOptions) Validate() error { return nil }
+
+// Run shows what the grant approves, asks, and deletes exactly the grant
+// it showed.
+func (o *revokeOptions) Run(ctx context.Context) error {
+	env, name := o.env, o.name
+	c, err := env.Client()
+	if err != nil {
+		return err
+	}
+	g, err := env.getGrant(ctx, c, name)
+	if err != nil {
+		return err
+	}
+	if g == nil {
+		return exitf(ExitNotFound, "plugingrant %q not found in namespace %q: plugin %s has no grant to revoke", name, env.Namespace, name)
+	}
+	fmt.Fprintf(env.Out, "PluginGrant %s approves:\n", name)
+	describeGrant(env.Out, "  ", g)
+	if err := env.confirm(ctx, o.yes, fmt.Sprintf("Revoke everything granted to plugin %s?", name), "revoking the grant of plugin "+name); err != nil {
+		return err
+	}
+	if err := c.Delete(ctx, g, client.Preconditions{UID: &g.UID, ResourceVersion: &g.ResourceVersion}); err != nil {
+		return writeError("deleting plugingrant "+name, err)
+	}
+	fmt.Fprintf(env.Out, "plugingrant/%s deleted; plugin %s now runs nothing\n", name, name)
+	return nil
 }
 
 // describeGrant lists what a grant approves, each Secret slot with the

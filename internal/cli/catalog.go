@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -64,11 +65,17 @@ type catalogListing struct {
 	Plugins []catalogRow `json:"plugins"`
 }
 
+// catalogListOptions are `openfief catalog list`'s flags.
+type catalogListOptions struct {
+	env    *Env
+	trust  trustFlags
+	output string
+}
+
+// newCatalogListCommand builds `openfief catalog list`: the catalog's
+// plugins, each image checked as the operator checks it.
 func newCatalogListCommand(env *Env) *cobra.Command {
-	var (
-		tf     trustFlags
-		output string
-	)
+	o := &catalogListOptions{env: env}
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
@@ -88,53 +95,75 @@ field, the signed manifests whole.`,
 		Example: `  openfief catalog list
   openfief catalog list --catalog-file release/plugins.json -o json`,
 		Args: exactArgs(0),
-		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			if output != outputTable && output != "json" {
-				return exitf(ExitUsage, "--output %q: want json (default: a table)", output)
-			}
-			ctx := cmd.Context()
-			var (
-				t   trust
-				err error
-			)
-			if tf.signersFile != "" {
-				t, err = env.policyFromFile(tf.signersFile, tf.catalogFile)
-			} else {
-				c, cerr := env.Client()
-				if cerr != nil {
-					return cerr
-				}
-				t, err = env.trustForCluster(ctx, c, tf)
-			}
-			if err != nil {
-				return err
-			}
-			listing := catalogListing{Source: t.catalog, Version: t.version, Plugins: []catalogRow{}}
-			for _, e := range t.policy.Catalog().Entries() {
-				res, err := env.checkImage(ctx, e.Image, t, tf)
-				if err != nil {
-					return err
-				}
-				row := catalogRow{Name: e.Name, Publisher: e.Publisher.Name, Identity: describeIdentity(e.Publisher.Identity),
-					Image: e.Image.String(), Status: res.Verification.Reason}
-				if res.Verification.Reason == v1alpha1.ReasonVerified {
-					row.Manifest = res.Manifest
-				} else {
-					row.Message = res.Verification.Message
-				}
-				listing.Plugins = append(listing.Plugins, row)
-			}
-			if output == "json" {
-				enc := json.NewEncoder(env.Out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(listing)
-			}
-			return printCatalog(env.Out, env.ErrOut, listing)
-		}),
+		RunE: runOptions(o),
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json (default: a table)")
-	tf.register(cmd.Flags(), true)
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: json (default: a table)")
+	o.trust.register(cmd.Flags(), true)
 	return cmd
+}
+
+// Complete has nothing to fill: catalog list takes no argument.
+func (o *catalogListOptions) Complete([]string) error { return nil }
+
+// Validate refuses an --output other than json.
+func (o *catalogListOptions) Validate() error {
+	if o.output != outputTable && o.output != "json" {
+		return exitf(ExitUsage, "--output %q: want json (default: a table)", o.output)
+	}
+	return nil
+}
+
+// Run checks every entry's image with the trust of --signers, else the
+// cluster's, and prints the listing.
+func (o *catalogListOptions) Run(ctx context.Context) error {
+	env := o.env
+	var (
+		t   trust
+		err error
+	)
+	if o.trust.signersFile != "" {
+		t, err = env.policyFromFile(o.trust.signersFile, o.trust.catalogFile)
+	} else {
+		c, cerr := env.Client()
+		if cerr != nil {
+			return cerr
+		}
+		t, err = env.trustForCluster(ctx, c, o.trust)
+	}
+	if err != nil {
+		return err
+	}
+	listing, err := o.listing(ctx, t)
+	if err != nil {
+		return err
+	}
+	if o.output == "json" {
+		enc := json.NewEncoder(env.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(listing)
+	}
+	return printCatalog(env.Out, env.ErrOut, listing)
+}
+
+// listing checks each of t's catalog entries: a Verified one's row holds
+// its signed manifest, any other one's why not.
+func (o *catalogListOptions) listing(ctx context.Context, t trust) (catalogListing, error) {
+	listing := catalogListing{Source: t.catalog, Version: t.version, Plugins: []catalogRow{}}
+	for _, e := range t.policy.Catalog().Entries() {
+		res, err := o.env.checkImage(ctx, e.Image, t, o.trust)
+		if err != nil {
+			return catalogListing{}, err
+		}
+		row := catalogRow{Name: e.Name, Publisher: e.Publisher.Name, Identity: describeIdentity(e.Publisher.Identity),
+			Image: e.Image.String(), Status: res.Verification.Reason}
+		if res.Verification.Reason == v1alpha1.ReasonVerified {
+			row.Manifest = res.Manifest
+		} else {
+			row.Message = res.Verification.Message
+		}
+		listing.Plugins = append(listing.Plugins, row)
+	}
+	return listing, nil
 }
 
 // printCatalog writes the table of `catalog list`.

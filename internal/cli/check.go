@@ -22,16 +22,21 @@ import (
 // otherwise; each call is bounded by check.DefaultCallTimeout besides.
 const defaultCheckTimeout = 2 * time.Minute
 
+// checkOptions are `openfief check`'s flags.
+type checkOptions struct {
+	env       *Env
+	pre       bool
+	output    string
+	timeout   time.Duration
+	isolation bool
+	// iso are the flags --isolation reads.
+	iso isolationOptions
+}
+
 // newCheckCommand builds `openfief check`: the installation checks of
 // internal/check, grouped like `linkerd check` (OF-28).
 func newCheckCommand(env *Env) *cobra.Command {
-	var (
-		pre       bool
-		output    string
-		timeout   time.Duration
-		isolation bool
-		iso       isolationOptions
-	)
+	o := &checkOptions{env: env}
 	cmd := &cobra.Command{
 		Use:   "check [--pre | --isolation] [-o json]",
 		Short: "Check that the cluster can run the platform and that the installed platform works",
@@ -73,43 +78,57 @@ when a cell differs or the probes could not be measured), 2 on wrong flags.`,
   # Does this cluster enforce what the platform asks of it?
   openfief check --isolation`,
 		Args: exactArgs(0),
-		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			if output != "" && output != "json" {
-				return exitf(ExitUsage, "-o %q: only json is supported", output)
-			}
-			if timeout <= 0 {
-				return exitf(ExitUsage, "--timeout must be positive")
-			}
-			if pre && isolation {
-				return exitf(ExitUsage, "--isolation needs the installed platform; it cannot run with --pre")
-			}
-			if isolation && env.Namespace != plugins.Namespace {
-				return exitf(ExitUsage, "--isolation runs its probes as plugins, which the operator runs only in namespace %s, not %s", plugins.Namespace, env.Namespace)
-			}
-			if iso.settle < 0 {
-				return exitf(ExitUsage, "--settle must not be negative")
-			}
-			if _, _, err := net.SplitHostPort(iso.outside); err != nil {
-				return exitf(ExitUsage, "--outside-address %q: want host:port: %v", iso.outside, err)
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
-			var o *isolationOptions
-			if isolation {
-				o = &iso
-			}
-			return env.check(ctx, pre, output, o)
-		}),
+		RunE: runOptions(o),
 	}
-	cmd.Flags().BoolVar(&pre, "pre", false, "check only what an install needs, before installing")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json (default: lines grouped by heading)")
-	cmd.Flags().DurationVar(&timeout, "timeout", defaultCheckTimeout, "bounds the whole check; each call is bounded to "+check.DefaultCallTimeout.String())
-	cmd.Flags().BoolVar(&isolation, "isolation", false, "also prove plugin isolation with two probe plugins (creates and removes them; see above)")
-	cmd.Flags().StringVar(&iso.probeImage, "probe-image", "", "with --isolation: the probe image, repository@sha256:<hex>, signed by a trusted signer with exactly this CLI's probe manifest (default: the probe this CLI's release pins; a release's CLI takes only that digest, a development build requires the flag)")
-	cmd.Flags().StringVar(&iso.outside, "outside-address", defaultOutsideAddress, "with --isolation: an address outside the cluster a probe tries to reach directly, host:port")
-	cmd.Flags().DurationVar(&iso.settle, "settle", defaultSettle, "with --isolation: how long a cell that differs is measured again, for policies still reaching the node's firewall")
-	iso.trust.register(cmd.Flags(), true)
+	cmd.Flags().BoolVar(&o.pre, "pre", false, "check only what an install needs, before installing")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: json (default: lines grouped by heading)")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", defaultCheckTimeout, "bounds the whole check; each call is bounded to "+check.DefaultCallTimeout.String())
+	cmd.Flags().BoolVar(&o.isolation, "isolation", false, "also prove plugin isolation with two probe plugins (creates and removes them; see above)")
+	cmd.Flags().StringVar(&o.iso.probeImage, "probe-image", "", "with --isolation: the probe image, repository@sha256:<hex>, signed by a trusted signer with exactly this CLI's probe manifest (default: the probe this CLI's release pins; a release's CLI takes only that digest, a development build requires the flag)")
+	cmd.Flags().StringVar(&o.iso.outside, "outside-address", defaultOutsideAddress, "with --isolation: an address outside the cluster a probe tries to reach directly, host:port")
+	cmd.Flags().DurationVar(&o.iso.settle, "settle", defaultSettle, "with --isolation: how long a cell that differs is measured again, for policies still reaching the node's firewall")
+	o.iso.trust.register(cmd.Flags(), true)
 	return cmd
+}
+
+// Complete has nothing to fill: check takes no argument.
+func (o *checkOptions) Complete([]string) error { return nil }
+
+// Validate refuses an output other than json, a --timeout that is not
+// positive, --isolation with --pre or in another namespace, a negative
+// --settle and an --outside-address without a port.
+func (o *checkOptions) Validate() error {
+	if o.output != "" && o.output != "json" {
+		return exitf(ExitUsage, "-o %q: only json is supported", o.output)
+	}
+	if o.timeout <= 0 {
+		return exitf(ExitUsage, "--timeout must be positive")
+	}
+	if o.pre && o.isolation {
+		return exitf(ExitUsage, "--isolation needs the installed platform; it cannot run with --pre")
+	}
+	if o.isolation && o.env.Namespace != plugins.Namespace {
+		return exitf(ExitUsage, "--isolation runs its probes as plugins, which the operator runs only in namespace %s, not %s", plugins.Namespace, o.env.Namespace)
+	}
+	if o.iso.settle < 0 {
+		return exitf(ExitUsage, "--settle must not be negative")
+	}
+	if _, _, err := net.SplitHostPort(o.iso.outside); err != nil {
+		return exitf(ExitUsage, "--outside-address %q: want host:port: %v", o.iso.outside, err)
+	}
+	return nil
+}
+
+// Run runs the checks, and the isolation probes with --isolation, within
+// --timeout.
+func (o *checkOptions) Run(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	var iso *isolationOptions
+	if o.isolation {
+		iso = &o.iso
+	}
+	return o.env.check(ctx, o.pre, o.output, iso)
 }
 
 // The defaults of --outside-address and --settle.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -66,60 +67,20 @@ const (
 // whatever happened, on a context of its own, so a Ctrl-C (which cancels
 // ctx) still cleans up.
 func (e *Env) isolation(ctx context.Context, o isolationOptions) (rows []check.Row, err error) {
-	c, err := e.Client()
+	r, err := e.newIsolationRun(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := e.RESTConfig()
-	if err != nil {
-		return nil, err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, exitf(ExitFailure, "connecting to the API server: %w", err)
-	}
-	ref, err := probeImageFor(o.probeImage)
-	if err != nil {
-		return nil, err
-	}
-	m, err := probeManifest()
-	if err != nil {
-		return nil, err
-	}
-	if err := e.removeProbes(ctx, c, ""); err != nil {
-		return nil, err
-	}
-	// Checked as plugin install checks an image, without its report on
-	// standard output, which holds only the check's document.
-	t, err := e.trustForCluster(ctx, c, o.trust)
-	if err != nil {
-		return nil, err
-	}
-	res, err := e.checkImage(ctx, ref, t, o.trust)
-	if err == nil {
-		err = res.refusal()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("the probe image %s: %w", shortImage(ref.String()), err)
-	}
-	if err := checkProbeLabel(ref, res.Manifest, m); err != nil {
-		return nil, err
-	}
-	run, err := newRunID()
-	if err != nil {
-		return nil, err
-	}
-	names := map[string]string{check.ProbeA: "check-" + run + "-a", check.ProbeB: "check-" + run + "-b"}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
 		fmt.Fprintln(e.ErrOut, "Removing the probes...")
-		if cerr := e.removeProbes(cctx, c, run); cerr != nil {
+		if cerr := e.removeProbes(cctx, r.c, r.id); cerr != nil {
 			err = errors.Join(err, cerr)
 		}
 	}()
 
-	targets, err := e.isolationTargets(ctx, c, o.outside)
+	targets, err := e.isolationTargets(ctx, r.c, o.outside)
 	if err != nil {
 		return nil, err
 	}
@@ -129,91 +90,142 @@ func (e *Env) isolation(ctx context.Context, o isolationOptions) (rows []check.R
 	if err != nil {
 		return nil, err
 	}
-
-	fmt.Fprintf(e.ErrOut, "Starting probes %s and %s (image %s)...\n", names[check.ProbeA], names[check.ProbeB], shortImage(ref.String()))
-	for _, from := range []string{check.ProbeA, check.ProbeB} {
-		name := names[from]
-		p := &v1alpha1.Plugin{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.Namespace, Labels: map[string]string{LabelCheckRun: run}},
-			Spec:       v1alpha1.PluginSpec{Image: ref.String(), Manifest: apiconv.ManifestToAPI(m)},
-		}
-		if from == check.ProbeA {
-			p.Spec.Config = atStartConfig
-		}
-		if err := c.Create(ctx, p, fieldOwner); err != nil {
-			return nil, writeError("creating probe plugin "+name, err)
-		}
-		a, err := plugins.Approve(name, m, nil, plugins.Selection{All: true})
-		if err != nil {
-			return nil, exitf(ExitFailure, "approving probe %s: %w", name, err)
-		}
-		g := &v1alpha1.PluginGrant{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.Namespace, Labels: map[string]string{LabelCheckRun: run}},
-			Spec:       apiconv.GrantToAPI(a.Grant),
-		}
-		if err := c.Create(ctx, g, fieldOwner); err != nil {
-			return nil, writeError("creating probe grant "+name, err)
-		}
+	if err := r.startProbes(ctx, atStartConfig); err != nil {
+		return nil, err
 	}
 	pods := map[string]*corev1.Pod{}
 	for _, from := range []string{check.ProbeA, check.ProbeB} {
-		pod, err := e.waitProbe(ctx, c, names[from])
+		pod, err := e.waitProbe(ctx, r.c, r.names[from])
 		if err != nil {
 			return nil, err
 		}
 		pods[from] = pod
 	}
-	targets = withProbes(targets, pods)
-	cells := check.IsolationCells(targets)
+	cells := check.IsolationCells(withProbes(targets, pods))
 
 	fmt.Fprintln(e.ErrOut, "Measuring...")
+	if rows, err = r.measure(ctx, cells, pods, o.settle); err != nil {
+		return nil, err
+	}
+	// The at-start cells are what the first seconds were.
+	first, err := readAtStart(ctx, r.cfg, r.cs, pods[check.ProbeA], atStartIDs)
+	if err != nil {
+		return nil, err
+	}
+	return append(check.Measure(atStart, first), rows...), nil
+}
+
+// isolationRun is one run of `openfief check --isolation`: the clients it
+// works through, the probe image and manifest it checked, the run's id and
+// the names of its two probes.
+type isolationRun struct {
+	env *Env
+	c   client.Client
+	cfg *rest.Config
+	cs  kubernetes.Interface
+	ref plugins.ImageRef
+	m   plugins.Manifest
+	// id is the run's LabelCheckRun value.
+	id string
+	// names are the probes' Plugin names by check.ProbeA and check.ProbeB.
+	names map[string]string
+}
+
+// newIsolationRun connects, removes the probes interrupted runs left, and
+// checks the probe image as plugin install checks an image (its signed
+// label must be exactly the probe manifest) before it picks the run's id.
+// Nothing of the run exists yet when it returns.
+func (e *Env) newIsolationRun(ctx context.Context, o isolationOptions) (*isolationRun, error) {
+	r := &isolationRun{env: e}
+	var err error
+	if r.c, err = e.Client(); err != nil {
+		return nil, err
+	}
+	if r.cfg, err = e.RESTConfig(); err != nil {
+		return nil, err
+	}
+	if r.cs, err = kubernetes.NewForConfig(r.cfg); err != nil {
+		return nil, exitf(ExitFailure, "connecting to the API server: %w", err)
+	}
+	if r.ref, err = probeImageFor(o.probeImage); err != nil {
+		return nil, err
+	}
+	if r.m, err = probeManifest(); err != nil {
+		return nil, err
+	}
+	if err := e.removeProbes(ctx, r.c, ""); err != nil {
+		return nil, err
+	}
+	// Checked as plugin install checks an image, without its report on
+	// standard output, which holds only the check's document.
+	t, err := e.trustForCluster(ctx, r.c, o.trust)
+	if err != nil {
+		return nil, err
+	}
+	res, err := e.checkImage(ctx, r.ref, t, o.trust)
+	if err == nil {
+		err = res.refusal()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the probe image %s: %w", shortImage(r.ref.String()), err)
+	}
+	if err := checkProbeLabel(r.ref, res.Manifest, r.m); err != nil {
+		return nil, err
+	}
+	if r.id, err = newRunID(); err != nil {
+		return nil, err
+	}
+	r.names = map[string]string{check.ProbeA: "check-" + r.id + "-a", check.ProbeB: "check-" + r.id + "-b"}
+	return r, nil
+}
+
+// startProbes creates both probes' Plugins and PluginGrants, labelled with
+// the run's id; probe A gets atStartConfig, the cells it tries first.
+func (r *isolationRun) startProbes(ctx context.Context, atStartConfig *apiextensionsv1.JSON) error {
+	e := r.env
+	fmt.Fprintf(e.ErrOut, "Starting probes %s and %s (image %s)...\n", r.names[check.ProbeA], r.names[check.ProbeB], shortImage(r.ref.String()))
+	labels := map[string]string{LabelCheckRun: r.id}
+	for _, from := range []string{check.ProbeA, check.ProbeB} {
+		name := r.names[from]
+		p := &v1alpha1.Plugin{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.Namespace, Labels: labels},
+			Spec:       v1alpha1.PluginSpec{Image: r.ref.String(), Manifest: apiconv.ManifestToAPI(r.m)},
+		}
+		if from == check.ProbeA {
+			p.Spec.Config = atStartConfig
+		}
+		if err := r.c.Create(ctx, p, fieldOwner); err != nil {
+			return writeError("creating probe plugin "+name, err)
+		}
+		a, err := plugins.Approve(name, r.m, nil, plugins.Selection{All: true})
+		if err != nil {
+			return exitf(ExitFailure, "approving probe %s: %w", name, err)
+		}
+		g := &v1alpha1.PluginGrant{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.Namespace, Labels: labels},
+			Spec:       apiconv.GrantToAPI(a.Grant),
+		}
+		if err := r.c.Create(ctx, g, fieldOwner); err != nil {
+			return writeError("creating probe grant "+name, err)
+		}
+	}
+	return nil
+}
+
+// measure runs the cells in the probes' pods until none differs from what
+// it expects or settle has passed: a new pod's policies reach the node's
+// firewall within seconds, so a cell that differs is measured again, once
+// a second.
+func (r *isolationRun) measure(ctx context.Context, cells []check.Cell, pods map[string]*corev1.Pod, settle time.Duration) ([]check.Row, error) {
 	observed := map[string]check.Observation{}
-	deadline := time.Now().Add(o.settle)
+	deadline := time.Now().Add(settle)
 	for {
-		// Both probes' cells at once: each exec takes as long as its
-		// slowest cell.
-		var (
-			wg   sync.WaitGroup
-			got  = map[string]map[string]check.Observation{}
-			errs = map[string]error{}
-			mu   sync.Mutex
-		)
-		for _, from := range []string{check.ProbeA, check.ProbeB} {
-			var todo []check.Cell
-			for _, cell := range cells {
-				if cell.From == from && !cell.Expect.Matches(observed[cell.Name].Observed) {
-					todo = append(todo, cell)
-				}
-			}
-			if len(todo) == 0 {
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				o, err := execProbe(ctx, cfg, cs, pods[from], todo)
-				mu.Lock()
-				defer mu.Unlock()
-				got[from], errs[from] = o, err
-			}()
+		if err := r.measureOnce(ctx, cells, pods, observed); err != nil {
+			return nil, err
 		}
-		wg.Wait()
-		for _, from := range []string{check.ProbeA, check.ProbeB} {
-			if errs[from] != nil {
-				return nil, errs[from]
-			}
-			maps.Copy(observed, got[from])
-		}
-		rows = check.Measure(cells, observed)
-		// A new pod's policies reach the node's firewall within seconds:
-		// a cell that differs is measured again until the settle time
-		// has passed. The at-start cells are what the first seconds were.
+		rows := check.Measure(cells, observed)
 		if len(check.Differing(rows)) == 0 || time.Now().After(deadline) {
-			first, err := readAtStart(ctx, cfg, cs, pods[check.ProbeA], atStartIDs)
-			if err != nil {
-				return nil, err
-			}
-			return append(check.Measure(atStart, first), rows...), nil
+			return rows, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -221,6 +233,45 @@ func (e *Env) isolation(ctx context.Context, o isolationOptions) (rows []check.R
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// measureOnce runs, in both probes at once, each cell whose observation in
+// observed does not yet match what it expects, and adds what they saw to
+// observed. Each exec takes as long as its slowest cell.
+func (r *isolationRun) measureOnce(ctx context.Context, cells []check.Cell, pods map[string]*corev1.Pod, observed map[string]check.Observation) error {
+	var (
+		wg   sync.WaitGroup
+		got  = map[string]map[string]check.Observation{}
+		errs = map[string]error{}
+		mu   sync.Mutex
+	)
+	for _, from := range []string{check.ProbeA, check.ProbeB} {
+		var todo []check.Cell
+		for _, cell := range cells {
+			if cell.From == from && !cell.Expect.Matches(observed[cell.Name].Observed) {
+				todo = append(todo, cell)
+			}
+		}
+		if len(todo) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o, err := execProbe(ctx, r.cfg, r.cs, pods[from], todo)
+			mu.Lock()
+			defer mu.Unlock()
+			got[from], errs[from] = o, err
+		}()
+	}
+	wg.Wait()
+	for _, from := range []string{check.ProbeA, check.ProbeB} {
+		if errs[from] != nil {
+			return errs[from]
+		}
+		maps.Copy(observed, got[from])
+	}
+	return nil
 }
 
 // newRunID is a short random id for one run's objects.

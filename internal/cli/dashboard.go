@@ -15,15 +15,19 @@ import (
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
+// dashboardOptions are `openfief dashboard`'s flags.
+type dashboardOptions struct {
+	env          *Env
+	port         int
+	noBrowser    bool
+	allowApprove bool
+	coreURL      string
+}
+
 // newDashboardCommand builds `openfief dashboard`: the local verification
 // page (OF-9, OF-12).
 func newDashboardCommand(env *Env) *cobra.Command {
-	var (
-		port         int
-		noBrowser    bool
-		allowApprove bool
-		coreURL      string
-	)
+	o := &dashboardOptions{env: env}
 	cmd := &cobra.Command{
 		Use:   "dashboard [--port N] [--no-browser] [--allow-approve] [--core-url URL]",
 		Short: "Serve a local page of the plugins' verification status, live",
@@ -55,55 +59,80 @@ Ctrl-C.`,
   openfief dashboard --port 8417 --no-browser
   openfief dashboard --allow-approve`,
 		Args: exactArgs(0),
-		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			if port < 0 || port > 65535 {
-				return usageError(fmt.Errorf("--port %d: want 0 (any free port) to 65535", port))
-			}
-			cfg, err := env.RESTConfig()
-			if err != nil {
-				return err
-			}
-			// This binary's catalog: its release's, as that release's
-			// operator holds it; never a cluster object's.
-			cat, _, _, err := env.catalogFromFile("")
-			if err != nil {
-				return err
-			}
-			coreStatus, err := env.DashboardCore(coreURL)
-			if err != nil {
-				return err
-			}
-			opts := dashboard.Options{
-				Config: cfg, Namespace: env.Namespace, Catalog: cat, ApproveCommand: env.ApproveCommand, Now: env.Now,
-				CoreStatus: coreStatus, PurgeCommand: func(key string) string { return env.PurgeDataCommand(key, coreURL) },
-			}
-			if allowApprove {
-				opts.Approve = env.ApprovePending
-			}
-			srv, err := dashboard.New(opts, port)
-			if err != nil {
-				return exitf(ExitFailure, "%w", err)
-			}
-			fmt.Fprintf(env.Out, "OpenFief dashboard for namespace %s: %s\n", env.Namespace, srv.URL())
-			fmt.Fprintln(env.Out, "The URL holds this run's access token: do not share it. Ctrl-C stops the dashboard.")
-			if !noBrowser {
-				cleanup, err := openBrowser(srv)
-				defer cleanup()
-				if err != nil {
-					fmt.Fprintf(env.ErrOut, "Could not open a browser (%v); open the URL above yourself.\n", err)
-				}
-			}
-			if err := srv.Serve(cmd.Context()); err != nil {
-				return exitf(ExitFailure, "dashboard: %w", err)
-			}
-			return nil
-		}),
+		RunE: runOptions(o),
 	}
-	cmd.Flags().IntVar(&port, "port", 0, "the port on 127.0.0.1 to serve on (default: any free port)")
-	cmd.Flags().BoolVar(&noBrowser, "no-browser", false, "print the URL only; do not open a browser")
-	cmd.Flags().BoolVar(&allowApprove, "allow-approve", false, "put an Approve button on each plugin's page (asks for confirmation, then writes its PluginGrant)")
-	cmd.Flags().StringVar(&coreURL, "core-url", defaultCoreURL(), "read openfief-core's owner API at this URL instead of through the API server's service proxy: https, or http to a loopback address (default $"+EnvCoreURL+")")
+	cmd.Flags().IntVar(&o.port, "port", 0, "the port on 127.0.0.1 to serve on (default: any free port)")
+	cmd.Flags().BoolVar(&o.noBrowser, "no-browser", false, "print the URL only; do not open a browser")
+	cmd.Flags().BoolVar(&o.allowApprove, "allow-approve", false, "put an Approve button on each plugin's page (asks for confirmation, then writes its PluginGrant)")
+	cmd.Flags().StringVar(&o.coreURL, "core-url", defaultCoreURL(), "read openfief-core's owner API at this URL instead of through the API server's service proxy: https, or http to a loopback address (default $"+EnvCoreURL+")")
 	return cmd
+}
+
+// Complete has nothing to fill: the dashboard takes no argument.
+func (o *dashboardOptions) Complete([]string) error { return nil }
+
+// Validate refuses a --port outside 0 to 65535.
+func (o *dashboardOptions) Validate() error {
+	if o.port < 0 || o.port > 65535 {
+		return usageError(fmt.Errorf("--port %d: want 0 (any free port) to 65535", o.port))
+	}
+	return nil
+}
+
+// Run serves the page until ctx ends, opening a browser on it unless
+// --no-browser.
+func (o *dashboardOptions) Run(ctx context.Context) error {
+	env := o.env
+	opts, err := o.serverOptions()
+	if err != nil {
+		return err
+	}
+	srv, err := dashboard.New(opts, o.port)
+	if err != nil {
+		return exitf(ExitFailure, "%w", err)
+	}
+	fmt.Fprintf(env.Out, "OpenFief dashboard for namespace %s: %s\n", env.Namespace, srv.URL())
+	fmt.Fprintln(env.Out, "The URL holds this run's access token: do not share it. Ctrl-C stops the dashboard.")
+	if !o.noBrowser {
+		cleanup, err := openBrowser(srv)
+		defer cleanup()
+		if err != nil {
+			fmt.Fprintf(env.ErrOut, "Could not open a browser (%v); open the URL above yourself.\n", err)
+		}
+	}
+	if err := srv.Serve(ctx); err != nil {
+		return exitf(ExitFailure, "dashboard: %w", err)
+	}
+	return nil
+}
+
+// serverOptions are the dashboard server's options: the cluster, this
+// binary's catalog, the core's reader, and the approver with
+// --allow-approve.
+func (o *dashboardOptions) serverOptions() (dashboard.Options, error) {
+	env := o.env
+	cfg, err := env.RESTConfig()
+	if err != nil {
+		return dashboard.Options{}, err
+	}
+	// This binary's catalog: its release's, as that release's
+	// operator holds it; never a cluster object's.
+	cat, _, _, err := env.catalogFromFile("")
+	if err != nil {
+		return dashboard.Options{}, err
+	}
+	coreStatus, err := env.DashboardCore(o.coreURL)
+	if err != nil {
+		return dashboard.Options{}, err
+	}
+	opts := dashboard.Options{
+		Config: cfg, Namespace: env.Namespace, Catalog: cat, ApproveCommand: env.ApproveCommand, Now: env.Now,
+		CoreStatus: coreStatus, PurgeCommand: func(key string) string { return env.PurgeDataCommand(key, o.coreURL) },
+	}
+	if o.allowApprove {
+		opts.Approve = env.ApprovePending
+	}
+	return opts, nil
 }
 
 // dashboardCoreTimeout bounds one of the dashboard's questions to the core

@@ -21,16 +21,26 @@ import (
 	imagetrust "github.com/arkadiuss/openfief/internal/trust"
 )
 
+// installOptions are `openfief plugin install`'s flags and argument.
+type installOptions struct {
+	env          *Env
+	trust        trustFlags
+	image        string
+	catalogEntry string
+	configFile   string
+
+	// name is the argument NAME.
+	name string
+	// ref is --image, parsed by Validate; for --catalog Run takes it from
+	// the entry.
+	ref plugins.ImageRef
+}
+
 // newInstallCommand builds `openfief plugin install`: verify the image,
 // check the config against its signed schema, then create the Plugin with
 // the signed label as spec.manifest (D-42, D-57).
 func newInstallCommand(env *Env) *cobra.Command {
-	var (
-		tf           trustFlags
-		image        string
-		catalogEntry string
-		configFile   string
-	)
+	o := &installOptions{env: env}
 	cmd := &cobra.Command{
 		Use:   "install NAME (--image IMAGE | --catalog ENTRY) [--config FILE]",
 		Short: "Install a plugin instance from a signed image or from the catalog",
@@ -56,83 +66,120 @@ An existing NAME is refused: use 'openfief plugin upgrade' to change it.`,
   openfief plugin install nbp-fx --image ghcr.io/example/nbp-fx@sha256:<hex>
   openfief plugin install ibkr-main --image ghcr.io/example/ibkr-flex@sha256:<hex> --config ibkr-main.yaml`,
 		Args: exactArgs(1),
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			if err := plugins.ValidateName(name); err != nil {
-				return exitf(ExitInvalid, "NAME: %w", err)
-			}
-			if (image == "") == (catalogEntry == "") {
-				return exitf(ExitUsage, "give exactly one of --image IMAGE and --catalog ENTRY")
-			}
-			var (
-				ref plugins.ImageRef
-				err error
-			)
-			if image != "" {
-				if ref, err = parseImage("--image", image); err != nil {
-					return err
-				}
-			}
-			var config json.RawMessage
-			if configFile != "" {
-				if config, err = readConfig(configFile); err != nil {
-					return err
-				}
-			}
-			ctx := cmd.Context()
-			c, err := env.Client()
-			if err != nil {
-				return err
-			}
-			if existing, err := env.getPlugin(ctx, c, name); err == nil {
-				return exitf(ExitNothingToDo, "plugin %q already exists in namespace %q (image %s); to change its image run: openfief plugin upgrade %s --image IMAGE",
-					name, env.Namespace, display.Text(existing.Spec.Image), name)
-			} else if ExitCode(err) != ExitNotFound {
-				return err
-			}
-			t, err := env.trustForCluster(ctx, c, tf)
-			if err != nil {
-				return err
-			}
-			var entry *plugins.CatalogEntry
-			if catalogEntry != "" {
-				if entry, err = lookupCatalog(t, catalogEntry); err != nil {
-					return err
-				}
-				ref = entry.Image
-			}
-			res, err := env.verifyWith(ctx, ref, t, tf)
-			if err != nil {
-				return err
-			}
-			if entry != nil {
-				if err := checkCatalogTrust(env.Out, res, t, *entry); err != nil {
-					return err
-				}
-			}
-			if err := checkPlugin(name, ref, *res.Manifest, config, configFile); err != nil {
-				return err
-			}
-			p := &v1alpha1.Plugin{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace},
-				Spec:       v1alpha1.PluginSpec{Image: ref.String(), Manifest: apiconv.ManifestToAPI(*res.Manifest), Config: configJSON(config)},
-			}
-			if err := c.Create(ctx, p, fieldOwner); err != nil {
-				return writeError("creating plugin "+name, err)
-			}
-			fmt.Fprintf(env.Out, "plugin/%s created\n", name)
-			if env.Namespace != plugins.Namespace {
-				fmt.Fprintf(env.ErrOut, "Warning: the operator watches only namespace %s; nothing runs a Plugin in %s.\n", plugins.Namespace, env.Namespace)
-			}
-			return env.afterWrite(ctx, c, name, res)
-		}),
+		RunE: runOptions(o),
 	}
 	f := cmd.Flags()
-	f.StringVar(&image, "image", "", "the plugin image, pinned by digest: repository@sha256:<hex> (this or --catalog)")
-	f.StringVar(&catalogEntry, "catalog", "", "the catalog entry to install: its pinned image, which must be Verified (this or --image; openfief catalog list)")
-	f.StringVar(&configFile, "config", "", "the instance's config, a JSON or YAML object checked against the manifest's config schema")
-	tf.register(f, true)
+	f.StringVar(&o.image, "image", "", "the plugin image, pinned by digest: repository@sha256:<hex> (this or --catalog)")
+	f.StringVar(&o.catalogEntry, "catalog", "", "the catalog entry to install: its pinned image, which must be Verified (this or --image; openfief catalog list)")
+	f.StringVar(&o.configFile, "config", "", "the instance's config, a JSON or YAML object checked against the manifest's config schema")
+	o.trust.register(f, true)
 	return cmd
+}
+
+// Complete takes NAME.
+func (o *installOptions) Complete(args []string) error {
+	o.name = args[0]
+	return nil
+}
+
+// Validate refuses an invalid NAME, both or neither of --image and
+// --catalog, and an --image not pinned by digest.
+func (o *installOptions) Validate() error {
+	if err := plugins.ValidateName(o.name); err != nil {
+		return exitf(ExitInvalid, "NAME: %w", err)
+	}
+	if (o.image == "") == (o.catalogEntry == "") {
+		return exitf(ExitUsage, "give exactly one of --image IMAGE and --catalog ENTRY")
+	}
+	if o.image != "" {
+		ref, err := parseImage("--image", o.image)
+		if err != nil {
+			return err
+		}
+		o.ref = ref
+	}
+	return nil
+}
+
+// Run reads the config, refuses a NAME already installed, checks the image
+// (and, for --catalog, that the entry's publisher signed it) and the config,
+// then creates the Plugin.
+func (o *installOptions) Run(ctx context.Context) error {
+	env := o.env
+	var config json.RawMessage
+	if o.configFile != "" {
+		var err error
+		if config, err = readConfig(o.configFile); err != nil {
+			return err
+		}
+	}
+	c, err := env.Client()
+	if err != nil {
+		return err
+	}
+	if err := o.refuseExisting(ctx, c); err != nil {
+		return err
+	}
+	res, err := o.verify(ctx, c)
+	if err != nil {
+		return err
+	}
+	if err := checkPlugin(o.name, o.ref, *res.Manifest, config, o.configFile); err != nil {
+		return err
+	}
+	p := &v1alpha1.Plugin{
+		ObjectMeta: metav1.ObjectMeta{Name: o.name, Namespace: env.Namespace},
+		Spec:       v1alpha1.PluginSpec{Image: o.ref.String(), Manifest: apiconv.ManifestToAPI(*res.Manifest), Config: configJSON(config)},
+	}
+	if err := c.Create(ctx, p, fieldOwner); err != nil {
+		return writeError("creating plugin "+o.name, err)
+	}
+	fmt.Fprintf(env.Out, "plugin/%s created\n", o.name)
+	if env.Namespace != plugins.Namespace {
+		fmt.Fprintf(env.ErrOut, "Warning: the operator watches only namespace %s; nothing runs a Plugin in %s.\n", plugins.Namespace, env.Namespace)
+	}
+	return env.afterWrite(ctx, c, o.name, res)
+}
+
+// refuseExisting refuses a NAME that is installed already, pointing to
+// upgrade.
+func (o *installOptions) refuseExisting(ctx context.Context, c client.Client) error {
+	existing, err := o.env.getPlugin(ctx, c, o.name)
+	if err == nil {
+		return exitf(ExitNothingToDo, "plugin %q already exists in namespace %q (image %s); to change its image run: openfief plugin upgrade %s --image IMAGE",
+			o.name, o.env.Namespace, display.Text(existing.Spec.Image), o.name)
+	}
+	if ExitCode(err) != ExitNotFound {
+		return err
+	}
+	return nil
+}
+
+// verify checks the image with the cluster's trust; for --catalog it takes
+// the image the entry pins and requires the entry's publisher to have
+// signed it.
+func (o *installOptions) verify(ctx context.Context, c client.Client) (imageCheck, error) {
+	t, err := o.env.trustForCluster(ctx, c, o.trust)
+	if err != nil {
+		return imageCheck{}, err
+	}
+	var entry *plugins.CatalogEntry
+	if o.catalogEntry != "" {
+		if entry, err = lookupCatalog(t, o.catalogEntry); err != nil {
+			return imageCheck{}, err
+		}
+		o.ref = entry.Image
+	}
+	res, err := o.env.verifyWith(ctx, o.ref, t, o.trust)
+	if err != nil {
+		return imageCheck{}, err
+	}
+	if entry != nil {
+		if err := checkCatalogTrust(o.env.Out, res, t, *entry); err != nil {
+			return imageCheck{}, err
+		}
+	}
+	return res, nil
 }
 
 // lookupCatalog finds the catalog entry named name in t's catalog.
@@ -164,15 +211,24 @@ func checkCatalogTrust(w io.Writer, res imageCheck, t trust, entry plugins.Catal
 		display.Text(entry.Name), display.Text(v.Reason), display.Text(entry.Publisher.Name))
 }
 
+// upgradeOptions are `openfief plugin upgrade`'s flags and argument.
+type upgradeOptions struct {
+	env        *Env
+	trust      trustFlags
+	image      string
+	configFile string
+
+	// name is the argument NAME.
+	name string
+	// ref is --image, parsed by Validate.
+	ref plugins.ImageRef
+}
+
 // newUpgradeCommand builds `openfief plugin upgrade`: move an installed
 // plugin to another image, taking spec.manifest from the new image's signed
 // label (D-47: upgrades happen only when the owner asks).
 func newUpgradeCommand(env *Env) *cobra.Command {
-	var (
-		tf         trustFlags
-		image      string
-		configFile string
-	)
+	o := &upgradeOptions{env: env}
 	cmd := &cobra.Command{
 		Use:   "upgrade NAME --image IMAGE [--config FILE]",
 		Short: "Move an installed plugin to another signed image",
@@ -187,54 +243,69 @@ you approve the difference with 'openfief plugin approve NAME'.`,
 		Example: `  openfief plugin upgrade nbp-fx --image ghcr.io/example/nbp-fx@sha256:<new hex>
   openfief plugin upgrade ibkr-main --image ghcr.io/example/ibkr-flex@sha256:<hex> --config ibkr-main.yaml`,
 		Args: exactArgs(1),
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			ref, err := parseImage("--image", image)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			c, err := env.Client()
-			if err != nil {
-				return err
-			}
-			p, err := env.getPlugin(ctx, c, name)
-			if err != nil {
-				return err
-			}
-			config := apiconv.RawJSON(p.Spec.Config)
-			if configFile != "" {
-				if config, err = readConfig(configFile); err != nil {
-					return err
-				}
-			}
-			res, err := env.verifyForCluster(ctx, c, ref, tf)
-			if err != nil {
-				return err
-			}
-			if err := checkPlugin(name, ref, *res.Manifest, config, configFile); err != nil {
-				return err
-			}
-			manifest := apiconv.ManifestToAPI(*res.Manifest)
-			if p.Spec.Image == ref.String() && apiconv.ManifestFromAPI(p.Spec.Manifest).Equal(*res.Manifest) &&
-				bytes.Equal(apiconv.RawJSON(p.Spec.Config), config) {
-				return exitf(ExitNothingToDo, "plugin %q already has image %s and this config", name, ref)
-			}
-			previous := p.Spec.Image
-			p.Spec.Image, p.Spec.Manifest, p.Spec.Config = ref.String(), manifest, configJSON(config)
-			if err := c.Update(ctx, p, fieldOwner); err != nil {
-				return writeError("upgrading plugin "+name, err)
-			}
-			fmt.Fprintf(env.Out, "plugin/%s upgraded: %s -> %s\n", name, shortImage(previous), shortImage(ref.String()))
-			return env.afterWrite(ctx, c, name, res)
-		}),
+		RunE: runOptions(o),
 	}
 	f := cmd.Flags()
-	f.StringVar(&image, "image", "", "the new image, pinned by digest: repository@sha256:<hex> (required)")
-	f.StringVar(&configFile, "config", "", "a new config, a JSON or YAML object (default: keep the current one)")
-	tf.register(f, true)
+	f.StringVar(&o.image, "image", "", "the new image, pinned by digest: repository@sha256:<hex> (required)")
+	f.StringVar(&o.configFile, "config", "", "a new config, a JSON or YAML object (default: keep the current one)")
+	o.trust.register(f, true)
 	_ = cmd.MarkFlagRequired("image")
 	return cmd
+}
+
+// Complete takes NAME.
+func (o *upgradeOptions) Complete(args []string) error {
+	o.name = args[0]
+	return nil
+}
+
+// Validate refuses an --image not pinned by digest.
+func (o *upgradeOptions) Validate() error {
+	ref, err := parseImage("--image", o.image)
+	if err != nil {
+		return err
+	}
+	o.ref = ref
+	return nil
+}
+
+// Run checks the new image and the config (--config, else the current
+// one), refuses an upgrade that changes nothing, then updates the Plugin.
+func (o *upgradeOptions) Run(ctx context.Context) error {
+	env, name, ref := o.env, o.name, o.ref
+	c, err := env.Client()
+	if err != nil {
+		return err
+	}
+	p, err := env.getPlugin(ctx, c, name)
+	if err != nil {
+		return err
+	}
+	config := apiconv.RawJSON(p.Spec.Config)
+	if o.configFile != "" {
+		if config, err = readConfig(o.configFile); err != nil {
+			return err
+		}
+	}
+	res, err := env.verifyForCluster(ctx, c, ref, o.trust)
+	if err != nil {
+		return err
+	}
+	if err := checkPlugin(name, ref, *res.Manifest, config, o.configFile); err != nil {
+		return err
+	}
+	manifest := apiconv.ManifestToAPI(*res.Manifest)
+	if p.Spec.Image == ref.String() && apiconv.ManifestFromAPI(p.Spec.Manifest).Equal(*res.Manifest) &&
+		bytes.Equal(apiconv.RawJSON(p.Spec.Config), config) {
+		return exitf(ExitNothingToDo, "plugin %q already has image %s and this config", name, ref)
+	}
+	previous := p.Spec.Image
+	p.Spec.Image, p.Spec.Manifest, p.Spec.Config = ref.String(), manifest, configJSON(config)
+	if err := c.Update(ctx, p, fieldOwner); err != nil {
+		return writeError("upgrading plugin "+name, err)
+	}
+	fmt.Fprintf(env.Out, "plugin/%s upgraded: %s -> %s\n", name, shortImage(previous), shortImage(ref.String()))
+	return env.afterWrite(ctx, c, name, res)
 }
 
 // verifyForCluster checks ref with the trust the operator of this cluster

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -39,9 +40,15 @@ func checkOutput(o string) error {
 	return usageError(fmt.Errorf("-o %q: want json or yaml (or none for the table)", o))
 }
 
+// listOptions are `openfief plugin list`'s flags.
+type listOptions struct {
+	env    *Env
+	output string
+}
+
 // newListCommand builds `openfief plugin list`: a table like `kubectl get`.
 func newListCommand(env *Env) *cobra.Command {
-	var output string
+	o := &listOptions{env: env}
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
@@ -62,47 +69,55 @@ prints the Plugins as a PluginList instead.`,
 		Example: `  openfief plugin list
   openfief plugin list -o yaml`,
 		Args: exactArgs(0),
-		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			c, err := env.Client()
-			if err != nil {
-				return err
-			}
-			var list v1alpha1.PluginList
-			if err := c.List(cmd.Context(), &list, client.InNamespace(env.Namespace)); err != nil {
-				return apiError("listing plugins", err)
-			}
-			slices.SortFunc(list.Items, func(a, b v1alpha1.Plugin) int { return cmp.Compare(a.Name, b.Name) })
-			if output != outputTable {
-				list.APIVersion, list.Kind = v1alpha1.GroupVersion.String(), "PluginList"
-				list.ResourceVersion = ""
-				for i := range list.Items {
-					clean(&list.Items[i], "Plugin")
-				}
-				return printObject(env.Out, output, &list)
-			}
-			if len(list.Items) == 0 {
-				fmt.Fprintf(env.ErrOut, "No plugins found in namespace %s.\n", env.Namespace)
-				return nil
-			}
-			tw := tabwriter.NewWriter(env.Out, 0, 8, 3, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tREADY\tREASON\tSIGNATURE\tAPPROVAL\tIMAGE\tAGE")
-			now := env.Now()
-			for i := range list.Items {
-				p := &list.Items[i]
-				ready, reason := conditionColumns(p, v1alpha1.ConditionReady)
-				_, signature := conditionColumns(p, v1alpha1.ConditionSignatureVerified)
-				_, approval := conditionColumns(p, v1alpha1.ConditionApprovalRequired)
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, cell(ready), cell(reason), cell(signature), cell(approval),
-					shortImage(p.Spec.Image), age(now, p.CreationTimestamp.Time))
-			}
-			return tw.Flush()
-		}),
+		RunE: runOptions(o),
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (default: a table)")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: a table)")
 	return cmd
+}
+
+// Complete has nothing to fill: list takes no argument.
+func (o *listOptions) Complete([]string) error { return nil }
+
+// Validate refuses an -o other than json or yaml.
+func (o *listOptions) Validate() error { return checkOutput(o.output) }
+
+// Run lists the namespace's Plugins, sorted by name, as a table or, with
+// -o, as a PluginList.
+func (o *listOptions) Run(ctx context.Context) error {
+	env := o.env
+	c, err := env.Client()
+	if err != nil {
+		return err
+	}
+	var list v1alpha1.PluginList
+	if err := c.List(ctx, &list, client.InNamespace(env.Namespace)); err != nil {
+		return apiError("listing plugins", err)
+	}
+	slices.SortFunc(list.Items, func(a, b v1alpha1.Plugin) int { return cmp.Compare(a.Name, b.Name) })
+	if o.output != outputTable {
+		list.APIVersion, list.Kind = v1alpha1.GroupVersion.String(), "PluginList"
+		list.ResourceVersion = ""
+		for i := range list.Items {
+			clean(&list.Items[i], "Plugin")
+		}
+		return printObject(env.Out, o.output, &list)
+	}
+	if len(list.Items) == 0 {
+		fmt.Fprintf(env.ErrOut, "No plugins found in namespace %s.\n", env.Namespace)
+		return nil
+	}
+	tw := tabwriter.NewWriter(env.Out, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tREADY\tREASON\tSIGNATURE\tAPPROVAL\tIMAGE\tAGE")
+	now := env.Now()
+	for i := range list.Items {
+		p := &list.Items[i]
+		ready, reason := conditionColumns(p, v1alpha1.ConditionReady)
+		_, signature := conditionColumns(p, v1alpha1.ConditionSignatureVerified)
+		_, approval := conditionColumns(p, v1alpha1.ConditionApprovalRequired)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, cell(ready), cell(reason), cell(signature), cell(approval),
+			shortImage(p.Spec.Image), age(now, p.CreationTimestamp.Time))
+	}
+	return tw.Flush()
 }
 
 // conditionColumns returns a condition's status and reason, "-" for each
@@ -141,9 +156,19 @@ func printObject(w io.Writer, output string, obj runtime.Object) error {
 	return err
 }
 
+// statusOptions are `openfief plugin status`'s flags and argument.
+type statusOptions struct {
+	env     *Env
+	output  string
+	coreURL string
+
+	// name is the argument NAME.
+	name string
+}
+
 // newStatusCommand builds `openfief plugin status`: one plugin in detail.
 func newStatusCommand(env *Env) *cobra.Command {
-	var output, coreURL string
+	o := &statusOptions{env: env}
 	cmd := &cobra.Command{
 		Use:   "status NAME",
 		Short: "Show one plugin: what runs, its trust, what is pending and what it holds",
@@ -168,47 +193,57 @@ operator computes status.pendingApproval. -o json or -o yaml prints the Plugin.`
 		Example: `  openfief plugin status nbp-fx
   openfief plugin status nbp-fx -o json`,
 		Args: exactArgs(1),
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			name := args[0]
-			ctx := cmd.Context()
-			c, err := env.Client()
-			if err != nil {
-				return err
-			}
-			p, err := env.getPlugin(ctx, c, name)
-			if err != nil {
-				if ExitCode(err) == ExitNotFound && output == outputTable {
-					env.printRemovedData(ctx, nil, coreURL, name)
-				}
-				return err
-			}
-			if output != outputTable {
-				clean(p, "Plugin")
-				return printObject(env.Out, output, p)
-			}
-			g, err := env.getGrant(ctx, c, name)
-			if err != nil {
-				return err
-			}
-			printStatus(env.Out, env.Now(), p, g, env.ApproveCommand)
-			api, err := env.coreAPI(coreURL, coreStatusTimeout)
-			if err != nil {
-				return err
-			}
-			st, err := api.status(ctx, name)
-			printCoreStatus(env.Out, env.Now(), st, err)
-			if err == nil {
-				env.printRemovedData(ctx, api, coreURL, name)
-			}
-			return nil
-		}),
+		RunE: runOptions(o),
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (default: a description)")
-	cmd.Flags().StringVar(&coreURL, "core-url", defaultCoreURL(), "read the sync status from the core's owner API at this URL instead of through the API server's service proxy: https, or http to a loopback address (default $"+EnvCoreURL+")")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: a description)")
+	cmd.Flags().StringVar(&o.coreURL, "core-url", defaultCoreURL(), "read the sync status from the core's owner API at this URL instead of through the API server's service proxy: https, or http to a loopback address (default $"+EnvCoreURL+")")
 	return cmd
+}
+
+// Complete takes NAME.
+func (o *statusOptions) Complete(args []string) error {
+	o.name = args[0]
+	return nil
+}
+
+// Validate refuses an -o other than json or yaml.
+func (o *statusOptions) Validate() error { return checkOutput(o.output) }
+
+// Run describes the Plugin, its grant and what the core recorded of it,
+// or prints the Plugin with -o; without a Plugin it still lists the data
+// the core keeps of earlier ones of that name.
+func (o *statusOptions) Run(ctx context.Context) error {
+	env, name := o.env, o.name
+	c, err := env.Client()
+	if err != nil {
+		return err
+	}
+	p, err := env.getPlugin(ctx, c, name)
+	if err != nil {
+		if ExitCode(err) == ExitNotFound && o.output == outputTable {
+			env.printRemovedData(ctx, nil, o.coreURL, name)
+		}
+		return err
+	}
+	if o.output != outputTable {
+		clean(p, "Plugin")
+		return printObject(env.Out, o.output, p)
+	}
+	g, err := env.getGrant(ctx, c, name)
+	if err != nil {
+		return err
+	}
+	printStatus(env.Out, env.Now(), p, g, env.ApproveCommand)
+	api, err := env.coreAPI(o.coreURL, coreStatusTimeout)
+	if err != nil {
+		return err
+	}
+	st, err := api.status(ctx, name)
+	printCoreStatus(env.Out, env.Now(), st, err)
+	if err == nil {
+		env.printRemovedData(ctx, api, o.coreURL, name)
+	}
+	return nil
 }
 
 // coreStatusTimeout bounds the status command's question to the core.

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/deploy"
@@ -47,19 +48,26 @@ removes only objects with that label.`,
 	return cmd
 }
 
-// platformApplyFlags are the flags of install and upgrade.
-type platformApplyFlags struct {
+// platformApplyOptions are the flags of `openfief platform install` and
+// `openfief platform upgrade`.
+type platformApplyOptions struct {
+	env *Env
+	// upgrade says the command is upgrade, not install.
+	upgrade        bool
 	overlay        string
 	apiServerCIDRs []string
 	dryRun         bool
 	timeout        time.Duration
 	allowDowngrade bool
+
+	// cidrs are --api-server-cidr, checked and normalised by Validate.
+	cidrs []string
 }
 
 // newPlatformApplyCommand builds `openfief platform install` or, with
 // upgrade, `openfief platform upgrade`.
 func newPlatformApplyCommand(env *Env, upgrade bool) *cobra.Command {
-	var f platformApplyFlags
+	o := &platformApplyOptions{env: env, upgrade: upgrade}
 	use, short := "install", "Install the platform from a release overlay and wait until it is Available"
 	example := `  # See what would be applied, then apply it and wait up to 3 minutes
   openfief platform install --overlay release --dry-run > platform.yaml
@@ -78,39 +86,49 @@ func newPlatformApplyCommand(env *Env, upgrade bool) *cobra.Command {
 		Short:   short,
 		Example: example,
 		Args:    exactArgs(0),
-		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			return env.platformApply(cmd.Context(), f, upgrade)
-		}),
+		RunE:    runOptions(o),
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.overlay, "overlay", "", "the release overlay: a kustomization directory (make release-overlay writes one)")
-	fl.StringSliceVar(&f.apiServerCIDRs, "api-server-cidr", nil, "the API server's addresses for the core's NetworkPolicy, IPs or CIDRs, repeatable (default: the addresses of the EndpointSlices of default/kubernetes)")
-	fl.BoolVar(&f.dryRun, "dry-run", false, "print the objects as YAML and apply nothing")
-	fl.DurationVar(&f.timeout, "timeout", defaultPlatformTimeout, "how long to wait for the CRDs and every Deployment")
+	fl.StringVar(&o.overlay, "overlay", "", "the release overlay: a kustomization directory (make release-overlay writes one)")
+	fl.StringSliceVar(&o.apiServerCIDRs, "api-server-cidr", nil, "the API server's addresses for the core's NetworkPolicy, IPs or CIDRs, repeatable (default: the addresses of the EndpointSlices of default/kubernetes)")
+	fl.BoolVar(&o.dryRun, "dry-run", false, "print the objects as YAML and apply nothing")
+	fl.DurationVar(&o.timeout, "timeout", defaultPlatformTimeout, "how long to wait for the CRDs and every Deployment")
 	if upgrade {
-		fl.BoolVar(&f.allowDowngrade, "allow-downgrade", false, "apply an overlay older than the installed version (a rollback)")
+		fl.BoolVar(&o.allowDowngrade, "allow-downgrade", false, "apply an overlay older than the installed version (a rollback)")
 	}
 	_ = cmd.MarkFlagRequired("overlay")
 	return cmd
 }
 
-// platformApply is install and upgrade.
-func (e *Env) platformApply(ctx context.Context, f platformApplyFlags, upgrade bool) error {
-	if f.timeout <= 0 {
+// Complete has nothing to fill: install and upgrade take no argument.
+func (o *platformApplyOptions) Complete([]string) error { return nil }
+
+// Validate refuses a --timeout that is not positive and an
+// --api-server-cidr that is not an IP or CIDR.
+func (o *platformApplyOptions) Validate() error {
+	if o.timeout <= 0 {
 		return exitf(ExitUsage, "--timeout must be positive")
 	}
-	var cidrs []string
-	if len(f.apiServerCIDRs) > 0 {
-		var err error
-		if cidrs, err = deploy.APIServerCIDRs(f.apiServerCIDRs); err != nil {
+	if len(o.apiServerCIDRs) > 0 {
+		cidrs, err := deploy.APIServerCIDRs(o.apiServerCIDRs)
+		if err != nil {
 			return exitf(ExitUsage, "--api-server-cidr: %w", err)
 		}
+		o.cidrs = cidrs
 	}
-	set, err := platform.Load(f.overlay)
+	return nil
+}
+
+// Run loads the overlay and names the API server in it; an install's dry
+// run prints it without reading the cluster. Otherwise it checks what is
+// installed, then prints (--dry-run) or applies.
+func (o *platformApplyOptions) Run(ctx context.Context) error {
+	e := o.env
+	set, err := platform.Load(o.overlay)
 	if err != nil {
 		return exitf(ExitInvalid, "%w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 
 	var c client.Client
@@ -122,45 +140,69 @@ func (e *Env) platformApply(ctx context.Context, f platformApplyFlags, upgrade b
 		c, err = e.Client()
 		return err
 	}
-	if err := e.fillAPIServer(ctx, set, cidrs, connect, &c); err != nil {
+	if err := e.fillAPIServer(ctx, set, o.cidrs, connect, &c); err != nil {
 		return err
 	}
-	if f.dryRun && !upgrade {
+	if o.dryRun && !o.upgrade {
 		return set.WriteYAML(e.Out)
 	}
 	if err := connect(); err != nil {
 		return err
 	}
-	owned, err := platform.Owned(ctx, c)
+	owned, installed, err := o.checkInstalled(ctx, c, set)
 	if err != nil {
 		return err
 	}
+	if o.dryRun {
+		return o.printDryRun(set, owned)
+	}
+	return o.apply(ctx, c, set, owned, installed)
+}
+
+// checkInstalled reads the platform's objects and refuses an install over
+// an installed platform, an upgrade of none, and a downgrade without
+// --allow-downgrade. It returns the objects and the installed version.
+func (o *platformApplyOptions) checkInstalled(ctx context.Context, c client.Client, set *platform.Set) ([]*unstructured.Unstructured, string, error) {
+	owned, err := platform.Owned(ctx, c)
+	if err != nil {
+		return nil, "", err
+	}
 	installed := platform.InstalledVersion(owned)
 	switch {
-	case !upgrade && platform.Installed(owned):
-		return exitf(ExitNothingToDo, "the platform is already installed (version %s): use openfief platform upgrade", display.Text(installed))
-	case upgrade && !platform.Installed(owned):
-		return exitf(ExitNotFound, "%w: use openfief platform install", platform.ErrNotInstalled)
-	case upgrade:
-		if err := platform.CheckUpgrade(installed, set.Version, f.allowDowngrade); err != nil {
-			return exitf(ExitInvalid, "%w", err)
+	case !o.upgrade && platform.Installed(owned):
+		return nil, "", exitf(ExitNothingToDo, "the platform is already installed (version %s): use openfief platform upgrade", display.Text(installed))
+	case o.upgrade && !platform.Installed(owned):
+		return nil, "", exitf(ExitNotFound, "%w: use openfief platform install", platform.ErrNotInstalled)
+	case o.upgrade:
+		if err := platform.CheckUpgrade(installed, set.Version, o.allowDowngrade); err != nil {
+			return nil, "", exitf(ExitInvalid, "%w", err)
 		}
 	}
-	if f.dryRun {
-		if err := set.WriteYAML(e.Out); err != nil {
-			return err
-		}
-		prune, keep := platform.Stale(set, owned)
-		for _, u := range prune {
-			fmt.Fprintf(e.ErrOut, "would prune %s %s\n", u.GetKind(), display.Text(u.GetName()))
-		}
-		for _, u := range keep {
-			fmt.Fprintf(e.ErrOut, "would keep %s %s (data)\n", u.GetKind(), display.Text(u.GetName()))
-		}
-		return nil
-	}
+	return owned, installed, nil
+}
 
-	if upgrade {
+// printDryRun is an upgrade's --dry-run: the objects as YAML on Out, and on
+// ErrOut what the upgrade would prune and keep.
+func (o *platformApplyOptions) printDryRun(set *platform.Set, owned []*unstructured.Unstructured) error {
+	e := o.env
+	if err := set.WriteYAML(e.Out); err != nil {
+		return err
+	}
+	prune, keep := platform.Stale(set, owned)
+	for _, u := range prune {
+		fmt.Fprintf(e.ErrOut, "would prune %s %s\n", u.GetKind(), display.Text(u.GetName()))
+	}
+	for _, u := range keep {
+		fmt.Fprintf(e.ErrOut, "would keep %s %s (data)\n", u.GetKind(), display.Text(u.GetName()))
+	}
+	return nil
+}
+
+// apply applies set, waits until it is Available and, on upgrade, prunes
+// what the overlay no longer holds.
+func (o *platformApplyOptions) apply(ctx context.Context, c client.Client, set *platform.Set, owned []*unstructured.Unstructured, installed string) error {
+	e := o.env
+	if o.upgrade {
 		fmt.Fprintf(e.Out, "upgrading the platform from %s to %s\n", display.Text(installed), set.Version)
 	} else {
 		fmt.Fprintf(e.Out, "installing the platform, version %s\n", set.Version)
@@ -172,7 +214,7 @@ func (e *Env) platformApply(ctx context.Context, f platformApplyFlags, upgrade b
 	if err := platform.WaitAvailable(ctx, c, set, e.Out); err != nil {
 		return err
 	}
-	if upgrade {
+	if o.upgrade {
 		if err := platform.Prune(ctx, c, set, owned, e.Out); err != nil {
 			return err
 		}
@@ -256,13 +298,17 @@ func objectList(obj map[string]any, path ...string) []map[string]any {
 	return out
 }
 
+// platformUninstallOptions are `openfief platform uninstall`'s flags.
+type platformUninstallOptions struct {
+	env     *Env
+	opts    platform.UninstallOptions
+	yes     bool
+	timeout time.Duration
+}
+
 // newPlatformUninstallCommand builds `openfief platform uninstall`.
 func newPlatformUninstallCommand(env *Env) *cobra.Command {
-	var (
-		o       platform.UninstallOptions
-		yes     bool
-		timeout time.Duration
-	)
+	o := &platformUninstallOptions{env: env}
 	cmd := &cobra.Command{
 		Use:   "uninstall",
 		Short: "Remove the platform and every plugin workload; keep the owner's data unless --delete-data",
@@ -272,37 +318,55 @@ func newPlatformUninstallCommand(env *Env) *cobra.Command {
   # Remove everything, the openfief namespace included
   openfief platform uninstall --yes --delete-data`,
 		Args: exactArgs(0),
-		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			if timeout <= 0 {
-				return exitf(ExitUsage, "--timeout must be positive")
-			}
-			c, err := env.Client()
-			if err != nil {
-				return err
-			}
-			what := "remove the platform and every plugin workload (Plugins, PluginGrants and the core's data are kept)"
-			if o.DeleteData {
-				what = "remove the platform, every plugin workload, every Plugin and PluginGrant, the core's data and the openfief namespace"
-			}
-			if err := env.confirm(cmd.Context(), yes, what+"?", "uninstalling the platform"); err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
-			if err := platform.Uninstall(ctx, c, o, env.Out); err != nil {
-				if errors.Is(err, platform.ErrNotInstalled) {
-					return exitf(ExitNothingToDo, "%w", err)
-				}
-				return err
-			}
-			fmt.Fprintln(env.Out, "the platform is uninstalled")
-			return nil
-		}),
+		RunE: runOptions(o),
 	}
-	cmd.Flags().BoolVar(&o.DeleteData, "delete-data", false, "also delete the core's PersistentVolumeClaim, the CRDs with every Plugin and PluginGrant, and the openfief namespace")
-	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
-	cmd.Flags().DurationVar(&timeout, "timeout", defaultPlatformTimeout, "how long to wait for pods and the namespace to go")
+	cmd.Flags().BoolVar(&o.opts.DeleteData, "delete-data", false, "also delete the core's PersistentVolumeClaim, the CRDs with every Plugin and PluginGrant, and the openfief namespace")
+	cmd.Flags().BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", defaultPlatformTimeout, "how long to wait for pods and the namespace to go")
 	return cmd
+}
+
+// Complete has nothing to fill: uninstall takes no argument.
+func (o *platformUninstallOptions) Complete([]string) error { return nil }
+
+// Validate refuses a --timeout that is not positive.
+func (o *platformUninstallOptions) Validate() error {
+	if o.timeout <= 0 {
+		return exitf(ExitUsage, "--timeout must be positive")
+	}
+	return nil
+}
+
+// Run says what goes, asks, and removes the platform within --timeout.
+func (o *platformUninstallOptions) Run(ctx context.Context) error {
+	env := o.env
+	c, err := env.Client()
+	if err != nil {
+		return err
+	}
+	what := "remove the platform and every plugin workload (Plugins, PluginGrants and the core's data are kept)"
+	if o.opts.DeleteData {
+		what = "remove the platform, every plugin workload, every Plugin and PluginGrant, the core's data and the openfief namespace"
+	}
+	if err := env.confirm(ctx, o.yes, what+"?", "uninstalling the platform"); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if err := platform.Uninstall(ctx, c, o.opts, env.Out); err != nil {
+		if errors.Is(err, platform.ErrNotInstalled) {
+			return exitf(ExitNothingToDo, "%w", err)
+		}
+		return err
+	}
+	fmt.Fprintln(env.Out, "the platform is uninstalled")
+	return nil
+}
+
+// platformStatusOptions are `openfief platform status`'s: it has no flag
+// of its own.
+type platformStatusOptions struct {
+	env *Env
 }
 
 // newPlatformStatusCommand builds `openfief platform status`.
@@ -312,22 +376,31 @@ func newPlatformStatusCommand(env *Env) *cobra.Command {
 		Short:   "Show each platform component's image, version and availability, and the admission policy binding",
 		Example: `  openfief platform status`,
 		Args:    exactArgs(0),
-		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			c, err := env.Client()
-			if err != nil {
-				return err
-			}
-			st, err := platform.ReadStatus(cmd.Context(), c)
-			if errors.Is(err, platform.ErrNotInstalled) {
-				return exitf(ExitNotFound, "%w", err)
-			}
-			if err != nil {
-				return err
-			}
-			printPlatformStatus(env, st)
-			return nil
-		}),
+		RunE:    runOptions(&platformStatusOptions{env: env}),
 	}
+}
+
+// Complete has nothing to fill: status takes no argument.
+func (o *platformStatusOptions) Complete([]string) error { return nil }
+
+// Validate has nothing to refuse.
+func (o *platformStatusOptions) Validate() error { return nil }
+
+// Run reads the platform's status and prints it.
+func (o *platformStatusOptions) Run(ctx context.Context) error {
+	c, err := o.env.Client()
+	if err != nil {
+		return err
+	}
+	st, err := platform.ReadStatus(ctx, c)
+	if errors.Is(err, platform.ErrNotInstalled) {
+		return exitf(ExitNotFound, "%w", err)
+	}
+	if err != nil {
+		return err
+	}
+	printPlatformStatus(o.env, st)
+	return nil
 }
 
 // printPlatformStatus writes st as a table and a list of bindings; every

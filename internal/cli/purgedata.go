@@ -224,10 +224,20 @@ func (e *Env) printRemovedData(ctx context.Context, api *coreAPI, coreURL, name 
 	printRemoved(e.Out, removed)
 }
 
+// purgeDataOptions are `openfief plugin purge-data`'s flags and argument.
+type purgeDataOptions struct {
+	env     *Env
+	coreURL string
+	yes     bool
+
+	// key is the argument KEY; without it (hasKey false) the command lists.
+	key    string
+	hasKey bool
+}
+
 // newPurgeDataCommand builds `openfief plugin purge-data`.
 func newPurgeDataCommand(env *Env) *cobra.Command {
-	var coreURL string
-	var yes bool
+	o := &purgeDataOptions{env: env}
 	cmd := &cobra.Command{
 		Use:   "purge-data [KEY] [--yes]",
 		Short: "List or delete the data openfief-core keeps of uninstalled plugins",
@@ -248,41 +258,56 @@ $OPENFIEF_CORE_URL, with the owner's token.`,
   openfief plugin purge-data nbp-fx~0a1b2c3d
   openfief plugin purge-data nbp-fx~0a1b2c3d --yes`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			if len(args) == 1 {
-				if err := checkKey(args[0]); err != nil {
-					return err
-				}
-			}
-			api, err := env.coreAPI(coreURL, purgeTimeout)
-			if err != nil {
-				return err
-			}
-			if len(args) == 1 {
-				return env.purgeData(ctx, api, args[0], yes)
-			}
-			all, err := api.statusAll(ctx)
-			if err != nil {
-				return exitf(ExitFailure, "reading the core's status: %w", err)
-			}
-			var removed []ownerapi.InstanceStatus
-			for _, s := range all {
-				if s.Removed {
-					removed = append(removed, s)
-				}
-			}
-			if len(removed) == 0 {
-				fmt.Fprintln(env.Out, "openfief-core keeps no data of uninstalled plugins")
-				return nil
-			}
-			fmt.Fprintln(env.Out, "Data of uninstalled plugins (KEY, plugin, when removed, rows):")
-			printRemoved(env.Out, removed)
-			fmt.Fprintln(env.Out, "Purge one with 'openfief plugin purge-data KEY'.")
-			return nil
-		}),
+		RunE: runOptions(o),
 	}
-	cmd.Flags().StringVar(&coreURL, "core-url", defaultCoreURL(), "call the core's owner API at this URL instead of through the API server's service proxy: https, or http to a loopback address (default $"+EnvCoreURL+")")
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "purge without asking")
+	cmd.Flags().StringVar(&o.coreURL, "core-url", defaultCoreURL(), "call the core's owner API at this URL instead of through the API server's service proxy: https, or http to a loopback address (default $"+EnvCoreURL+")")
+	cmd.Flags().BoolVarP(&o.yes, "yes", "y", false, "purge without asking")
 	return cmd
+}
+
+// Complete takes KEY, if given.
+func (o *purgeDataOptions) Complete(args []string) error {
+	if len(args) == 1 {
+		o.key, o.hasKey = args[0], true
+	}
+	return nil
+}
+
+// Validate refuses a KEY that is no instance key.
+func (o *purgeDataOptions) Validate() error {
+	if o.hasKey {
+		return checkKey(o.key)
+	}
+	return nil
+}
+
+// Run purges KEY's data or, without KEY, lists the data the core keeps of
+// uninstalled plugins.
+func (o *purgeDataOptions) Run(ctx context.Context) error {
+	env := o.env
+	api, err := env.coreAPI(o.coreURL, purgeTimeout)
+	if err != nil {
+		return err
+	}
+	if o.hasKey {
+		return env.purgeData(ctx, api, o.key, o.yes)
+	}
+	all, err := api.statusAll(ctx)
+	if err != nil {
+		return exitf(ExitFailure, "reading the core's status: %w", err)
+	}
+	var removed []ownerapi.InstanceStatus
+	for _, s := range all {
+		if s.Removed {
+			removed = append(removed, s)
+		}
+	}
+	if len(removed) == 0 {
+		fmt.Fprintln(env.Out, "openfief-core keeps no data of uninstalled plugins")
+		return nil
+	}
+	fmt.Fprintln(env.Out, "Data of uninstalled plugins (KEY, plugin, when removed, rows):")
+	printRemoved(env.Out, removed)
+	fmt.Fprintln(env.Out, "Purge one with 'openfief plugin purge-data KEY'.")
+	return nil
 }

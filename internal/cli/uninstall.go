@@ -78,11 +78,23 @@ func (e *Env) planPurge(ctx context.Context, c client.Client, name string) (purg
 	return plan, nil
 }
 
+// uninstallOptions are `openfief plugin uninstall`'s flags and argument.
+type uninstallOptions struct {
+	env       *Env
+	wait      time.Duration
+	dataWait  time.Duration
+	purge     bool
+	purgeData bool
+	yes       bool
+	coreURL   string
+
+	// name is the argument NAME.
+	name string
+}
+
 // newUninstallCommand builds `openfief plugin uninstall` (D-58).
 func newUninstallCommand(env *Env) *cobra.Command {
-	var wait, dataWait time.Duration
-	var purge, purgeData, yes bool
-	var coreURL string
+	o := &uninstallOptions{env: env}
 	cmd := &cobra.Command{
 		Use:   "uninstall NAME [--purge] [--purge-data] [--yes]",
 		Short: "Remove a plugin; with --purge also its grant and the Secrets only its grant binds",
@@ -111,91 +123,131 @@ Everything to be deleted is listed first, and confirmed unless --yes is given.`,
   openfief plugin uninstall ibkr-main --purge --yes
   openfief plugin uninstall nbp-fx --purge-data`,
 		Args: exactArgs(1),
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			ctx := cmd.Context()
-			c, err := env.Client()
-			if err != nil {
-				return err
-			}
-			p, err := env.getPlugin(ctx, c, name)
-			if err != nil && (!purge || ExitCode(err) != ExitNotFound) {
-				return err
-			}
-			var plan purgePlan
-			if purge {
-				if plan, err = env.planPurge(ctx, c, name); err != nil {
-					return err
-				}
-				if p == nil && plan.grant == nil && len(plan.secrets) == 0 {
-					return exitf(ExitNotFound, "plugin %q not found in namespace %q, and nothing of it is left to purge", name, env.Namespace)
-				}
-			}
-			// With --purge-data the core must answer before anything is
-			// deleted: whether it holds data of the plugin.
-			var api *coreAPI
-			hasData := false
-			if purgeData {
-				if api, hasData, err = env.coreData(ctx, coreURL, name); err != nil {
-					return err
-				}
-			}
-			fmt.Fprintln(env.Out, "This deletes:")
-			if p != nil {
-				fmt.Fprintf(env.Out, "  plugin/%s (image %s)\n", name, shortImage(p.Spec.Image))
-			}
-			if hasData && p != nil {
-				fmt.Fprintln(env.Out, "  the data openfief-core stored for it (counted and confirmed before it goes)")
-			}
-			if plan.grant != nil {
-				fmt.Fprintf(env.Out, "  plugingrant/%s\n", name)
-			}
-			for _, s := range plan.secrets {
-				fmt.Fprintf(env.Out, "  secret/%s\n", display.Text(s.Name))
-			}
-			describeKept(env.Out, plan)
-			if !purge {
-				fmt.Fprintf(env.Out, "Keeps plugingrant/%s and its Secrets, if any; --purge deletes them.\n", name)
-			}
-			if err := env.confirm(ctx, yes, fmt.Sprintf("Uninstall plugin %s?", name), "uninstalling plugin "+name); err != nil {
-				return err
-			}
-			if p != nil {
-				if err := deleteObject(ctx, c, p); err != nil {
-					return writeError("deleting plugin "+name, err)
-				}
-				fmt.Fprintf(env.Out, "plugin/%s deleted\n", name)
-			}
-			if plan.grant != nil {
-				if err := deleteObject(ctx, c, plan.grant); err != nil {
-					return writeError("deleting plugingrant "+name, err)
-				}
-				fmt.Fprintf(env.Out, "plugingrant/%s deleted\n", name)
-			}
-			for _, s := range plan.secrets {
-				if err := deleteObject(ctx, c, s); err != nil {
-					return writeError("deleting secret "+s.Name, err)
-				}
-				fmt.Fprintf(env.Out, "secret/%s deleted\n", display.Text(s.Name))
-			}
-			if wait > 0 && p != nil {
-				if err := waitWorkloadGone(ctx, env, env.Out, c, name, wait); err != nil {
-					return err
-				}
-			}
-			if purgeData {
-				return env.purgeUninstalled(ctx, api, p, name, hasData, dataWait, yes)
-			}
-			return nil
-		}),
+		RunE: runOptions(o),
 	}
-	cmd.Flags().BoolVar(&purgeData, "purge-data", false, "also delete the data openfief-core stored for the plugin, once the core has marked it removed")
-	cmd.Flags().DurationVar(&dataWait, "purge-data-wait", DefaultPurgeDataWait, "with --purge-data, wait up to this long for the core to mark the data removed")
-	cmd.Flags().StringVar(&coreURL, "core-url", defaultCoreURL(), "with --purge-data, call the core's owner API at this URL instead of through the API server's service proxy: https, or http to a loopback address (default $"+EnvCoreURL+")")
-	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until the garbage collector has removed the plugin's workload objects")
-	cmd.Flags().BoolVar(&purge, "purge", false, "also delete the plugin's grant and the Secrets only its grant binds")
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "delete without asking")
+	cmd.Flags().BoolVar(&o.purgeData, "purge-data", false, "also delete the data openfief-core stored for the plugin, once the core has marked it removed")
+	cmd.Flags().DurationVar(&o.dataWait, "purge-data-wait", DefaultPurgeDataWait, "with --purge-data, wait up to this long for the core to mark the data removed")
+	cmd.Flags().StringVar(&o.coreURL, "core-url", defaultCoreURL(), "with --purge-data, call the core's owner API at this URL instead of through the API server's service proxy: https, or http to a loopback address (default $"+EnvCoreURL+")")
+	cmd.Flags().DurationVar(&o.wait, "wait", 0, "wait up to this long until the garbage collector has removed the plugin's workload objects")
+	cmd.Flags().BoolVar(&o.purge, "purge", false, "also delete the plugin's grant and the Secrets only its grant binds")
+	cmd.Flags().BoolVarP(&o.yes, "yes", "y", false, "delete without asking")
 	return cmd
+}
+
+// Complete takes NAME.
+func (o *uninstallOptions) Complete(args []string) error {
+	o.name = args[0]
+	return nil
+}
+
+// Validate accepts every combination of flags: NAME is checked against
+// the cluster, which holds only valid names.
+func (o *uninstallOptions) Validate() error { return nil }
+
+// Run finds what goes, asks the core whether it holds data of the plugin
+// (--purge-data), lists everything, asks, deletes, then waits for the
+// workload (--wait) and purges the data.
+func (o *uninstallOptions) Run(ctx context.Context) error {
+	env := o.env
+	c, err := env.Client()
+	if err != nil {
+		return err
+	}
+	p, plan, err := o.find(ctx, c)
+	if err != nil {
+		return err
+	}
+	// With --purge-data the core must answer before anything is
+	// deleted: whether it holds data of the plugin.
+	var api *coreAPI
+	hasData := false
+	if o.purgeData {
+		if api, hasData, err = env.coreData(ctx, o.coreURL, o.name); err != nil {
+			return err
+		}
+	}
+	o.describe(p, plan, hasData)
+	if err := env.confirm(ctx, o.yes, fmt.Sprintf("Uninstall plugin %s?", o.name), "uninstalling plugin "+o.name); err != nil {
+		return err
+	}
+	if err := o.delete(ctx, c, p, plan); err != nil {
+		return err
+	}
+	if o.wait > 0 && p != nil {
+		if err := waitWorkloadGone(ctx, env, env.Out, c, o.name, o.wait); err != nil {
+			return err
+		}
+	}
+	if o.purgeData {
+		return env.purgeUninstalled(ctx, api, p, o.name, hasData, o.dataWait, o.yes)
+	}
+	return nil
+}
+
+// find reads the Plugin and, with --purge, what purging deletes; without a
+// Plugin, --purge still goes on unless nothing of it is left.
+func (o *uninstallOptions) find(ctx context.Context, c client.Client) (*v1alpha1.Plugin, purgePlan, error) {
+	var plan purgePlan
+	p, err := o.env.getPlugin(ctx, c, o.name)
+	if err != nil && (!o.purge || ExitCode(err) != ExitNotFound) {
+		return nil, plan, err
+	}
+	if o.purge {
+		if plan, err = o.env.planPurge(ctx, c, o.name); err != nil {
+			return nil, plan, err
+		}
+		if p == nil && plan.grant == nil && len(plan.secrets) == 0 {
+			return nil, plan, exitf(ExitNotFound, "plugin %q not found in namespace %q, and nothing of it is left to purge", o.name, o.env.Namespace)
+		}
+	}
+	return p, plan, nil
+}
+
+// describe lists what the uninstall deletes and keeps, before it asks.
+func (o *uninstallOptions) describe(p *v1alpha1.Plugin, plan purgePlan, hasData bool) {
+	w, name := o.env.Out, o.name
+	fmt.Fprintln(w, "This deletes:")
+	if p != nil {
+		fmt.Fprintf(w, "  plugin/%s (image %s)\n", name, shortImage(p.Spec.Image))
+	}
+	if hasData && p != nil {
+		fmt.Fprintln(w, "  the data openfief-core stored for it (counted and confirmed before it goes)")
+	}
+	if plan.grant != nil {
+		fmt.Fprintf(w, "  plugingrant/%s\n", name)
+	}
+	for _, s := range plan.secrets {
+		fmt.Fprintf(w, "  secret/%s\n", display.Text(s.Name))
+	}
+	describeKept(w, plan)
+	if !o.purge {
+		fmt.Fprintf(w, "Keeps plugingrant/%s and its Secrets, if any; --purge deletes them.\n", name)
+	}
+}
+
+// delete deletes the Plugin, then the grant and Secrets of plan, saying so
+// for each.
+func (o *uninstallOptions) delete(ctx context.Context, c client.Client, p *v1alpha1.Plugin, plan purgePlan) error {
+	w, name := o.env.Out, o.name
+	if p != nil {
+		if err := deleteObject(ctx, c, p); err != nil {
+			return writeError("deleting plugin "+name, err)
+		}
+		fmt.Fprintf(w, "plugin/%s deleted\n", name)
+	}
+	if plan.grant != nil {
+		if err := deleteObject(ctx, c, plan.grant); err != nil {
+			return writeError("deleting plugingrant "+name, err)
+		}
+		fmt.Fprintf(w, "plugingrant/%s deleted\n", name)
+	}
+	for _, s := range plan.secrets {
+		if err := deleteObject(ctx, c, s); err != nil {
+			return writeError("deleting secret "+s.Name, err)
+		}
+		fmt.Fprintf(w, "secret/%s deleted\n", display.Text(s.Name))
+	}
+	return nil
 }
 
 // deleteObject deletes exactly the object that was listed (same UID); one

@@ -13,10 +13,20 @@ import (
 	"github.com/arkadiuss/openfief/internal/trust/cosign"
 )
 
+// verifyOptions are `openfief plugin verify`'s flags and argument.
+type verifyOptions struct {
+	env   *Env
+	trust trustFlags
+
+	// image is the argument IMAGE; ref is it parsed by Validate.
+	image string
+	ref   plugins.ImageRef
+}
+
 // newVerifyCommand builds `openfief plugin verify`: the operator's signature
 // and label check, run locally (D-46, D-56).
 func newVerifyCommand(env *Env) *cobra.Command {
-	var tf trustFlags
+	o := &verifyOptions{env: env}
 	cmd := &cobra.Command{
 		Use:   "verify IMAGE",
 		Short: "Check an image's signature and show its signed manifest, as the operator would",
@@ -41,28 +51,45 @@ operator would refuse the image, and the exit code says which:
   # A local registry over plain HTTP (loopback registries need no flag)
   openfief plugin verify registry.lan:5000/nbp-fx@sha256:<hex> --insecure-registry registry.lan:5000`,
 		Args: exactArgs(1),
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			ref, err := parseImage("IMAGE", args[0])
-			if err != nil {
-				return err
-			}
-			t, err := env.policyFromFile(tf.signersFile, tf.catalogFile)
-			if err != nil {
-				return err
-			}
-			res, err := env.checkImage(cmd.Context(), ref, t, tf)
-			if err != nil {
-				return err
-			}
-			printCheck(env.Out, res, t)
-			if err := res.refusal(); err != nil {
-				return err
-			}
-			return env.printAttestations(cmd.Context(), env.Out, res, t, tf)
-		}),
+		RunE: runOptions(o),
 	}
-	tf.register(cmd.Flags(), false)
+	o.trust.register(cmd.Flags(), false)
 	return cmd
+}
+
+// Complete takes IMAGE.
+func (o *verifyOptions) Complete(args []string) error {
+	o.image = args[0]
+	return nil
+}
+
+// Validate refuses an IMAGE not pinned by digest.
+func (o *verifyOptions) Validate() error {
+	ref, err := parseImage("IMAGE", o.image)
+	if err != nil {
+		return err
+	}
+	o.ref = ref
+	return nil
+}
+
+// Run checks the image with the trust of --signers (no cluster), prints
+// the outcome and, when admitted, its attestations.
+func (o *verifyOptions) Run(ctx context.Context) error {
+	env := o.env
+	t, err := env.policyFromFile(o.trust.signersFile, o.trust.catalogFile)
+	if err != nil {
+		return err
+	}
+	res, err := env.checkImage(ctx, o.ref, t, o.trust)
+	if err != nil {
+		return err
+	}
+	printCheck(env.Out, res, t)
+	if err := res.refusal(); err != nil {
+		return err
+	}
+	return env.printAttestations(ctx, env.Out, res, t, o.trust)
 }
 
 // printCheck writes the outcome of an image check for a person.
