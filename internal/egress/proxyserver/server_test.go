@@ -198,7 +198,7 @@ func connect(t *testing.T, proxy, target, token string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	req := "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n"
 	if token != "" {
@@ -266,7 +266,7 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer busy.Close()
+	defer func() { _ = busy.Close() }()
 	o.Listen = busy.Addr().String()
 	if err := Run(t.Context(), o); err == nil || !strings.Contains(err.Error(), o.Listen) {
 		t.Errorf("Run on a busy address: %v", err)
