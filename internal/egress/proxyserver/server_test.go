@@ -23,6 +23,7 @@ import (
 
 	"github.com/arkadiuss/openfief/internal/egress"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // The API server is client-go's fake clientset here: these tests check the
@@ -116,15 +117,6 @@ func get(t *testing.T, addr, path string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
-
 // TestStart: the proxy Start assembles serves a tunnel to an allowed host
 // for a token the TokenReview API accepts, refuses one without a token, and
 // its ops endpoints answer: /readyz once the allow-lists are loaded,
@@ -149,7 +141,10 @@ func TestStart(t *testing.T) {
 	if code, _ := get(t, s.MetricsAddr(), "/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz: %d", code)
 	}
-	waitFor(t, "/readyz 200", func() bool { code, _ := get(t, s.MetricsAddr(), "/readyz"); return code == http.StatusOK })
+	testutil.Eventually(t, 10*time.Second, "/readyz 200", func() (bool, string) {
+		code, body := get(t, s.MetricsAddr(), "/readyz")
+		return code == http.StatusOK, fmt.Sprint(code, " ", body)
+	})
 	if ready, reason := s.Ready(); !ready {
 		t.Errorf("Ready: false, %q", reason)
 	}
@@ -233,9 +228,9 @@ func TestStartNotReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = s.Stop() }()
-	waitFor(t, "/readyz to report the missing ConfigMap", func() bool {
+	testutil.Eventually(t, 10*time.Second, "/readyz to report the missing ConfigMap", func() (bool, string) {
 		code, body := get(t, s.MetricsAddr(), "/readyz")
-		return code == http.StatusServiceUnavailable && strings.Contains(body, "not found")
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "not found"), fmt.Sprint(code, " ", body)
 	})
 	if ready, reason := s.Ready(); ready || !strings.Contains(reason, plugins.AllowListConfigMap) {
 		t.Errorf("Ready: %v, %q", ready, reason)
