@@ -46,16 +46,15 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.EnsureNamespaces(t, cs, plugins.Namespace)
-	cfg := config{
-		listen: freeAddr(t), metricsListen: freeAddr(t),
-		namespace: plugins.Namespace, configMap: plugins.AllowListConfigMap,
-		kubeconfig:  c.KubeconfigPath,
-		dialTimeout: time.Second, idleTimeout: time.Minute, reviewCacheTTL: time.Minute,
-		shutdownGrace: time.Second, maxPerPlugin: 4, maxTunnels: 8,
-	}
+	o, kubeconfig := parseFlags([]string{
+		"--listen", freeAddr(t), "--metrics-listen", freeAddr(t), "--kubeconfig", c.KubeconfigPath,
+		"--dial-timeout", "1s", "--idle-timeout", "1m", "--review-cache-ttl", "1m",
+		"--shutdown-grace", "1s", "--max-tunnels-per-plugin", "4", "--max-tunnels", "8",
+	})
+	o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	go func() { done <- run(ctx, kubeconfig, o) }()
 
 	get := func(addr, path string) (int, string) {
 		resp, err := http.Get("http://" + addr + path)
@@ -77,9 +76,9 @@ func TestRun(t *testing.T) {
 		}
 	}
 
-	waitFor("/healthz", func() bool { code, _ := get(cfg.metricsListen, "/healthz"); return code == 200 })
+	waitFor("/healthz", func() bool { code, _ := get(o.MetricsListen, "/healthz"); return code == 200 })
 	waitFor("/readyz to report the missing ConfigMap", func() bool {
-		code, body := get(cfg.metricsListen, "/readyz")
+		code, body := get(o.MetricsListen, "/readyz")
 		return code == 503 && strings.Contains(body, "not found")
 	})
 	if _, err := cs.CoreV1().ConfigMaps(plugins.Namespace).Create(t.Context(), &corev1.ConfigMap{
@@ -88,12 +87,12 @@ func TestRun(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	waitFor("/readyz 200", func() bool { code, _ := get(cfg.metricsListen, "/readyz"); return code == 200 })
+	waitFor("/readyz 200", func() bool { code, _ := get(o.MetricsListen, "/readyz"); return code == 200 })
 
-	if code, _ := get(cfg.listen, "/"); code != http.StatusMethodNotAllowed {
+	if code, _ := get(o.Listen, "/"); code != http.StatusMethodNotAllowed {
 		t.Errorf("GET on the proxy: %d, want 405", code)
 	}
-	_, metrics := get(cfg.metricsListen, "/metrics")
+	_, metrics := get(o.MetricsListen, "/metrics")
 	for _, name := range []string{"openfief_egress_decisions_total", "openfief_egress_open_tunnels", "go_goroutines"} {
 		if !strings.Contains(metrics, name) {
 			t.Errorf("/metrics lacks %s", name)

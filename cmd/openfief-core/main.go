@@ -8,7 +8,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -16,10 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/arkadiuss/openfief/internal/core"
+	"github.com/arkadiuss/openfief/internal/kubeconfig"
 	"github.com/arkadiuss/openfief/internal/memlimit"
 )
 
@@ -46,9 +43,9 @@ func (i intervals) Set(s string) error {
 func main() {
 	o := core.DefaultOptions()
 	o.Scheduler.Intervals = intervals{}
-	var kubeconfig string
+	var kubeconfigPath string
 	fs := flag.NewFlagSet("openfief-core", flag.ExitOnError)
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; empty means the in-cluster configuration")
+	fs.StringVar(&kubeconfigPath, "kubeconfig", "", "kubeconfig file; empty means the in-cluster configuration")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace of the Plugins and of the core's ServiceAccount")
 	fs.StringVar(&o.ServiceAccount, "service-account", o.ServiceAccount, "the core's own ServiceAccount, whose TokenRequest tokens call plugins")
 	fs.StringVar(&o.DSN, "database", o.DSN, "a SQLite file path, or a postgres:// DSN (PostgreSQL)")
@@ -81,7 +78,7 @@ func main() {
 	o.Log = log
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	cfg, err := restConfig(kubeconfig)
+	cfg, err := kubeconfig.ForServer(kubeconfigPath)
 	if err == nil {
 		err = core.Run(ctx, cfg, o)
 	}
@@ -89,16 +86,4 @@ func main() {
 		log.Error("openfief-core failed", "error", err.Error())
 		os.Exit(1)
 	}
-}
-
-// restConfig is the in-cluster configuration, or kubeconfig's when given.
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
-	}
-	cfg, err := rest.InClusterConfig()
-	if err != nil {
-		return nil, fmt.Errorf("in-cluster configuration (use --kubeconfig outside a cluster): %w", err)
-	}
-	return cfg, nil
 }

@@ -4,10 +4,10 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/internal/apiconv"
+	"github.com/arkadiuss/openfief/internal/kubeconfig"
 )
 
 // fieldOwner names the CLI as the field manager of what it writes.
@@ -21,10 +21,7 @@ const requestTimeout = 30 * time.Second
 // in-cluster configuration; --context picks a context other than the
 // current one.
 func (e *Env) RESTConfig() (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = e.Kubeconfig
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: e.Context}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	cfg, err := kubeconfig.LikeKubectl(e.Kubeconfig, e.Context)
 	if err != nil {
 		return nil, exitf(ExitUsage, "kubeconfig: %w", err)
 	}

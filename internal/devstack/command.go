@@ -142,10 +142,10 @@ The platform is running.
   kubeconfig:      %s
   trusted signers: %s
   registry:        %s
-  egress proxy:    %s
+  egress proxy:    %s (metrics: http://%s/metrics)
   core (owner API): %s (the owner's token required; the CLI mints it)
   demo images:
-`, s.KubeconfigPath, s.SignersFile, s.RegistryHost, s.ProxyAddress, s.CoreURL)
+`, s.KubeconfigPath, s.SignersFile, s.RegistryHost, s.ProxyAddress, s.ProxyMetricsAddress, s.CoreURL)
 	for _, d := range DemoImages() {
 		fmt.Fprintf(w, "    %-10s %s\n", d.Name, s.Images[d.Name])
 	}

@@ -44,7 +44,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/core"
 	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/egress"
-	"github.com/arkadiuss/openfief/internal/egress/kube"
+	"github.com/arkadiuss/openfief/internal/egress/proxyserver"
 	"github.com/arkadiuss/openfief/internal/images"
 	"github.com/arkadiuss/openfief/internal/ocisign"
 	"github.com/arkadiuss/openfief/internal/operator"
@@ -138,8 +138,11 @@ type Stack struct {
 	SignersFile string
 	// Images are the demo images by name (see DemoImages).
 	Images map[string]plugins.ImageRef
-	// ProxyAddress is the egress proxy's loopback host:port.
-	ProxyAddress string
+	// ProxyAddress is the egress proxy's loopback host:port (with a real
+	// node, its address on the node's bridge), and ProxyMetricsAddress the
+	// loopback host:port of its /healthz, /readyz and /metrics.
+	ProxyAddress        string
+	ProxyMetricsAddress string
 	// Core is openfief-core, running in this process; CoreURL is its owner
 	// API (http://127.0.0.1:port), which the CLI reaches directly in the
 	// local mode (OPENFIEF_CORE_URL, docs/core.md), with a token of the
@@ -418,48 +421,29 @@ func (s *Stack) startOperator(opts Options) error {
 	return nil
 }
 
-// startProxy runs the egress proxy on loopback with the real TokenReview and
-// allow-list adapters, through egress.NewServer and Server.Serve as the
-// binary does, so it has the production server limits and shutdown. client
-// is the proxy's own (ProxyUser when opts.RunAsServiceAccounts). It serves no
-// ops endpoints.
+// startProxy runs the egress proxy in this process as the binary runs it
+// (proxyserver.Start, with the binary's defaults: the review cache, the
+// metrics, the tunnel and pending-connection limits), as ProxyUser when
+// opts.RunAsServiceAccounts (client is the proxy's own). It serves CONNECT
+// on proxyListenAddress and its ops endpoints (/healthz, /readyz, /metrics)
+// on a free loopback port, and differs from an install only in the stand-ins
+// opts may set and in a shorter shutdown grace.
 func (s *Stack) startProxy(client kubernetes.Interface, opts Options) error {
-	log := slog.New(slog.NewTextHandler(orDiscard(opts.Logs), nil))
-	inner, err := kube.NewTokenReviewer(client.AuthenticationV1(), plugins.AudienceEgress)
+	o := proxyserver.DefaultOptions()
+	o.Client = client
+	o.Listen, o.MetricsListen = s.proxyListenAddress(opts), "127.0.0.1:0"
+	o.ShutdownGrace = proxyShutdownGrace
+	o.Log = slog.New(slog.NewTextHandler(orDiscard(opts.Logs), nil))
+	o.Resolver, o.Dialer, o.UnsafeAllowPrefixes = opts.ProxyResolver, opts.ProxyDialer, opts.UnsafeAllowPrefixes
+	srv, err := proxyserver.Start(context.Background(), o)
 	if err != nil {
 		return err
 	}
-	watchCtx, stopWatch := context.WithCancel(context.Background())
-	lists := kube.WatchAllowLists(watchCtx, client, plugins.Namespace, plugins.AllowListConfigMap, log)
-	srv, err := egress.NewServer(egress.Config{
-		Proxy: egress.Options{
-			Reviewer:            egress.NewCachingTokenReviewer(inner),
-			AllowLists:          lists,
-			Resolver:            opts.ProxyResolver,
-			Dialer:              opts.ProxyDialer,
-			Logger:              log,
-			UnsafeAllowPrefixes: opts.UnsafeAllowPrefixes,
-		},
-		Addr:          s.proxyListenAddress(opts),
-		ShutdownGrace: proxyShutdownGrace,
-	})
-	if err != nil {
-		stopWatch()
-		return err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ctx); err != nil {
-			log.Error("egress proxy stopped", "error", err)
-		}
-	}()
-	s.ProxyAddress = srv.Addr().String()
+	s.ProxyAddress, s.ProxyMetricsAddress = srv.Addr(), srv.MetricsAddr()
 	s.stops = append(s.stops, func() {
-		cancel()
-		<-done
-		stopWatch()
+		if err := srv.Stop(); err != nil {
+			o.Log.Error("egress proxy stopped", "error", err)
+		}
 	})
 	return nil
 }

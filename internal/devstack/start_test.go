@@ -5,6 +5,7 @@ package devstack
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -196,6 +197,27 @@ func TestStartKwok(t *testing.T) {
 	if code, err := get(s.CoreURL + "/healthz"); err != nil || code != http.StatusOK {
 		t.Errorf("core %s/healthz: %d, %v", s.CoreURL, code, err)
 	}
+	// The proxy runs as deployed: its ops endpoints serve, and /metrics
+	// counts the GET it refused (CONNECT only) beside the Go and process
+	// collectors' metrics.
+	if code, err := get("http://" + s.ProxyMetricsAddress + "/healthz"); err != nil || code != http.StatusOK {
+		t.Errorf("egress proxy %s/healthz: %d, %v", s.ProxyMetricsAddress, code, err)
+	}
+	if code, err := get("http://" + s.ProxyAddress + "/"); err != nil || code != http.StatusMethodNotAllowed {
+		t.Errorf("GET on the egress proxy: %d, %v; want 405", code, err)
+	}
+	metrics := scrape(t, "http://"+s.ProxyMetricsAddress+"/metrics")
+	for _, want := range []string{
+		`openfief_egress_decisions_total{decision="deny",reason="method_not_allowed"} 1`,
+		"openfief_egress_open_tunnels 0",
+		"openfief_egress_tunnel_duration_seconds_count 0",
+		"go_goroutines",
+		"process_cpu_seconds_total",
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("the egress proxy's /metrics lacks %s", want)
+		}
+	}
 
 	// The env file names them.
 	env, err := os.ReadFile(filepath.Join(dir, "env"))
@@ -222,7 +244,29 @@ func TestStartKwok(t *testing.T) {
 	if _, err := get("http://" + s.RegistryHost + "/v2/"); err == nil {
 		t.Error("the registry still answers after Stop")
 	}
+	if _, err := get("http://" + s.ProxyMetricsAddress + "/healthz"); err == nil {
+		t.Error("the egress proxy's ops endpoints still answer after Stop")
+	}
 	if _, err := cs.CoreV1().Namespaces().Get(ctx, plugins.Namespace, metav1.GetOptions{}); err == nil {
 		t.Error("the API server still answers after Stop")
 	}
+}
+
+// scrape returns the body of a GET of url, failing the test without one.
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d, %v", url, resp.StatusCode, err)
+	}
+	return string(body)
 }

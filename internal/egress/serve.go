@@ -67,8 +67,9 @@ type Config struct {
 
 // Server is the egress proxy with its HTTP servers (D-32): NewServer builds
 // it and listens, Serve serves until its context is done and then shuts
-// down. cmd/egress-proxy, the local platform and the tests all run the proxy
-// through it, so they share its limits and its shutdown.
+// down. internal/egress/proxyserver (the binary and the local platform) and
+// the tests all run the proxy through it, so they share its limits and its
+// shutdown.
 type Server struct {
 	log      *slog.Logger
 	grace    time.Duration
@@ -163,16 +164,6 @@ func (s *Server) Serve(ctx context.Context) error {
 		_ = srv.Shutdown(shutdownCtx)
 	}
 	return runErr
-}
-
-// Serve runs the egress proxy cfg describes until ctx is done: NewServer,
-// then Server.Serve. It is cmd/egress-proxy's whole serving path.
-func Serve(ctx context.Context, cfg Config) error {
-	s, err := NewServer(cfg)
-	if err != nil {
-		return err
-	}
-	return s.Serve(ctx)
 }
 
 // newServer returns an HTTP/1.1 server of h with the limits above, logging

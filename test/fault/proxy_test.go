@@ -25,7 +25,7 @@ import (
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/egress"
-	"github.com/arkadiuss/openfief/internal/egress/kube"
+	"github.com/arkadiuss/openfief/internal/egress/proxyserver"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -33,9 +33,9 @@ import (
 // may continue this long once it starts shutting down.
 const proxyGrace = 4 * time.Second
 
-// TestProxyRestartedWithTunnelsOpen restarts the egress proxy (the package's
-// Server, as cmd/egress-proxy runs it, in this process: the binary has no
-// flag to let it dial loopback) with tunnels open, the real operator
+// TestProxyRestartedWithTunnelsOpen restarts the egress proxy (wired by
+// proxyserver, as cmd/egress-proxy runs it, in this process: the binary has
+// no flag to let it dial loopback) with tunnels open, the real operator
 // writing the allow-lists and the real TokenReview authenticating plugins:
 //
 //   - during the shutdown grace a plugin is revoked: its tunnel closes at
@@ -223,57 +223,43 @@ type proxyRun struct {
 	err    error         // what Serve returned
 }
 
-// startProxy runs an egress proxy on addr with the real TokenReview and
-// allow-list adapters, wired as cmd/egress-proxy wires them (the allow-list
-// watch outlives the serving context, so revocations still close tunnels
-// during the shutdown grace), resolving the test hosts to loopback and
-// connecting their port 443 to echo. It returns once the proxy has the
-// allow-lists.
+// startProxy runs an egress proxy on addr as cmd/egress-proxy runs it
+// (proxyserver.Start, with the binary's defaults; the allow-list watch
+// outlives the serving context, so revocations still close tunnels during
+// the shutdown grace), resolving the test hosts to loopback and connecting
+// their port 443 to echo. It returns once the proxy has the allow-lists.
 func (p *platform) startProxy(ctx context.Context, addr string, echo string) *proxyRun {
 	p.t.Helper()
 	logf, err := os.OpenFile(filepath.Join(p.dir, "egress-proxy.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(logf, nil))
-	inner, err := kube.NewTokenReviewer(p.cs.AuthenticationV1(), plugins.AudienceEgress)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	watchCtx, stopWatch := context.WithCancel(context.Background())
-	lists := kube.WatchAllowLists(watchCtx, p.cs, plugins.Namespace, plugins.AllowListConfigMap, log)
-	var srv *egress.Server
+	o := proxyserver.DefaultOptions()
+	o.Client = p.cs
+	o.Listen, o.MetricsListen = addr, ""
+	o.DialTimeout, o.ShutdownGrace = 5*time.Second, proxyGrace
+	o.Log = slog.New(slog.NewTextHandler(logf, nil))
+	o.Resolver, o.Dialer = loopbackResolver{}, &redirectDialer{to: echo}
+	o.UnsafeAllowPrefixes = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	serveCtx, cancel := context.WithCancel(ctx)
+	var srv *proxyserver.Server
 	// The previous proxy's port may take a moment to be free again.
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		srv, err = egress.NewServer(egress.Config{
-			Proxy: egress.Options{
-				Reviewer:            egress.NewCachingTokenReviewer(inner),
-				AllowLists:          lists,
-				Resolver:            loopbackResolver{},
-				Dialer:              &redirectDialer{to: echo},
-				Logger:              log,
-				DialTimeout:         5 * time.Second,
-				UnsafeAllowPrefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-			},
-			Addr:          addr,
-			ShutdownGrace: proxyGrace,
-		})
+		srv, err = proxyserver.Start(serveCtx, o)
 		if err == nil || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil {
-		stopWatch()
+		cancel()
 		_ = logf.Close()
 		p.t.Fatal(err)
 	}
-	serveCtx, cancel := context.WithCancel(ctx)
-	run := &proxyRun{addr: srv.Addr().String(), cancel: cancel, done: make(chan struct{})}
+	run := &proxyRun{addr: srv.Addr(), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(run.done)
-		run.err = srv.Serve(serveCtx)
-		stopWatch()
+		run.err = srv.Wait()
 		_ = logf.Close()
 	}()
 	p.t.Cleanup(func() {
@@ -281,7 +267,7 @@ func (p *platform) startProxy(ctx context.Context, addr string, echo string) *pr
 		<-run.done
 	})
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		if ok, _ := lists.Ready(); ok {
+		if ok, _ := srv.Ready(); ok {
 			break
 		}
 		if time.Now().After(deadline) {

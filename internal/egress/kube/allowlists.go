@@ -66,7 +66,10 @@ func WatchAllowLists(ctx context.Context, client kubernetes.Interface, namespace
 	}
 	refresh := func(any) { a.refresh() }
 	store, controller := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: lw,
+		// As client-go's generated informers do: a client that cannot
+		// stream a watch's initial list (client-go's fake clientset, in
+		// tests) is listed then watched instead.
+		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, client),
 		ObjectType:    &corev1.ConfigMap{},
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    refresh,

@@ -27,8 +27,9 @@ func (loopbackResolver) LookupNetIP(context.Context, string, string) ([]netip.Ad
 	return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 }
 
-// TestProxyOnRealAdapters wires the proxy as cmd/egress-proxy does, through
-// egress.NewServer and Server.Serve, on the real API server: TokenRequest
+// TestProxyOnRealAdapters serves the proxy on these adapters through
+// egress.NewServer and Server.Serve, as proxyserver does, on the real API
+// server: TokenRequest
 // tokens, TokenReview, and the ConfigMap missing, created, garbled, mended
 // and deleted, with a tunnel open.
 func TestProxyOnRealAdapters(t *testing.T) {
