@@ -1,4 +1,4 @@
-package devcluster
+package node
 
 import (
 	"fmt"
@@ -9,21 +9,21 @@ import (
 	"time"
 )
 
-// NodeLeftovers lists every trace of a real node on this machine, one line
-// each: state folders under NodeStateRoot, processes naming it, links named
+// Leftovers lists every trace of a real node on this machine, one line
+// each: state folders under StateRoot, processes naming it, links named
 // of-* (and veths on them), mounts under it or the kubelet's default root,
 // kube-router's iptables chains and ipsets, kube-proxy's nft tables, cgroup
 // folders of-node-*, and the machine-wide folders the kubelet makes. With a
-// node running it lists that node; after Stop or CleanNodeLeftovers it
+// node running it lists that node; after Stop or CleanLeftovers it
 // should be empty. hack/node-leftovers prints it (docs/node.md).
-func NodeLeftovers() ([]string, error) {
+func Leftovers() ([]string, error) {
 	var left []string
-	if entries, err := os.ReadDir(NodeStateRoot); err == nil {
+	if entries, err := os.ReadDir(StateRoot); err == nil {
 		for _, e := range entries {
-			left = append(left, "state folder "+filepath.Join(NodeStateRoot, e.Name()))
+			left = append(left, "state folder "+filepath.Join(StateRoot, e.Name()))
 		}
 	}
-	for _, pid := range processesMentioning(NodeStateRoot, "") {
+	for _, pid := range processesMentioning(StateRoot, "") {
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		argv0, _, _ := strings.Cut(string(cmdline), "\x00")
 		left = append(left, fmt.Sprintf("process %d %s", pid, argv0))
@@ -42,7 +42,7 @@ func NodeLeftovers() ([]string, error) {
 	} else {
 		return nil, err
 	}
-	for _, root := range []string{NodeStateRoot, "/var/lib/kubelet"} {
+	for _, root := range []string{StateRoot, "/var/lib/kubelet"} {
 		for _, m := range mountsUnder(root) {
 			left = append(left, "mount "+m)
 		}
@@ -88,11 +88,11 @@ func NodeLeftovers() ([]string, error) {
 	return left, nil
 }
 
-// NodeLeftoversWhenIdle is NodeLeftovers taken while no real node runs on
+// LeftoversWhenIdle is Leftovers taken while no real node runs on
 // the machine: it waits (at most timeout) for the machine's node lock, which
 // every running node holds, so a node another process runs meanwhile is
 // not reported as left behind. Tests check their cleanup with it.
-func NodeLeftoversWhenIdle(timeout time.Duration) ([]string, error) {
+func LeftoversWhenIdle(timeout time.Duration) ([]string, error) {
 	lock, err := lockNodes(timeout)
 	if err != nil {
 		return nil, err
@@ -105,5 +105,5 @@ func NodeLeftoversWhenIdle(timeout time.Duration) ([]string, error) {
 	if err := cleanNodesOfDeadOwners(); err != nil {
 		return nil, err
 	}
-	return NodeLeftovers()
+	return Leftovers()
 }

@@ -1,4 +1,4 @@
-package devcluster
+package node
 
 import (
 	"context"
@@ -154,21 +154,17 @@ func (r *nodeResolver) answer(req *dns.Msg, network string) *dns.Msg {
 	return resp.SetRcode(req, dns.RcodeServerFailure)
 }
 
-// StandIn makes host name the real node's stand-in for an outside server:
+// StandIn makes host name the node's stand-in for an outside server:
 // it adds an address of StandInPrefix to the node's bridge, where a server
 // of the caller's can listen and every pod can connect, and makes the
 // node's resolver answer name with it, so the cluster DNS (which forwards
 // outside names to that resolver) resolves name to it for the egress
 // proxy's pods. It needs Options.ClusterDNS. Asking again for the same name
 // returns the same address.
-func (c *Cluster) StandIn(name string) (netip.Addr, error) {
-	if c.node == nil || c.node.resolver == nil {
+func (n *Node) StandIn(name string) (netip.Addr, error) {
+	if n.resolver == nil {
 		return netip.Addr{}, errors.New("devcluster: StandIn needs a real node with ClusterDNS")
 	}
-	return c.node.standIn(name)
-}
-
-func (n *realNode) standIn(name string) (netip.Addr, error) {
 	if _, ok := dns.IsDomainName(name); !ok || name == "" {
 		return netip.Addr{}, fmt.Errorf("devcluster: stand-in name %q is not a host name", name)
 	}
@@ -191,18 +187,15 @@ func (n *realNode) standIn(name string) (netip.Addr, error) {
 // node without the cluster DNS, whose egress proxy runs outside the node
 // and resolves stand-in names with a resolver of the caller's. The
 // address goes with the bridge when the node stops.
-func (c *Cluster) StandInAddress() (netip.Addr, error) {
-	if c.node == nil {
-		return netip.Addr{}, errors.New("devcluster: StandInAddress needs a real node")
-	}
-	c.node.standInMu.Lock()
-	defer c.node.standInMu.Unlock()
-	return c.node.addStandInAddr()
+func (n *Node) StandInAddress() (netip.Addr, error) {
+	n.standInMu.Lock()
+	defer n.standInMu.Unlock()
+	return n.addStandInAddr()
 }
 
 // addStandInAddr adds the next free address of StandInPrefix to the
 // bridge; the caller holds standInMu.
-func (n *realNode) addStandInAddr() (netip.Addr, error) {
+func (n *Node) addStandInAddr() (netip.Addr, error) {
 	b := StandInPrefix.Addr().As4()
 	b[3] = byte(standInFirst + n.standIns)
 	if int(b[3]) < standInFirst || n.standIns >= 250-standInFirst {

@@ -1,4 +1,4 @@
-package devcluster
+package node
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/internal/images"
 	"github.com/arkadiuss/openfief/internal/ocisign"
@@ -83,8 +83,8 @@ func corefile() string {
 // corednsImage packs the built CoreDNS into an image with the platform's
 // image builder (reproducible: every time is the Unix epoch) and pushes it
 // to the node's registry; it returns the reference by digest.
-func (n *realNode) corednsImage(ctx context.Context) (string, error) {
-	path := filepath.Join(n.binDir, corednsBin)
+func (n *Node) corednsImage(ctx context.Context) (string, error) {
+	path := filepath.Join(n.opts.BinDir, corednsBin)
 	bin, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("devcluster: %w", err)
@@ -111,7 +111,8 @@ func (n *realNode) corednsImage(ctx context.Context) (string, error) {
 // startDNS deploys CoreDNS in kube-system (its RBAC, Corefile, Deployment
 // and the kube-dns Service at the kubelet's clusterDNS address) and waits
 // until it is Available.
-func (n *realNode) startDNS(ctx context.Context, c *Cluster, cs kubernetes.Interface) error {
+func (n *Node) startDNS(ctx context.Context) error {
+	cs := n.cp.Clientset
 	image, err := n.corednsImage(ctx)
 	if err != nil {
 		return err
@@ -172,10 +173,10 @@ func (n *realNode) startDNS(ctx context.Context, c *Cluster, cs kubernetes.Inter
 	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("devcluster: CoreDNS's Deployment: %w", err)
 	}
-	return c.waitFor(ctx, "the cluster DNS (CoreDNS) to become Available", func(ctx context.Context) (bool, error) {
+	return n.waitFor(ctx, "the cluster DNS (CoreDNS) to become Available", func(ctx context.Context) (bool, error) {
 		d, err := cs.AppsV1().Deployments(ns).Get(ctx, dnsName, metav1.GetOptions{})
 		if err != nil {
-			return false, ignoreNotFound(err)
+			return false, client.IgnoreNotFound(err)
 		}
 		return d.Status.AvailableReplicas >= 1, nil
 	})

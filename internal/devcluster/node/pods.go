@@ -1,4 +1,4 @@
-package devcluster
+package node
 
 import (
 	"fmt"
@@ -13,13 +13,13 @@ import (
 // (containerIDs as the pod's status names them, "containerd://<id>" or
 // the bare id) and every process in the pod's cgroup, its sandbox's
 // included. It is empty once the kubelet and containerd have removed the
-// pod, and nil without a real node. Tests check with it that a deleted
+// pod, and nil for an empty UID. Tests check with it that a deleted
 // pod's containers are gone from the machine, not only from the API.
-func (c *Cluster) PodTraces(podUID string, containerIDs []string) []string {
-	if c.node == nil || podUID == "" {
+func (n *Node) PodTraces(podUID string, containerIDs []string) []string {
+	if podUID == "" {
 		return nil
 	}
-	l := c.node.layout
+	l := n.layout
 	var left []string
 	if dir := filepath.Join(l.kubeletRoot, "pods", podUID); exists(dir) {
 		left = append(left, "kubelet folder "+dir)

@@ -1,4 +1,4 @@
-package devcluster
+package node
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 )
 
@@ -30,7 +29,8 @@ const (
 // any user may write (the pods run as non-root users the node does not
 // know in advance; the folder's parents are root's alone, and the pod sees
 // only the folder).
-func (n *realNode) makeVolumes(ctx context.Context, cs kubernetes.Interface, count int) error {
+func (n *Node) makeVolumes(ctx context.Context, count int) error {
+	cs := n.cp.Clientset
 	for i := range count {
 		name := fmt.Sprintf("%s%d", volumePrefix, i)
 		dir := filepath.Join(n.layout.volumes, name)
@@ -61,10 +61,7 @@ func (n *realNode) makeVolumes(ctx context.Context, cs kubernetes.Interface, cou
 }
 
 // VolumeDir returns the folder on the machine behind the pre-made
-// PersistentVolume name, or "" without a real node.
-func (c *Cluster) VolumeDir(name string) string {
-	if c.node == nil {
-		return ""
-	}
-	return filepath.Join(c.node.layout.volumes, name)
+// PersistentVolume name.
+func (n *Node) VolumeDir(name string) string {
+	return filepath.Join(n.layout.volumes, name)
 }

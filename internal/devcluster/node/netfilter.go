@@ -1,6 +1,7 @@
-package devcluster
+package node
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -87,6 +88,14 @@ func removeRouterRules() error {
 	}
 	errs = append(errs, destroyIPSets(routerIPSetPrefixes))
 	return errors.Join(errs...)
+}
+
+// waitForRules waits until kube-router's firewall is in place (its FORWARD
+// chain is hooked in) and kube-proxy's table exists.
+func (n *Node) waitForRules(ctx context.Context) error {
+	return n.waitFor(ctx, "kube-proxy's and kube-router's rules", func(context.Context) (bool, error) {
+		return routerHooked() && tableExists("ip", "kube-proxy"), nil
+	})
 }
 
 // routerHooked reports whether kube-router's firewall is hooked in: FORWARD

@@ -1,4 +1,4 @@
-package devcluster
+package node
 
 import (
 	"bufio"
@@ -14,12 +14,12 @@ import (
 	"time"
 )
 
-// CleanNodeLeftovers cleans up after every real node whose starting process
+// CleanLeftovers cleans up after every real node whose starting process
 // is gone (a killed test, a crashed `openfief dev`): it does for each state
-// folder under NodeStateRoot what Stop would have done. A node whose owner
+// folder under StateRoot what Stop would have done. A node whose owner
 // still runs is left alone. It takes the machine's node lock, waiting at
 // most timeout.
-func CleanNodeLeftovers(timeout time.Duration) error {
+func CleanLeftovers(timeout time.Duration) error {
 	lock, err := lockNodes(timeout)
 	if err != nil {
 		return err
@@ -28,9 +28,9 @@ func CleanNodeLeftovers(timeout time.Duration) error {
 	return cleanDeadNodes()
 }
 
-// cleanDeadNodes is CleanNodeLeftovers with the lock held.
+// cleanDeadNodes is CleanLeftovers with the lock held.
 func cleanDeadNodes() error {
-	entries, err := os.ReadDir(NodeStateRoot)
+	entries, err := os.ReadDir(StateRoot)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -39,7 +39,7 @@ func cleanDeadNodes() error {
 	}
 	var errs []error
 	for _, e := range entries {
-		dir := filepath.Join(NodeStateRoot, e.Name())
+		dir := filepath.Join(StateRoot, e.Name())
 		if rec, err := readRecord(dir); err == nil && rec.ownerAlive() && rec.Owner != os.Getpid() {
 			continue
 		}
@@ -53,7 +53,7 @@ func cleanDeadNodes() error {
 // this process's nodes and folders without a readable record alone, so
 // that they show as leftovers.
 func cleanNodesOfDeadOwners() error {
-	entries, err := os.ReadDir(NodeStateRoot)
+	entries, err := os.ReadDir(StateRoot)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -62,39 +62,12 @@ func cleanNodesOfDeadOwners() error {
 	}
 	var errs []error
 	for _, e := range entries {
-		dir := filepath.Join(NodeStateRoot, e.Name())
+		dir := filepath.Join(StateRoot, e.Name())
 		if rec, err := readRecord(dir); err == nil && !rec.ownerAlive() {
 			errs = append(errs, cleanNode(dir))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// lockNodes takes the machine's node lock, polling until timeout.
-func lockNodes(timeout time.Duration) (*os.File, error) {
-	f, err := os.OpenFile(nodeLockFile, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("devcluster: node lock: %w", err)
-	}
-	deadline := time.Now().Add(timeout)
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return f, nil
-		}
-		if time.Now().After(deadline) {
-			_ = f.Close() // the lock error is the one to report
-			return nil, fmt.Errorf("devcluster: another real node holds %s: %w", nodeLockFile, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// unlockNodes releases the lock lockNodes took.
-func unlockNodes(f *os.File) {
-	if f != nil {
-		_ = f.Close() // closing releases the flock
-	}
 }
 
 // cleanNode undoes everything the node with state folder dir did to the

@@ -1,4 +1,4 @@
-package devcluster
+package node
 
 import (
 	"context"
@@ -43,4 +43,32 @@ func grantKubeRouter(ctx context.Context, cs kubernetes.Interface) error {
 		return fmt.Errorf("devcluster: kube-router's ClusterRoleBinding: %w", err)
 	}
 	return nil
+}
+
+// writeKubeconfigs grants kube-router's identity its role and writes the
+// kubeconfigs of the kubelet (system:node:<Name> in system:nodes, which the
+// Node authorizer and NodeRestriction know), kube-proxy (system:kube-proxy)
+// and kube-router (kubeRouterUser), each with a client certificate of its
+// own.
+func (n *Node) writeKubeconfigs(ctx context.Context) error {
+	l := n.layout
+	kubeconfigs := map[string][]byte{}
+	for _, id := range []struct {
+		what, path, user string
+		groups           []string
+	}{
+		{"kubelet", l.kubeletKubeconfig, "system:node:" + Name, []string{"system:nodes"}},
+		{"kube-proxy", l.proxyKubeconfig, "system:kube-proxy", nil},
+		{"kube-router", l.routerKubeconfig, kubeRouterUser, nil},
+	} {
+		data, err := n.cp.KubeConfig(id.user, id.groups...)
+		if err != nil {
+			return fmt.Errorf("devcluster: %s identity: %w", id.what, err)
+		}
+		kubeconfigs[id.path] = data
+	}
+	if err := grantKubeRouter(ctx, n.cp.Clientset); err != nil {
+		return err
+	}
+	return writeFiles(kubeconfigs)
 }

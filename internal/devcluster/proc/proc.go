@@ -1,4 +1,7 @@
-package devcluster
+// Package proc runs the binaries of a local cluster (the control plane's and
+// the real node's): each in a process group of its own, its output appended
+// to a log file, stopped as a group. [Require] checks they were built first.
+package proc
 
 import (
 	"bytes"
@@ -11,26 +14,23 @@ import (
 	"time"
 )
 
-// process is one control plane component the cluster started itself (envtest
+// Process is one component a cluster or its node started itself (envtest
 // runs etcd and the API server). It runs in its own process group so that
 // stopping it also ends anything it spawned.
-type process struct {
-	name string
-	cmd  *exec.Cmd
+type Process struct {
+	// Name names the component and its log file.
+	Name string
+	// Cmd is the running command: its Path, Args and Env start it again.
+	Cmd  *exec.Cmd
 	log  string        // path of the file holding its output
 	done chan struct{} // closed when it has exited
 	err  error         // its exit status, valid once done is closed
 }
 
-// startProcess starts path with args, its output going to logDir/<name>.log
-// and, if out is not nil, to out as well.
-func startProcess(name, path string, args []string, logDir string, out io.Writer) (*process, error) {
-	return startProcessEnv(name, path, args, nil, logDir, out)
-}
-
-// startProcessEnv is startProcess with env (as os/exec takes it; nil means
-// this process's environment).
-func startProcessEnv(name, path string, args, env []string, logDir string, out io.Writer) (*process, error) {
+// Start starts path with args and env (as os/exec takes it; nil means this
+// process's environment), its output going to logDir/<name>.log and, if out
+// is not nil, to out as well.
+func Start(name, path string, args, env []string, logDir string, out io.Writer) (*Process, error) {
 	logPath := filepath.Join(logDir, name+".log")
 	// Appended to: a process started again (KillNodeComponent) continues
 	// its log.
@@ -51,7 +51,7 @@ func startProcessEnv(name, path string, args, env []string, logDir string, out i
 		_ = f.Close() // the start error is the one to report
 		return nil, fmt.Errorf("devcluster: starting %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	p := &Process{Name: name, Cmd: cmd, log: logPath, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		// Nothing is left to tell of a failed Close: p.err holds the exit
@@ -62,21 +62,27 @@ func startProcessEnv(name, path string, args, env []string, logDir string, out i
 	return p, nil
 }
 
-// exited reports an error naming the process and the end of its log if it
+// Exited reports an error naming the process and the end of its log if it
 // has exited, and nil while it runs.
-func (p *process) exited() error {
+func (p *Process) Exited() error {
 	select {
 	case <-p.done:
-		return fmt.Errorf("devcluster: %s exited (%v); end of its log:\n%s", p.name, p.err, tail(p.log, 20))
+		return fmt.Errorf("devcluster: %s exited (%v); end of its log:\n%s", p.Name, p.err, tail(p.log, 20))
 	default:
 		return nil
 	}
 }
 
-// stop ends the process group with SIGTERM, then SIGKILL after grace, and
+// Done is closed once the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Pid is the process's id, which is also its process group's.
+func (p *Process) Pid() int { return p.Cmd.Process.Pid }
+
+// Stop ends the process group with SIGTERM, then SIGKILL after grace, and
 // waits for the process to exit.
-func (p *process) stop(grace time.Duration) {
-	pgid := p.cmd.Process.Pid
+func (p *Process) Stop(grace time.Duration) {
+	pgid := p.Cmd.Process.Pid
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	select {
 	case <-p.done:

@@ -1,4 +1,4 @@
-package devcluster
+package node
 
 import (
 	"encoding/json"
@@ -66,6 +66,9 @@ type nodeNet struct {
 	podCIDR *net.IPNet // e.g. 10.244.0.0/24
 	gateway net.IP     // first address of podCIDR, on the bridge
 	dns     net.IP     // the cluster DNS Service address (nothing answers it)
+	// serviceCIDR is the cluster's Service range, which the pods route to
+	// the node.
+	serviceCIDR string
 }
 
 // cniNetworkName is the CNI network's name, which host-local uses as the
@@ -151,7 +154,7 @@ func cniConfList(n nodeNet, cacheDir string) ([]byte, error) {
 				"ipam": map[string]any{
 					"type":    "host-local",
 					"ranges":  [][]map[string]string{{{"subnet": n.podCIDR.String(), "gateway": n.gateway.String()}}},
-					"routes":  []map[string]string{{"dst": ServiceCIDR}, {"dst": StandInPrefix.String()}},
+					"routes":  []map[string]string{{"dst": n.serviceCIDR}, {"dst": StandInPrefix.String()}},
 					"dataDir": cacheDir,
 				},
 			},
@@ -246,4 +249,45 @@ func writeFiles(files map[string][]byte) error {
 		}
 	}
 	return nil
+}
+
+// writeConfig writes containerd's, the CNI's, the kubelet's and
+// kube-proxy's configuration and links the CNI plugins.
+func (n *Node) writeConfig() error {
+	l := n.layout
+	conflist, err := cniConfList(n.net, l.cniCache)
+	if err != nil {
+		return err
+	}
+	err = writeFiles(map[string][]byte{
+		l.containerdConfig: []byte(containerdConfigTOML(l, n.sandbox)),
+		filepath.Join(l.cniConf, "10-openfief.conflist"): conflist,
+		l.kubeletConfig: []byte(kubeletConfigYAML(l, n.net, n.port, n.certs.caFile, n.rec.CgroupRoot)),
+		l.proxyConfig:   []byte(kubeProxyConfigYAML(l, n.net, Name, n.net.podCIDR.String(), n.proxyPorts[0], n.proxyPorts[1])),
+		l.resolvConf:    n.podResolvConf(),
+	})
+	if err != nil {
+		return err
+	}
+	for _, dir := range []string{l.cniBin, l.kubeletRoot, l.kubeletCerts, l.podLogs, l.volumePlugins, l.logs, l.shimSocketDir, l.runcRoot} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("devcluster: %w", err)
+		}
+	}
+	for _, p := range cniPlugins {
+		if err := os.Symlink(filepath.Join(debianCNIDir, p), filepath.Join(l.cniBin, p)); err != nil {
+			return fmt.Errorf("devcluster: %w", err)
+		}
+	}
+	return nil
+}
+
+// podResolvConf is the resolv.conf the kubelet gives pods with dnsPolicy
+// Default: the node's resolver with Options.ClusterDNS, no resolver at all
+// otherwise.
+func (n *Node) podResolvConf() []byte {
+	if n.resolver == nil {
+		return nil
+	}
+	return []byte("nameserver " + n.net.gateway.String() + "\n")
 }

@@ -1,4 +1,4 @@
-package devcluster
+package node
 
 import (
 	"crypto/ecdsa"
@@ -35,14 +35,13 @@ const (
 	saPublicKey    = "sa-signer.pub" // public: the API server verifies with it
 )
 
-// APIServerNodePort is the API server's port on a real node's bridge
-// address.
-const APIServerNodePort = 6443
+// APIServerPort is the API server's port on the node's bridge address.
+const APIServerPort = 6443
 
 // kubernetesServiceIP returns the ClusterIP the API server gives the
-// kubernetes Service: the first address of ServiceCIDR.
-func kubernetesServiceIP() net.IP {
-	_, svc, _ := net.ParseCIDR(ServiceCIDR)
+// kubernetes Service: the first address of the Service range serviceCIDR.
+func kubernetesServiceIP(serviceCIDR string) net.IP {
+	_, svc, _ := net.ParseCIDR(serviceCIDR)
 	ip := make(net.IP, 4)
 	copy(ip, svc.IP.To4())
 	ip[3] = 1
@@ -50,18 +49,18 @@ func kubernetesServiceIP() net.IP {
 }
 
 // servePods makes api listen on the node's bridge address at
-// APIServerNodePort,
+// APIServerPort,
 // with a serving certificate of a fresh CA naming that address, the
 // kubernetes Service's ClusterIP and its DNS names, and fresh ServiceAccount
 // keys. The CA becomes envtest's (the clients') and, through the
 // controller manager's --root-ca-file, the pods' kube-root-ca.crt.
-func (n *realNode) servePods(api *envtest.APIServer) error {
+func (n *Node) servePods(api *envtest.APIServer) error {
 	// 6443, kubeadm's port: NetworkPolicies see the API server at the
 	// address and port a pod's connection to the kubernetes Service is
 	// translated to, and deploy/'s name 443 and 6443. The bridge address is
 	// this node's alone (one real node at a time), so the port is free.
 	api.SecureServing.Address = n.net.gateway.String()
-	api.SecureServing.Port = strconv.Itoa(APIServerNodePort)
+	api.SecureServing.Port = strconv.Itoa(APIServerPort)
 
 	c, err := newLocalCA("openfief-apiserver-ca", time.Now())
 	if err != nil {
@@ -70,7 +69,7 @@ func (n *realNode) servePods(api *envtest.APIServer) error {
 	der, keyDER, err := c.sign(&x509.Certificate{
 		Subject:     pkix.Name{CommonName: "kube-apiserver"},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{n.net.gateway, kubernetesServiceIP(), net.IPv4(127, 0, 0, 1)},
+		IPAddresses: []net.IP{n.net.gateway, kubernetesServiceIP(n.net.serviceCIDR), net.IPv4(127, 0, 0, 1)},
 		DNSNames: []string{
 			"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc." + clusterDomain,
@@ -113,4 +112,35 @@ func (n *realNode) servePods(api *envtest.APIServer) error {
 	args.Disable("disable-admission-plugins")
 	args.Set("enable-admission-plugins", "NodeRestriction,ServiceAccount")
 	return nil
+}
+
+// ConfigureAPIServer adds what a real kubelet and the pods need of the API
+// server: the Node authorizer and NodeRestriction, the client certificate
+// it presents to the kubelet, and serving the pods as on a real cluster
+// (servePods: the bridge address, the kubernetes Service, ServiceAccount
+// admission).
+func (n *Node) ConfigureAPIServer(api *envtest.APIServer) error {
+	if err := n.servePods(api); err != nil {
+		return err
+	}
+	args := api.Configure()
+	args.Set("authorization-mode", "Node,RBAC")
+	args.Set("kubelet-client-certificate", n.certs.apiServerClientCert)
+	args.Set("kubelet-client-key", n.certs.apiServerClientKey)
+	args.Set("kubelet-preferred-address-types", "InternalIP")
+	return nil
+}
+
+// ControllerManagerArgs are the controller manager's extra flags: it gives
+// the node its pod range, and its controllers act under their own
+// ServiceAccounts (system:serviceaccount:kube-system:replicaset-controller,
+// ...), as kubeadm's and kind's do, which deploy/admission's policy expects.
+func (n *Node) ControllerManagerArgs() []string {
+	return []string{
+		"--use-service-account-credentials=true",
+		"--allocate-node-cidrs=true",
+		"--cluster-cidr=" + n.net.podCIDR.String(),
+		"--node-cidr-mask-size=24",
+		"--service-cluster-ip-range=" + n.net.serviceCIDR,
+	}
 }

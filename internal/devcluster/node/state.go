@@ -1,4 +1,4 @@
-package devcluster
+package node
 
 import (
 	"encoding/json"
@@ -9,10 +9,10 @@ import (
 	"strings"
 )
 
-// NodeStateRoot is the folder under which every real node keeps its state
-// folder, <NodeStateRoot>/<id>; what is found there after a killed run is
-// cleaned up by the next start ([CleanNodeLeftovers]).
-const NodeStateRoot = "/run/openfief-node"
+// StateRoot is the folder under which every real node keeps its state
+// folder, <StateRoot>/<id>; what is found there after a killed run is
+// cleaned up by the next start ([CleanLeftovers]).
+const StateRoot = "/run/openfief-node"
 
 // nodeLockFile serialises real nodes on a machine: the kubelet and
 // kube-router use names that are machine-wide (/var/lib/kubelet, the
@@ -70,6 +70,27 @@ type nodeRecord struct {
 	Existed []string `json:"existed"`
 	// NFTables lists the nft tables ("family name") before the start.
 	NFTables []string `json:"nftTables"`
+}
+
+// record writes the node's record to its state folder, before the node
+// changes anything on the machine: its owner (this process), names, binary
+// directory and what it may change as it was.
+func (n *Node) record() error {
+	n.rec = nodeRecord{
+		Owner:      os.Getpid(),
+		OwnerStart: processStart(os.Getpid()),
+		Bridge:     n.net.bridge,
+		CNINetwork: n.net.cniNetworkName(),
+		CgroupRoot: "/" + nodePrefix + "node-" + n.id,
+		BinDir:     n.opts.BinDir,
+	}
+	if err := snapshotHost(&n.rec); err != nil {
+		return err
+	}
+	if err := writeRecord(n.layout.dir, n.rec); err != nil {
+		return fmt.Errorf("devcluster: %w", err)
+	}
+	return nil
 }
 
 // snapshotHost records the sysctls, host paths and nft tables the node may

@@ -1,15 +1,15 @@
-package devcluster
+package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/arkadiuss/openfief/internal/devcluster/proc"
 )
 
 // routerStopGrace bounds how long kube-router may take to exit after
@@ -27,19 +27,13 @@ const routerStopGrace = 10 * time.Second
 // StartNetworkPolicy brings the controller back. Calling it again only
 // removes the rules again. It must not run concurrently with Stop; Stop
 // cleans up whether the controller runs or not.
-func (c *Cluster) StopNetworkPolicy(ctx context.Context) error {
-	restartMu.Lock()
-	defer restartMu.Unlock()
-	if c.node == nil {
-		return errors.New("devcluster: StopNetworkPolicy needs a real node")
-	}
-	n := c.node
+func (n *Node) StopNetworkPolicy(ctx context.Context) error {
 	if i := n.procIndex(kubeRouterBin); i >= 0 {
 		grace := routerStopGrace
 		if d, ok := ctx.Deadline(); ok {
 			grace = max(min(grace, time.Until(d)), 0)
 		}
-		n.procs[i].stop(grace)
+		n.procs[i].Stop(grace)
 		// Out of the node's processes: waitFor would take its exit for a
 		// failure, and Stop has nothing left to stop.
 		n.procs = slices.Delete(n.procs, i, i+1)
@@ -63,36 +57,22 @@ func (c *Cluster) StopNetworkPolicy(ctx context.Context) error {
 // open (their conntrack entries are ESTABLISHED, which kube-router accepts,
 // as on any cluster where a policy arrives late); new ones are judged. It
 // must not run concurrently with Stop.
-func (c *Cluster) StartNetworkPolicy(ctx context.Context) error {
-	restartMu.Lock()
-	defer restartMu.Unlock()
-	if c.node == nil {
-		return errors.New("devcluster: StartNetworkPolicy needs a real node")
-	}
-	n := c.node
+func (n *Node) StartNetworkPolicy(ctx context.Context) error {
 	i := n.procIndex(kubeRouterBin)
-	if i >= 0 && n.procs[i].exited() != nil {
+	if i >= 0 && n.procs[i].Exited() != nil {
 		// It died by itself: start it anew, its rules are rebuilt.
 		n.procs = slices.Delete(n.procs, i, i+1)
 		i = -1
 	}
 	if i < 0 {
-		p, err := startProcessEnv(kubeRouterBin, filepath.Join(n.binDir, kubeRouterBin), n.kubeRouterArgs(), n.processEnv(), filepath.Join(c.Dir, "logs"), n.output)
-		if err != nil {
+		if err := n.startKubeRouter(); err != nil {
 			return err
 		}
-		n.procs = append(n.procs, p)
-		if err := c.reaper.watch(p.cmd.Process.Pid); err != nil {
-			return fmt.Errorf("devcluster: watchdog: %w", err)
-		}
 	}
-	cs, err := c.Clientset()
-	if err != nil {
-		return fmt.Errorf("devcluster: %w", err)
-	}
+	cs := n.cp.Clientset
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	return c.waitFor(ctx, "kube-router to enforce the NetworkPolicies again", func(ctx context.Context) (bool, error) {
+	return n.waitFor(ctx, "kube-router to enforce the NetworkPolicies again", func(ctx context.Context) (bool, error) {
 		if !routerHooked() {
 			return false, nil
 		}
@@ -105,8 +85,8 @@ func (c *Cluster) StartNetworkPolicy(ctx context.Context) error {
 }
 
 // procIndex returns the index in n.procs of the process called name, or -1.
-func (n *realNode) procIndex(name string) int {
-	return slices.IndexFunc(n.procs, func(p *process) bool { return p.name == name })
+func (n *Node) procIndex(name string) int {
+	return slices.IndexFunc(n.procs, func(p *proc.Process) bool { return p.Name == name })
 }
 
 // policyChains counts kube-router's chains of NetworkPolicies in the IPv4

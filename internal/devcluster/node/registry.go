@@ -1,4 +1,4 @@
-package devcluster
+package node
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ import (
 
 // startRegistry serves an in-memory registry on loopback, pushes the
 // sandbox image built from our pause binary into it, and trusts it.
-func (n *realNode) startRegistry() error {
+func (n *Node) startRegistry() error {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("devcluster: registry: %w", err)
@@ -30,7 +30,7 @@ func (n *realNode) startRegistry() error {
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	go func() { _ = n.regSrv.Serve(l) }()
-	bin, err := os.ReadFile(filepath.Join(n.binDir, pauseBin))
+	bin, err := os.ReadFile(filepath.Join(n.opts.BinDir, pauseBin))
 	if err != nil {
 		return fmt.Errorf("devcluster: %w", err)
 	}
@@ -46,14 +46,14 @@ func (n *realNode) startRegistry() error {
 	if err := remote.Write(ref, img); err != nil {
 		return fmt.Errorf("devcluster: pushing the sandbox image: %w", err)
 	}
-	return n.trustRegistry(n.regHost)
+	return n.TrustRegistry(n.regHost)
 }
 
-// trustRegistry lets containerd pull from the registry host over plain
+// TrustRegistry lets containerd pull from the registry host over plain
 // HTTP. Only loopback hosts and the node's own address on its bridge (where
 // the pods, the operator's among them, can reach a registry too) are
 // accepted.
-func (n *realNode) trustRegistry(host string) error {
+func (n *Node) TrustRegistry(host string) error {
 	h, _, err := net.SplitHostPort(host)
 	if err != nil {
 		return fmt.Errorf("devcluster: registry %q: %w", host, err)

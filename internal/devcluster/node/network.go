@@ -1,4 +1,4 @@
-package devcluster
+package node
 
 import (
 	"errors"
@@ -7,6 +7,27 @@ import (
 	"os"
 	"path/filepath"
 )
+
+// addressing picks the addresses of node id: a free pod /24, its first
+// address as the gateway on the bridge of-<id>, and the tenth address of
+// the Service range serviceCIDR as the cluster DNS's.
+func addressing(id, serviceCIDR string) (nodeNet, error) {
+	podCIDR, err := freePodCIDR()
+	if err != nil {
+		return nodeNet{}, err
+	}
+	gw := make(net.IP, 4)
+	copy(gw, podCIDR.IP.To4())
+	gw[3] = 1
+	_, svc, err := net.ParseCIDR(serviceCIDR)
+	if err != nil {
+		return nodeNet{}, fmt.Errorf("devcluster: the Service range: %w", err)
+	}
+	dns := make(net.IP, 4)
+	copy(dns, svc.IP.To4())
+	dns[3] = 10
+	return nodeNet{bridge: nodePrefix + id, podCIDR: podCIDR, gateway: gw, dns: dns, serviceCIDR: serviceCIDR}, nil
+}
 
 // freePodCIDR returns the first 10.244.N.0/24 that overlaps no address of
 // this machine's interfaces.
@@ -41,11 +62,24 @@ func freePort(addr string) (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// pickPorts picks the kubelet's port on the gateway and kube-proxy's
+// healthz and metrics ports on loopback.
+func (n *Node) pickPorts() (err error) {
+	if n.port, err = freePort(n.net.gateway.String()); err != nil {
+		return err
+	}
+	if n.proxyPorts[0], err = freePort("127.0.0.1"); err != nil {
+		return err
+	}
+	n.proxyPorts[1], err = freePort("127.0.0.1")
+	return err
+}
+
 // makeBridge creates the node's bridge with the gateway address: the CNI
 // bridge plugin attaches the pods to it, and the kubelet and kube-proxy
 // listen on that address, so the API server reaches the kubelet without the
 // node listening on any outside interface.
-func (n *realNode) makeBridge() error {
+func (n *Node) makeBridge() error {
 	ones, _ := n.net.podCIDR.Mask.Size()
 	for _, args := range [][]string{
 		{"link", "add", n.net.bridge, "type", "bridge"},

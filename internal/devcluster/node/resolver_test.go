@@ -1,4 +1,4 @@
-package devcluster
+package node
 
 import (
 	"net"

@@ -1,7 +1,6 @@
-package devcluster
+package node
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,17 +13,14 @@ import (
 // `nsenter --net=PATH` or setns takes. It reads the node's cgroups, not the
 // kubelet or containerd, so a test can look into a pod while either is
 // down.
-func (c *Cluster) PodNetNS(uid string) (string, error) {
-	if c.node == nil {
-		return "", errors.New("devcluster: PodNetNS needs a real node")
-	}
+func (n *Node) PodNetNS(uid string) (string, error) {
 	if uid == "" || strings.ContainsAny(uid, "/.") {
 		return "", fmt.Errorf("devcluster: %q is not a pod UID", uid)
 	}
 	want := "pod" + uid
 	for _, h := range cgroupHierarchies() {
 		pid := 0
-		_ = filepath.WalkDir(filepath.Join(h, c.node.rec.CgroupRoot), func(path string, d os.DirEntry, err error) error {
+		_ = filepath.WalkDir(filepath.Join(h, n.rec.CgroupRoot), func(path string, d os.DirEntry, err error) error {
 			if err != nil || pid != 0 {
 				return filepath.SkipDir
 			}
