@@ -20,10 +20,10 @@ import (
 // Pod a may reach b:8080 by its label; once its labels are removed it
 // reaches neither b nor a listener of the test on the node's bridge. With
 // the floor deleted, the same unlabelled pod reaches the listener: the floor,
-// not chance, refused it. The probe namespace stands in for openfief, where
+// not chance, refused it. The test's namespace stands in for openfief, where
 // the admission policy would refuse the relabelling itself.
 func TestRealNodeDefaultDenyHoldsStrippedPod(t *testing.T) {
-	skipUnlessRealNode(t)
+	c, cs, image, ns := sharedNode(t)
 	raw, err := os.ReadFile("../../deploy/operator/plugins_default_deny.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -32,10 +32,9 @@ func TestRealNodeDefaultDenyHoldsStrippedPod(t *testing.T) {
 	if err := yaml.UnmarshalStrict(raw, &floor); err != nil {
 		t.Fatal(err)
 	}
-	floor.Namespace = "probe"
+	floor.Namespace = ns
 
-	c, cs, image := startProbeNode(t)
-	ips := runProbePods(t, cs, image, "a", "b")
+	ips := runProbePods(t, cs, ns, image, "a", "b")
 
 	bridge := bridgeListener(t, c)
 
@@ -48,7 +47,7 @@ func TestRealNodeDefaultDenyHoldsStrippedPod(t *testing.T) {
 	// a → b:8080, allowed at both ends by the pods' labels, over the floor.
 	allow := []*networkingv1.NetworkPolicy{
 		{
-			ObjectMeta: metav1.ObjectMeta{Name: "a-to-b", Namespace: "probe"},
+			ObjectMeta: metav1.ObjectMeta{Name: "a-to-b", Namespace: ns},
 			Spec: networkingv1.NetworkPolicySpec{
 				PodSelector: selector("a"),
 				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
@@ -59,7 +58,7 @@ func TestRealNodeDefaultDenyHoldsStrippedPod(t *testing.T) {
 			},
 		},
 		{
-			ObjectMeta: metav1.ObjectMeta{Name: "b-from-anyone", Namespace: "probe"},
+			ObjectMeta: metav1.ObjectMeta{Name: "b-from-anyone", Namespace: ns},
 			Spec: networkingv1.NetworkPolicySpec{
 				PodSelector: selector("b"),
 				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
@@ -68,22 +67,22 @@ func TestRealNodeDefaultDenyHoldsStrippedPod(t *testing.T) {
 		},
 	}
 	for _, p := range append(allow, &floor) {
-		if _, err := cs.NetworkingV1().NetworkPolicies("probe").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		if _, err := cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	expectCells(t, c, cs, ips, bridge, map[string]string{"a->b": "open", "a->bridge": "refused"})
+	expectCells(t, c, cs, ns, ips, bridge, map[string]string{"a->b": "open", "a->bridge": "refused"})
 
 	// The walk-around: every label of a removed.
 	patch := []byte(`{"metadata":{"labels":null}}`)
-	if _, err := cs.CoreV1().Pods("probe").Patch(ctx, "a", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := cs.CoreV1().Pods(ns).Patch(ctx, "a", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	expectCells(t, c, cs, ips, bridge, map[string]string{"a->b": "refused", "a->bridge": "refused"})
+	expectCells(t, c, cs, ns, ips, bridge, map[string]string{"a->b": "refused", "a->bridge": "refused"})
 
 	// Without the floor the unlabelled pod is selected by nothing: open.
-	if err := cs.NetworkingV1().NetworkPolicies("probe").Delete(ctx, floor.Name, metav1.DeleteOptions{}); err != nil {
+	if err := cs.NetworkingV1().NetworkPolicies(ns).Delete(ctx, floor.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	expectCells(t, c, cs, ips, bridge, map[string]string{"a->b": "open", "a->bridge": "open"})
+	expectCells(t, c, cs, ns, ips, bridge, map[string]string{"a->b": "open", "a->bridge": "open"})
 }

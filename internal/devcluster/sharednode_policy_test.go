@@ -27,21 +27,20 @@ import (
 // b nor, once a's egress is narrowed, does a reach a listener of the test on
 // the node's bridge. Deleting the policies opens everything again.
 func TestRealNodeEnforcesNetworkPolicy(t *testing.T) {
-	skipUnlessRealNode(t)
-	c, cs, image := startProbeNode(t)
-	ips := runProbePods(t, cs, image, "a", "b", "c")
+	c, cs, image, ns := sharedNode(t)
+	ips := runProbePods(t, cs, ns, image, "a", "b", "c")
 
 	bridge := bridgeListener(t, c)
 
 	open := map[string]string{"a->b": "open", "c->b": "open", "a->bridge": "open"}
-	expectCells(t, c, cs, ips, bridge, open)
+	expectCells(t, c, cs, ns, ips, bridge, open)
 
 	ctx := t.Context()
 	tcp := corev1.ProtocolTCP
 	port := intstr.FromInt32(8080)
 	policies := []*networkingv1.NetworkPolicy{
 		{
-			ObjectMeta: metav1.ObjectMeta{Name: "b-from-a", Namespace: "probe"},
+			ObjectMeta: metav1.ObjectMeta{Name: "b-from-a", Namespace: ns},
 			Spec: networkingv1.NetworkPolicySpec{
 				PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "b"}},
 				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
@@ -52,7 +51,7 @@ func TestRealNodeEnforcesNetworkPolicy(t *testing.T) {
 			},
 		},
 		{
-			ObjectMeta: metav1.ObjectMeta{Name: "a-to-b", Namespace: "probe"},
+			ObjectMeta: metav1.ObjectMeta{Name: "a-to-b", Namespace: ns},
 			Spec: networkingv1.NetworkPolicySpec{
 				PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}},
 				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
@@ -65,27 +64,27 @@ func TestRealNodeEnforcesNetworkPolicy(t *testing.T) {
 	}
 	start := time.Now()
 	for _, p := range policies {
-		if _, err := cs.NetworkingV1().NetworkPolicies("probe").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		if _, err := cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	expectCells(t, c, cs, ips, bridge, map[string]string{"a->b": "open", "c->b": "refused", "a->bridge": "refused"})
+	expectCells(t, c, cs, ns, ips, bridge, map[string]string{"a->b": "open", "c->b": "refused", "a->bridge": "refused"})
 	t.Logf("policies enforced within %v", time.Since(start).Round(time.Millisecond))
 
 	start = time.Now()
 	for _, p := range policies {
-		if err := cs.NetworkingV1().NetworkPolicies("probe").Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+		if err := cs.NetworkingV1().NetworkPolicies(ns).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	expectCells(t, c, cs, ips, bridge, open)
+	expectCells(t, c, cs, ns, ips, bridge, open)
 	t.Logf("open again within %v", time.Since(start).Round(time.Millisecond))
 }
 
-// expectCells waits (at most 20 s) until every cell (from->to, to being a
-// pod name or "bridge") gives the wanted result, then prints the table;
-// it fails naming the cells that never did.
-func expectCells(t *testing.T, c *devcluster.Cluster, cs kubernetes.Interface, ips map[string]string, bridge string, want map[string]string) {
+// expectCells waits (at most 20 s) until every cell (from->to, from a pod
+// of namespace ns, to being a pod name or "bridge") gives the wanted result,
+// then prints the table; it fails naming the cells that never did.
+func expectCells(t *testing.T, c *devcluster.Cluster, cs kubernetes.Interface, ns string, ips map[string]string, bridge string, want map[string]string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
@@ -98,7 +97,7 @@ func expectCells(t *testing.T, c *devcluster.Cluster, cs kubernetes.Interface, i
 			if to != "bridge" {
 				addr = net.JoinHostPort(ips[to], "8080")
 			}
-			got[cell] = strings.TrimSpace(execIn(ctx, t, c, cs, "probe", from, "/probe", "connect", addr))
+			got[cell] = strings.TrimSpace(execIn(ctx, t, c, cs, ns, from, "/probe", "connect", addr))
 			if got[cell] != w {
 				all = false
 			}

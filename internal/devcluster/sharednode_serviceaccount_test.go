@@ -22,25 +22,24 @@ import (
 // controller manager's controllers have ServiceAccounts of their own
 // (--use-service-account-credentials).
 func TestRealNodeServiceAccountToken(t *testing.T) {
-	skipUnlessRealNode(t)
 	start := time.Now()
-	c, cs, image := startProbeNode(t)
+	c, cs, image, ns := sharedNode(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 
-	pod := restrictedPod("sa", image)
+	pod := restrictedPod(ns, "sa", image)
 	pod.Spec.AutomountServiceAccountToken = nil // the default ServiceAccount's default: mounted
 	createPodWhenAdmitted(ctx, t, cs, pod)
-	runningPod(ctx, t, cs, "probe", "sa")
-	got, err := cs.CoreV1().Pods("probe").Get(ctx, "sa", metav1.GetOptions{})
+	runningPod(ctx, t, cs, ns, "sa")
+	got, err := cs.CoreV1().Pods(ns).Get(ctx, "sa", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !hasProjectedToken(got) {
 		t.Fatalf("pod has no kube-api-access projected ServiceAccount token; volumes %+v", got.Spec.Volumes)
 	}
-	out := strings.TrimSpace(execIn(ctx, t, c, cs, "probe", "sa", "/probe", "apiserver"))
-	if want := "user system:serviceaccount:probe:default"; out != want {
+	out := strings.TrimSpace(execIn(ctx, t, c, cs, ns, "sa", "/probe", "apiserver"))
+	if want := "user system:serviceaccount:" + ns + ":default"; out != want {
 		t.Errorf("probe apiserver printed %q; want %q (the API server through the kubernetes Service, with the mounted token)", out, want)
 	}
 
