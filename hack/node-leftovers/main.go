@@ -10,19 +10,19 @@ import (
 	"os"
 	"time"
 
-	"github.com/arkadiuss/openfief/internal/devcluster"
+	"github.com/arkadiuss/openfief/internal/devcluster/node"
 )
 
 func main() {
 	clean := flag.Bool("clean", false, "clean up after every node whose starting process is gone, then list what is left")
 	flag.Parse()
 	if *clean {
-		if err := devcluster.CleanNodeLeftovers(30 * time.Second); err != nil {
+		if err := node.CleanLeftovers(30 * time.Second); err != nil {
 			fmt.Fprintln(os.Stderr, "node-leftovers:", err)
 			os.Exit(2)
 		}
 	}
-	left, err := devcluster.NodeLeftovers()
+	left, err := node.Leftovers()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "node-leftovers:", err)
 		os.Exit(2)

@@ -1,10 +1,11 @@
 package devcluster
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/arkadiuss/openfief/internal/devcluster/proc"
 )
 
 // BinDirEnv names the environment variable that overrides where the control
@@ -44,19 +45,8 @@ func BinDir() (string, error) {
 
 // requireFiles checks that every named file exists in dir, naming all the
 // missing ones and the command that builds them.
-func requireFiles(dir string, names ...string) error {
-	var missing []string
-	for _, name := range names {
-		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
-			missing = append(missing, name)
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	return fmt.Errorf("devcluster: %v missing from %s: run `make controlplane`: %w", missing, dir, ErrMissingBinaries)
-}
+func requireFiles(dir string, names ...string) error { return proc.Require(dir, names...) }
 
 // ErrMissingBinaries is wrapped by the error Start returns when a binary or
 // the kwok stages file has not been built yet.
-var ErrMissingBinaries = errors.New("control plane binaries not built")
+var ErrMissingBinaries = proc.ErrMissingBinaries

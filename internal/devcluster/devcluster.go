@@ -13,6 +13,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/arkadiuss/openfief/internal/devcluster/node"
+	"github.com/arkadiuss/openfief/internal/devcluster/proc"
 )
 
 // Mode selects which components a cluster runs.
@@ -90,9 +93,9 @@ type Cluster struct {
 
 	binDir string // where the binaries are
 	env    *envtest.Environment
-	procs  []*process
+	procs  []*proc.Process
 	reaper *reaper
-	node   *realNode // the real node, if Options.Node is NodeReal
+	node   *node.Node // the real node, if Options.Node is NodeReal
 	// logFiles hold etcd's and kube-apiserver's output. They stay open until
 	// Stop: with Options.Output set, envtest copies the output into them
 	// through a pipe for as long as the processes run, and closing them
@@ -170,12 +173,8 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 
 	if opts.Node == NodeReal {
 		// Before the API server: its flags name the node's certificates.
-		if c.node, err = prepareNode(opts, binDir); err != nil {
+		if err := c.prepareNode(opts); err != nil {
 			return c, err
-		}
-		// A kill of this process then also ends the pods and the shims.
-		if err := c.reaper.watchNode(c.node.layout.dir, c.node.rec.CgroupRoot); err != nil {
-			return c, fmt.Errorf("devcluster: watchdog: %w", err)
 		}
 	}
 	if err := c.startAPIServer(ctx, binDir, opts); err != nil {
@@ -192,7 +191,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 // startAPIServer starts etcd and kube-apiserver through envtest, installs the
 // CRDs and writes the kubeconfig.
 func (c *Cluster) startAPIServer(ctx context.Context, binDir string, opts Options) error {
-	logs := filepath.Join(c.Dir, "logs")
+	logs := c.logDir()
 	etcdLog, err := os.Create(filepath.Join(logs, "etcd.log"))
 	if err != nil {
 		return fmt.Errorf("devcluster: %w", err)
@@ -235,7 +234,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, binDir string, opts Option
 	// plugins) needs more.
 	c.env.ControlPlane.APIServer.Configure().Set("service-cluster-ip-range", ServiceCIDR)
 	if c.node != nil {
-		if err := c.node.configureAPIServer(c.env.ControlPlane.APIServer); err != nil {
+		if err := c.node.ConfigureAPIServer(c.env.ControlPlane.APIServer); err != nil {
 			return err
 		}
 	}
@@ -308,14 +307,14 @@ func (c *Cluster) Stop() error {
 		var errs []error
 		// The real node first: it cleans up what it did to the machine.
 		if c.node != nil {
-			if err := c.node.stop(); err != nil {
+			if err := c.node.Stop(); err != nil {
 				errs = append(errs, fmt.Errorf("devcluster: stopping the real node: %w", err))
 			}
 		}
 		// Stop in the reverse order of start: kwok, scheduler, controller
 		// manager, then the API server and etcd.
 		for i := len(c.procs) - 1; i >= 0; i-- {
-			c.procs[i].stop(10 * time.Second)
+			c.procs[i].Stop(10 * time.Second)
 		}
 		if c.env != nil {
 			if err := c.env.Stop(); err != nil {
@@ -345,3 +344,6 @@ func (c *Cluster) Stop() error {
 	})
 	return c.stopErr
 }
+
+// logDir is the folder of the cluster's logs, one file per process.
+func (c *Cluster) logDir() string { return filepath.Join(c.Dir, "logs") }

@@ -23,7 +23,8 @@
 // NetworkPolicies are enforced. It needs root and `make node`; it keeps its
 // state in /run/openfief-node/<id> and cleans up after itself, and after a
 // killed run at the next start ([CleanNodeLeftovers]); [NodeLeftovers] lists
-// what is left. See docs/node.md.
+// what is left. Package node (internal/devcluster/node) runs it; the
+// Cluster's node methods call it. See docs/node.md.
 //
 // Every process runs in its own process group on random free ports, with all
 // state in one temporary directory. Stop ends them all and removes the
@@ -32,8 +33,8 @@
 //
 // Starting takes about 3 s in either mode on a two-core machine (median of 5:
 // minimal 2.9 s, full 3.1 s; `go test -tags cluster -run '^$' -bench Start -benchtime 5x`).
-// Test packages still share one control plane per mode through [Main] and
-// [Shared]:
+// Test packages still share one control plane per mode and kind of node
+// through [Main] and [Shared]:
 //
 //	func TestMain(m *testing.M) { os.Exit(devcluster.Main(m)) }
 //

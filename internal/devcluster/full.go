@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"time"
 
@@ -16,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/arkadiuss/openfief/internal/devcluster/proc"
 )
 
 const (
@@ -45,7 +46,7 @@ var kwokReadyAgain []byte
 // the running API server, registers the fake nodes and waits until they are
 // Ready and the controllers run.
 func (c *Cluster) startFull(ctx context.Context, binDir string, opts Options) error {
-	logs := filepath.Join(c.Dir, "logs")
+	logs := c.logDir()
 	kubeconfig := c.KubeconfigPath
 	certDir := c.env.ControlPlane.APIServer.CertDir
 
@@ -95,18 +96,18 @@ func (c *Cluster) startFull(ctx context.Context, binDir string, opts Options) er
 	}
 	if c.node != nil {
 		// The real node's kubelet plays the node: no kwok.
-		components[0].args = append(components[0].args, c.node.controllerManagerArgs()...)
+		components[0].args = append(components[0].args, c.node.ControllerManagerArgs()...)
 		components = components[:2]
 	} else {
 		components[0].args = append(components[0].args, "--use-service-account-credentials=false")
 	}
 	for _, comp := range components {
-		p, err := startProcess(comp.name, filepath.Join(binDir, comp.name), comp.args, logs, opts.Output)
+		p, err := proc.Start(comp.name, filepath.Join(binDir, comp.name), comp.args, nil, logs, opts.Output)
 		if err != nil {
 			return err
 		}
 		c.procs = append(c.procs, p)
-		if err := c.reaper.watch(p.cmd.Process.Pid); err != nil {
+		if err := c.reaper.watch(p.Pid()); err != nil {
 			return fmt.Errorf("devcluster: watchdog: %w", err)
 		}
 	}
@@ -116,7 +117,7 @@ func (c *Cluster) startFull(ctx context.Context, binDir string, opts Options) er
 		return fmt.Errorf("devcluster: %w", err)
 	}
 	if c.node != nil {
-		return c.node.start(ctx, c, opts)
+		return c.startNode(ctx, cs)
 	}
 	names := make([]string, opts.Nodes)
 	for i := range names {
@@ -136,19 +137,25 @@ func (c *Cluster) startFull(ctx context.Context, binDir string, opts Options) er
 // waitFor polls cond until it holds, failing early if a component exits.
 func (c *Cluster) waitFor(ctx context.Context, what string, cond wait.ConditionWithContextFunc) error {
 	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		procs := c.procs
-		if c.node != nil {
-			procs = append(slices.Clip(procs), c.node.procs...)
-		}
-		for _, p := range procs {
-			if err := p.exited(); err != nil {
-				return false, err
-			}
+		if err := c.exited(); err != nil {
+			return false, err
 		}
 		return cond(ctx)
 	})
 	if err != nil {
-		return fmt.Errorf("devcluster: waiting for %s (logs in %s): %w", what, filepath.Join(c.Dir, "logs"), err)
+		return fmt.Errorf("devcluster: waiting for %s (logs in %s): %w", what, c.logDir(), err)
+	}
+	return nil
+}
+
+// exited returns an error naming a component the cluster started itself
+// (the controller manager, the scheduler, kwok) that has exited, and nil
+// while they all run. The real node checks its own (node.Node's waits).
+func (c *Cluster) exited() error {
+	for _, p := range c.procs {
+		if err := p.Exited(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -9,4 +9,29 @@ import (
 	"github.com/arkadiuss/openfief/internal/devcluster"
 )
 
+// TestMain runs the package's tests and then stops the control planes they
+// shared (devcluster.Main), checking that the shared real node left nothing
+// on the machine.
+//
+// What the tests start, and why:
+//   - a shared minimal control plane (kubectl_test.go, token_test.go) and a
+//     shared full one with two kwok nodes (fakenode_test.go,
+//     workloads_test.go): they only use the API and the fake nodes.
+//   - one shared real node, with the cluster DNS and one pre-made volume
+//     (sharedNode, sharednode_test.go), for the tests that only use a node:
+//     TestRealNodeClusterDNS, TestRealNodeVolumes,
+//     TestRealNodeEnforcesNetworkPolicy, TestRealNodeServiceAccountToken and
+//     TestRealNodeDefaultDenyHoldsStrippedPod, each in a namespace of its own
+//     deleted at its end. Its leftovers are checked once, after it stops.
+//   - a real node of its own for each test of a node's own life:
+//     TestRealNode (start, a pod, logs, exec, stop, no leftovers, sysctls
+//     restored), TestRealNodeCleanedAfterKill (a child process's node,
+//     killed, then CleanNodeLeftovers) and TestRealNodeStopNetworkPolicy
+//     (stops kube-router, and checks the cleanup without it). They stop the
+//     shared node first if it runs (ownRealNode): the machine runs one real
+//     node at a time. The sharednode_ files sort after theirs, so go test
+//     runs them after these and starts the shared node once.
+//   - control planes of their own where a test kills, restarts or fails to
+//     start one (orphans_test.go, restart_test.go, output_test.go,
+//     bindir_test.go).
 func TestMain(m *testing.M) { os.Exit(devcluster.Main(m)) }

@@ -25,7 +25,7 @@ func TestRealNodeCleanedAfterKill(t *testing.T) {
 		runNodeKillChild(t)
 		return
 	}
-	skipUnlessRealNode(t)
+	ownRealNode(t)
 
 	cmd, dir := startKillableChild(t, "TestRealNodeCleanedAfterKill", nodeKillChildEnv, "READY ")
 	assertSeesRunningNode(t, dir)

@@ -39,12 +39,23 @@ func skipUnlessRealNode(t *testing.T) {
 	}
 }
 
+// ownRealNode prepares a test that starts a real node of its own: it skips
+// where none can run, and stops the package's shared node if it runs (the
+// machine runs one real node at a time), checking what it left.
+func ownRealNode(t *testing.T) {
+	t.Helper()
+	skipUnlessRealNode(t)
+	if err := devcluster.StopSharedNode(); err != nil {
+		t.Fatalf("stopping the shared real node: %v", err)
+	}
+}
+
 // TestRealNode starts a control plane with a real node, runs a pod under the
 // restricted Pod Security Standard from an image in a loopback registry, reads
 // its log and execs into it, then stops everything and checks the machine
 // holds nothing of the node any more.
 func TestRealNode(t *testing.T) {
-	skipUnlessRealNode(t)
+	ownRealNode(t)
 	before := readSysctls(t)
 	start := time.Now()
 	c, err := devcluster.Start(t.Context(), devcluster.Options{Mode: devcluster.Full, Node: devcluster.NodeReal, StartTimeout: 2 * time.Minute, Output: nodeOutput(t)})
@@ -135,15 +146,13 @@ func assertNoLeftovers(t *testing.T) {
 	}
 }
 
-// startProbeNode starts a full cluster on the real node, stopped (and the
-// machine checked for leftovers) when the test ends, pushes the probe image
-// and creates namespace probe; each of with adjusts the cluster's options first.
-func startProbeNode(t *testing.T, with ...func(*devcluster.Options)) (*devcluster.Cluster, kubernetes.Interface, string) {
+// startProbeNode starts a full cluster on a real node of the test's own,
+// stopped (and the machine checked for leftovers) when the test ends, pushes
+// the probe image and creates namespace probe.
+func startProbeNode(t *testing.T) (*devcluster.Cluster, kubernetes.Interface, string) {
 	t.Helper()
+	ownRealNode(t)
 	opts := devcluster.Options{Mode: devcluster.Full, Node: devcluster.NodeReal, StartTimeout: 2 * time.Minute, Output: nodeOutput(t)}
-	for _, w := range with {
-		w(&opts)
-	}
 	c, err := devcluster.Start(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +168,7 @@ func startProbeNode(t *testing.T, with ...func(*devcluster.Options)) (*devcluste
 		t.Fatal(err)
 	}
 	image := pushProbe(t, c.NodeRegistry())
-	createProbeNamespace(t, cs)
+	createProbeNamespace(t, cs, "probe")
 	return c, cs, image
 }
 
@@ -189,15 +198,15 @@ func bridgeListener(t *testing.T, c *devcluster.Cluster) string {
 // enforces the restricted Pod Security Standard and waits until it runs.
 func runProbePod(t *testing.T, cs kubernetes.Interface, image string) {
 	t.Helper()
-	createProbeNamespace(t, cs)
-	runProbePods(t, cs, image, "probe")
+	createProbeNamespace(t, cs, "probe")
+	runProbePods(t, cs, "probe", image, "probe")
 }
 
-// createProbeNamespace creates namespace probe, which enforces the
+// createProbeNamespace creates namespace name, which enforces the
 // restricted Pod Security Standard.
-func createProbeNamespace(t *testing.T, cs kubernetes.Interface) {
+func createProbeNamespace(t *testing.T, cs kubernetes.Interface, name string) {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "probe", Labels: map[string]string{
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 		"pod-security.kubernetes.io/enforce": "restricted",
 	}}}
 	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
@@ -205,15 +214,15 @@ func createProbeNamespace(t *testing.T, cs kubernetes.Interface) {
 	}
 }
 
-// runProbePods runs one probe pod per name in namespace probe, waits until
+// runProbePods runs one probe pod per name in namespace ns, waits until
 // they all run, and returns their IPs by name.
-func runProbePods(t *testing.T, cs kubernetes.Interface, image string, names ...string) map[string]string {
+func runProbePods(t *testing.T, cs kubernetes.Interface, ns, image string, names ...string) map[string]string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	start := time.Now()
 	for _, name := range names {
-		if _, err := cs.CoreV1().Pods("probe").Create(ctx, restrictedPod(name, image), metav1.CreateOptions{}); err != nil {
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, restrictedPod(ns, name, image), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -222,7 +231,7 @@ func runProbePods(t *testing.T, cs kubernetes.Interface, image string, names ...
 		var pod *corev1.Pod
 		if err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 			var err error
-			pod, err = cs.CoreV1().Pods("probe").Get(ctx, name, metav1.GetOptions{})
+			pod, err = cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 			return err == nil && pod.Status.Phase == corev1.PodRunning, nil
 		}); err != nil {
 			t.Fatalf("pod %s not Running: %v; status %+v", name, err, pod.Status)
@@ -284,11 +293,11 @@ func pushProbe(t *testing.T, registry string) string {
 	return ref.String()
 }
 
-// restrictedPod is a pod named name in namespace probe, labelled app=name,
+// restrictedPod is a pod named name in namespace ns, labelled app=name,
 // that the restricted Pod Security Standard admits.
-func restrictedPod(name, image string) *corev1.Pod {
+func restrictedPod(ns, name, image string) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "probe", Labels: map[string]string{"app": name}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": name}},
 		Spec: corev1.PodSpec{
 			AutomountServiceAccountToken:  ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To[int64](1),
