@@ -264,7 +264,12 @@ func (r RemovedPage) shown() RemovedPage {
 const maxKey = 253 + 1 + 64
 
 // validKey reports whether key can be a removed instance's key: lower-case
-// letters, digits, '-', '.' and '~'. Anything else is no page.
+// letters, digits, '-', '.' and '~'. Anything else is no page. It is looser
+// than the rule (store.ValidKey) on purpose: the dashboard may not link the
+// core's store (depguard), and only keeps what cannot be a key out of its
+// URLs; the page looks the key up among the removed instances the core
+// lists, so a key that passes here but breaks the rule finds none and shows
+// as gone.
 func validKey(key string) bool {
 	if key == "" || len(key) > maxKey {
 		return false
