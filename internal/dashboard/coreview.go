@@ -95,7 +95,7 @@ func (s snapshot) removedEntries(name string) []RemovedEntry {
 func (s snapshot) removedEntry(st ownerapi.InstanceStatus) RemovedEntry {
 	when := "at an unknown time"
 	if st.RemovedAt != nil {
-		when = st.RemovedAt.UTC().Format(time.RFC3339) + " (" + age(s.now, *st.RemovedAt) + " ago)"
+		when = st.RemovedAt.UTC().Format(time.RFC3339) + " (" + display.Age(s.now, *st.RemovedAt) + " ago)"
 	}
 	cmd := "openfief plugin purge-data " + st.Instance
 	if s.purge != nil {
@@ -190,7 +190,7 @@ func (s snapshot) coreSection(name string) (Section, bool) {
 		if st.LastOK {
 			outcome = "succeeded"
 		}
-		last = fmt.Sprintf("%s (%s ago), %s", st.LastSync.UTC().Format(time.RFC3339), age(s.now, *st.LastSync), outcome)
+		last = fmt.Sprintf("%s (%s ago), %s", st.LastSync.UTC().Format(time.RFC3339), display.Age(s.now, *st.LastSync), outcome)
 	}
 	next := "none planned"
 	if st.NextSync != nil && st.Scheduled {
