@@ -149,27 +149,6 @@ func writeError(w http.ResponseWriter, status int, err error) {
 	writeJSON(w, status, ownerapi.ErrorResponse{Error: display.Message(err.Error())})
 }
 
-// removedStatuses are the removed instances' statuses, sorted by name and
-// removal.
-func (c *Core) removedStatuses(r *http.Request) ([]ownerapi.InstanceStatus, error) {
-	removed, err := c.store.RemovedInstances(r.Context())
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ownerapi.InstanceStatus, 0, len(removed))
-	for _, ri := range removed {
-		st, err := c.store.Status(r.Context(), ri.Key)
-		if errors.Is(err, store.ErrUnknownInstance) {
-			continue // purged meanwhile
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ownerStatus(ri.Key, st))
-	}
-	return out, nil
-}
-
 // errInstanceKey answers a path whose instance key store.ValidKey refuses.
 var errInstanceKey = fmt.Errorf("instance: %w", store.ErrKey)
 
