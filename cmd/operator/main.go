@@ -44,7 +44,7 @@ func main() {
 	flag.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "how often replicas try to acquire or renew the Lease")
 	flag.Var((*multiFlag)(&o.InsecureRegistries), "insecure-registry", "registry host[:port] read over plain HTTP (repeatable; loopback registries always are)")
 	flag.StringVar(&o.RegistryConfigFile, "registry-config", o.RegistryConfigFile, "docker config.json with registry credentials, re-read when it changes (default: read registries anonymously)")
-	flag.DurationVar(&o.SigningKeysRefresh, "signing-keys-refresh", o.SigningKeysRefresh, "how often the ServiceAccount signing keys are re-published to openfief-sa-jwks")
+	flag.DurationVar(&o.TokenKeysRefresh, "signing-keys-refresh", o.TokenKeysRefresh, "how often the ServiceAccount signing keys are re-published to openfief-sa-jwks")
 	flag.DurationVar(&o.RegistryTimeout, "registry-timeout", o.RegistryTimeout, "time limit of one image verification's registry reads")
 	flag.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "how many Plugins reconcile at once, so a slow one never holds up another's revocation")
 	flag.DurationVar(&o.ReconcileTimeout, "reconcile-timeout", o.ReconcileTimeout, "time limit of one Plugin's reconcile")

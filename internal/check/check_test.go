@@ -262,7 +262,7 @@ func ecJWK(t *testing.T, kid string) string {
 	return `{"use":"sig","kty":"EC","kid":"` + kid + `","crv":"P-256","alg":"ES256","x":"` + b64(point[1:33]) + `","y":"` + b64(point[33:]) + `"}`
 }
 
-func TestSigningKeys(t *testing.T) {
+func TestTokenKeys(t *testing.T) {
 	a, b := ecJWK(t, "a"), ecJWK(t, "b")
 	set := func(keys ...string) string { return `{"keys":[` + strings.Join(keys, ",") + `]}` }
 	const issuer = "https://kubernetes.default.svc"
@@ -287,7 +287,7 @@ func TestSigningKeys(t *testing.T) {
 		"API server's keys hidden": {cm: cm(set(a), issuer), servedErr: forbiddenErr, want: Warn, reason: "1 key of issuer " + issuer + ", not compared with the API server's: " + forbiddenErr.Error()},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got := SigningKeys(tc.cm, tc.err, tc.served, tc.servedErr)
+			got := TokenKeys(tc.cm, tc.err, tc.served, tc.servedErr)
 			if got.Status != tc.want || (tc.reason != "" && got.Reason != tc.reason) {
 				t.Errorf("got %s %q, want %s %q", got.Status, got.Reason, tc.want, tc.reason)
 			}

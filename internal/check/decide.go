@@ -296,10 +296,10 @@ type ServedKeys struct {
 	JWKS   []byte
 }
 
-// SigningKeysName is the name of the signing keys check.
-const SigningKeysName = "signing keys " + plugins.SigningKeysConfigMap
+// TokenKeysName is the name of the signing keys check.
+const TokenKeysName = "signing keys " + plugins.TokenKeysConfigMap
 
-// SigningKeys decides whether the ConfigMap the operator publishes the
+// TokenKeys decides whether the ConfigMap the operator publishes the
 // cluster's token signing keys in is present and fresh (D-59): fresh means
 // it holds the issuer and, in the operator's canonical form, exactly the
 // keys the API server serves now. The operator publishes them at start,
@@ -309,27 +309,27 @@ const SigningKeysName = "signing keys " + plugins.SigningKeysConfigMap
 // tokens signed by a key missing there. When the API server's keys cannot
 // be read (servedErr, for instance no right to its discovery endpoints),
 // the ConfigMap is only validated, with a warning.
-func SigningKeys(cm *corev1.ConfigMap, err error, served ServedKeys, servedErr error) Result {
-	n := SigningKeysName
+func TokenKeys(cm *corev1.ConfigMap, err error, served ServedKeys, servedErr error) Result {
+	n := TokenKeysName
 	restart := "the operator publishes it at start and every 10 minutes: check that openfief-operator runs (kubectl -n " + plugins.Namespace + " logs deploy/openfief-operator)"
 	switch {
 	case apierrors.IsNotFound(err):
-		return fail(GroupRuntime, n, "ConfigMap "+plugins.Namespace+"/"+plugins.SigningKeysConfigMap+" not found", restart)
+		return fail(GroupRuntime, n, "ConfigMap "+plugins.Namespace+"/"+plugins.TokenKeysConfigMap+" not found", restart)
 	case err != nil:
 		return fail(GroupRuntime, n, "cannot read it: "+err.Error(), "you need get on configmaps in namespace "+plugins.Namespace)
 	}
-	keys, perr := plugins.ParseSigningKeys([]byte(cm.Data[plugins.SigningKeysJWKSKey]))
-	issuer := cm.Data[plugins.SigningKeysIssuerKey]
+	keys, perr := plugins.ParseTokenKeys([]byte(cm.Data[plugins.TokenKeysJWKSKey]))
+	issuer := cm.Data[plugins.TokenKeysIssuerKey]
 	switch {
 	case perr != nil:
-		return fail(GroupRuntime, n, "its "+plugins.SigningKeysJWKSKey+" is not a valid key set: "+perr.Error(), restart)
+		return fail(GroupRuntime, n, "its "+plugins.TokenKeysJWKSKey+" is not a valid key set: "+perr.Error(), restart)
 	case plugins.CheckIssuer(issuer) != nil:
 		return fail(GroupRuntime, n, "its issuer is not valid: "+plugins.CheckIssuer(issuer).Error(), restart)
 	case servedErr != nil:
 		return warn(GroupRuntime, n, fmt.Sprintf("%s of issuer %s, not compared with the API server's: %s", count(keys.Len(), "key"), issuer, servedErr.Error()),
 			"compare as someone allowed to read /openid/v1/jwks (a cluster admin)")
 	}
-	now, nerr := plugins.ParseSigningKeys(served.JWKS)
+	now, nerr := plugins.ParseTokenKeys(served.JWKS)
 	switch {
 	case nerr != nil:
 		return warn(GroupRuntime, n, "the API server's own keys do not validate: "+nerr.Error(), "the operator publishes nothing it cannot validate; check the API server's --service-account-* flags")

@@ -223,14 +223,14 @@ func served(o Options, call func() (context.Context, context.CancelFunc)) []Resu
 	var out []Result
 	c, cancel := call()
 	var jwks corev1.ConfigMap
-	err := o.Client.Get(c, client.ObjectKey{Namespace: plugins.Namespace, Name: plugins.SigningKeysConfigMap}, &jwks)
+	err := o.Client.Get(c, client.ObjectKey{Namespace: plugins.Namespace, Name: plugins.TokenKeysConfigMap}, &jwks)
 	var keys ServedKeys
 	var servedErr error
 	if err == nil {
 		keys, servedErr = readServedKeys(c, o.Discovery)
 	}
 	cancel()
-	out = append(out, SigningKeys(&jwks, err, keys, servedErr))
+	out = append(out, TokenKeys(&jwks, err, keys, servedErr))
 
 	c, cancel = call()
 	var allow corev1.ConfigMap

@@ -80,11 +80,11 @@ func publishAsOperator(t *testing.T, pc *platformCluster) {
 	must(t, json.Unmarshal(raw, &conf))
 	jwks, err := dc.RESTClient().Get().AbsPath("/openid/v1/jwks").DoRaw(ctx)
 	must(t, err)
-	keys, err := plugins.ParseSigningKeys(jwks)
+	keys, err := plugins.ParseTokenKeys(jwks)
 	must(t, err)
 	must(t, pc.kube.c.Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: plugins.Namespace, Name: plugins.SigningKeysConfigMap},
-		Data:       map[string]string{plugins.SigningKeysJWKSKey: string(keys.JWKS()), plugins.SigningKeysIssuerKey: conf.Issuer},
+		ObjectMeta: metav1.ObjectMeta{Namespace: plugins.Namespace, Name: plugins.TokenKeysConfigMap},
+		Data:       map[string]string{plugins.TokenKeysJWKSKey: string(keys.JWKS()), plugins.TokenKeysIssuerKey: conf.Issuer},
 	}))
 	must(t, pc.kube.c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: plugins.Namespace, Name: plugins.AllowListConfigMap}}))
 }
@@ -92,7 +92,7 @@ func publishAsOperator(t *testing.T, pc *platformCluster) {
 // unpublish removes what publishAsOperator wrote.
 func unpublish(t *testing.T, c client.Client) {
 	t.Helper()
-	for _, name := range []string{plugins.SigningKeysConfigMap, plugins.AllowListConfigMap} {
+	for _, name := range []string{plugins.TokenKeysConfigMap, plugins.AllowListConfigMap} {
 		must(t, client.IgnoreNotFound(c.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: plugins.Namespace, Name: name}})))
 	}
 }

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/duration"
-
 	"github.com/arkadiuss/openfief/internal/display"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
@@ -39,7 +37,7 @@ func printManifest(w io.Writer, indent string, m plugins.Manifest) {
 	fmt.Fprintf(w, "%sSecrets:       %s\n", indent, strings.Join(display.Set(secrets), ", "))
 	fmt.Fprintf(w, "%sData tiers:    %s\n", indent, display.Join(display.Set(m.DataTiers), ", "))
 	if m.OwnerEgress != 0 {
-		fmt.Fprintf(w, "%sYour hosts:    %s\n", indent, ownerSlotsText(m.OwnerSlots()))
+		fmt.Fprintf(w, "%sYour hosts:    %s\n", indent, display.OwnerSlots(m.OwnerSlots()))
 	}
 	if !m.Resources.IsZero() {
 		fmt.Fprintf(w, "%sResources:     %s (%s)\n", indent, display.Text(m.Resources.String()), defaultsText())
@@ -59,12 +57,6 @@ func printManifest(w io.Writer, indent string, m plugins.Manifest) {
 // defaultsText names the resources every plugin gets without asking.
 func defaultsText() string {
 	return "the defaults are " + plugins.DefaultResourceLimits().String()
-}
-
-// ownerSlotsText says how many egress hosts of the owner's choosing a
-// manifest allows (OF-36).
-func ownerSlotsText(n int) string {
-	return fmt.Sprintf("up to %d of your choosing (the vendor names none; add one with approve --host)", n)
 }
 
 // warnOwnerHosts warns when the hosts of the owner's choosing a grant holds
@@ -138,10 +130,6 @@ func shortImage(image string) string {
 	return display.Text(name + "@sha256:" + digest[:12])
 }
 
-// age is how long ago t was, in kubectl's short form; "<unknown>" for zero.
-func age(now, t time.Time) string {
-	if t.IsZero() {
-		return "<unknown>"
-	}
-	return duration.HumanDuration(now.Sub(t))
-}
+// age is display.Age, the one wording of an age the CLI and the dashboard
+// share, under the short name the CLI's printers call it by.
+func age(now, t time.Time) string { return display.Age(now, t) }

@@ -7,14 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/arkadiuss/openfief/internal/core/auth"
-	"github.com/arkadiuss/openfief/internal/core/ownerapi"
 	"github.com/arkadiuss/openfief/internal/core/store"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
@@ -228,39 +226,3 @@ func (c *Core) Scheduler() *Scheduler { return c.sched }
 
 // Views runs the core's exports to views.
 func (c *Core) Views() *Views { return c.views }
-
-// known is every instance the store or the scheduler knows, sorted.
-func (c *Core) known(r *http.Request) ([]string, error) {
-	names, err := c.store.Instances(r.Context())
-	if err != nil {
-		return nil, err
-	}
-	names = append(names, c.sched.Instances()...)
-	names = append(names, c.views.Instances()...)
-	slices.Sort(names)
-	return slices.Compact(names), nil
-}
-
-// status combines what the store recorded with the schedule.
-func (c *Core) status(r *http.Request, name string) (ownerapi.InstanceStatus, error) {
-	st, err := c.store.Status(r.Context(), name)
-	if err != nil && !errors.Is(err, store.ErrUnknownInstance) {
-		return ownerapi.InstanceStatus{}, err
-	}
-	out := ownerStatus(name, st)
-	next, ok := c.sched.NextSync(name)
-	if vnext, vok := c.views.NextRun(name); vok {
-		out.View = true
-		if !ok || vnext.Before(next) {
-			next, ok = vnext, true
-		}
-	}
-	if ok {
-		out.Scheduled = true
-		if !next.IsZero() {
-			n := next.UTC()
-			out.NextSync = &n
-		}
-	}
-	return out, nil
-}

@@ -94,7 +94,7 @@ func TestCoreRBACIsLeastPrivilege(t *testing.T) {
 		"patch a plugin's status":      {authorizationv1.ResourceAttributes{Namespace: ns, Verb: "patch", Group: "openfief.io", Resource: "plugins", Subresource: "status", Name: "fx"}, false},
 		"read grants":                  {authorizationv1.ResourceAttributes{Namespace: ns, Verb: "list", Group: "openfief.io", Resource: "plugingrants"}, false},
 		"read Secrets":                 {authorizationv1.ResourceAttributes{Namespace: ns, Verb: "list", Resource: "secrets"}, false},
-		"read ConfigMaps":              {authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "configmaps", Name: plugins.SigningKeysConfigMap}, false},
+		"read ConfigMaps":              {authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "configmaps", Name: plugins.TokenKeysConfigMap}, false},
 		"plugins of another namespace": {authorizationv1.ResourceAttributes{Namespace: "default", Verb: "list", Group: "openfief.io", Resource: "plugins"}, false},
 		"subject access reviews":       {authorizationv1.ResourceAttributes{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}, false},
 		"ServiceAccounts":              {authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "serviceaccounts", Name: DefaultServiceAccount}, false},

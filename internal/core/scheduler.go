@@ -114,8 +114,8 @@ type worker struct {
 	done   chan struct{}
 	// call serialises calls to the instance (Sync and ImportFile).
 	call sync.Mutex
-	// claimed is closed once the instance is claimed in the store
-	// (removed.go); nothing is called or stored before.
+	// claimed is closed once the instance is claimed in the store (claim,
+	// OF-38 in removed.go); nothing is called or stored before.
 	claimed chan struct{}
 
 	// grant is held while a delivery is checked against the target and
@@ -346,6 +346,23 @@ func (s *Scheduler) run(ctx context.Context, instance string, w *worker) {
 			s.o.Log.Error("recording the sync", "plugin", instance, "error", rerr.Error())
 		}
 	}
+}
+
+// claim makes the worker's instance the store's live instance of its name
+// before the worker's first call (store.Claim): data stored for an earlier
+// Plugin of the same name is marked removed first. It waits for the Update
+// that started the worker, which stops an earlier worker of the name and
+// waits for its store in progress. A failing store is retried with backoff
+// until it answers or the worker stops; false means the worker stopped.
+func (s *Scheduler) claim(ctx context.Context, instance string, w *worker) bool {
+	s.updating.Lock()
+	//nolint:staticcheck // empty on purpose: the Update that started this worker has returned
+	s.updating.Unlock()
+	if !claimInstance(ctx, s.o.Store, s.o.Clock, s.o.Log, s.o.Backoff, s.o.MaxBackoff, instance, w.getTarget().UID) {
+		return false
+	}
+	close(w.claimed)
+	return true
 }
 
 func (w *worker) setNext(t time.Time) {

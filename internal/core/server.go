@@ -10,6 +10,7 @@ import (
 
 	"github.com/arkadiuss/openfief/internal/core/auth"
 	"github.com/arkadiuss/openfief/internal/core/ownerapi"
+	"github.com/arkadiuss/openfief/internal/core/store"
 	"github.com/arkadiuss/openfief/internal/display"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
@@ -78,8 +79,8 @@ func (c *Core) serveStatusAll(w http.ResponseWriter, r *http.Request) {
 
 func (c *Core) serveStatus(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	if err := validKey(name); err != nil {
-		writeError(w, http.StatusBadRequest, err)
+	if !store.ValidKey(name) {
+		writeError(w, http.StatusBadRequest, errInstanceKey)
 		return
 	}
 	st, err := c.status(r, name)
@@ -146,4 +147,46 @@ func writeError(w http.ResponseWriter, status int, err error) {
 	// The error can quote a plugin's words (an ImportFile refusal): the
 	// owner API answers it escaped and bounded (OF-17).
 	writeJSON(w, status, ownerapi.ErrorResponse{Error: display.Message(err.Error())})
+}
+
+// errInstanceKey answers a path whose instance key store.ValidKey refuses.
+var errInstanceKey = fmt.Errorf("instance: %w", store.ErrKey)
+
+// servePurge deletes a removed instance's data, or with ?mode=preview
+// counts what a purge would delete. A live instance is refused (409): its
+// Plugin must be uninstalled first.
+func (c *Core) servePurge(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("name")
+	if !store.ValidKey(key) {
+		writeError(w, http.StatusBadRequest, errInstanceKey)
+		return
+	}
+	preview := r.URL.Query().Get("mode") == "preview"
+	n, err := c.store.Purge(r.Context(), key, preview)
+	var ve *store.ValidationError
+	switch {
+	case errors.Is(err, store.ErrLive):
+		writeError(w, http.StatusConflict, fmt.Errorf("%s: %w", key, err))
+		return
+	case errors.Is(err, store.ErrUnknownInstance):
+		writeError(w, http.StatusNotFound, err)
+		return
+	case errors.As(err, &ve):
+		writeError(w, http.StatusBadRequest, err)
+		return
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	if !preview {
+		c.log.Info("purged a removed instance's data", "instance", key, "rows", n.Total())
+	}
+	rc := n.Rows
+	writeJSON(w, http.StatusOK, ownerapi.PurgeResponse{
+		Instance: key, Preview: preview, ViewPlaces: n.ViewPlaces, RowsTotal: n.Total(),
+		Rows: ownerapi.RowCounts{
+			Batches: rc.Batches, Transactions: rc.Transactions, Postings: rc.Postings, Balances: rc.Balances,
+			Prices: rc.Prices, FxRates: rc.FxRates, IndexReadings: rc.IndexReadings, Problems: rc.Problems,
+		},
+	})
 }

@@ -95,7 +95,7 @@ func (s snapshot) removedEntries(name string) []RemovedEntry {
 func (s snapshot) removedEntry(st ownerapi.InstanceStatus) RemovedEntry {
 	when := "at an unknown time"
 	if st.RemovedAt != nil {
-		when = st.RemovedAt.UTC().Format(time.RFC3339) + " (" + age(s.now, *st.RemovedAt) + " ago)"
+		when = st.RemovedAt.UTC().Format(time.RFC3339) + " (" + display.Age(s.now, *st.RemovedAt) + " ago)"
 	}
 	cmd := "openfief plugin purge-data " + st.Instance
 	if s.purge != nil {
@@ -190,7 +190,7 @@ func (s snapshot) coreSection(name string) (Section, bool) {
 		if st.LastOK {
 			outcome = "succeeded"
 		}
-		last = fmt.Sprintf("%s (%s ago), %s", st.LastSync.UTC().Format(time.RFC3339), age(s.now, *st.LastSync), outcome)
+		last = fmt.Sprintf("%s (%s ago), %s", st.LastSync.UTC().Format(time.RFC3339), display.Age(s.now, *st.LastSync), outcome)
 	}
 	next := "none planned"
 	if st.NextSync != nil && st.Scheduled {
@@ -264,7 +264,12 @@ func (r RemovedPage) shown() RemovedPage {
 const maxKey = 253 + 1 + 64
 
 // validKey reports whether key can be a removed instance's key: lower-case
-// letters, digits, '-', '.' and '~'. Anything else is no page.
+// letters, digits, '-', '.' and '~'. Anything else is no page. It is looser
+// than the rule (store.ValidKey) on purpose: the dashboard may not link the
+// core's store (depguard), and only keeps what cannot be a key out of its
+// URLs; the page looks the key up among the removed instances the core
+// lists, so a key that passes here but breaks the rule finds none and shows
+// as gone.
 func validKey(key string) bool {
 	if key == "" || len(key) > maxKey {
 		return false

@@ -11,7 +11,6 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/apiconv"
@@ -138,7 +137,7 @@ func (s snapshot) table() Table {
 			signerCell(currentSigner(p), s.policy),
 			imageCell(p.Spec.Image),
 			pendingCell(s.pending(p)),
-			{Text: age(s.now, p.CreationTimestamp.Time), Title: p.CreationTimestamp.UTC().Format(time.RFC3339)},
+			{Text: display.Age(s.now, p.CreationTimestamp.Time), Title: p.CreationTimestamp.UTC().Format(time.RFC3339)},
 		}})
 	}
 	return t.shown()
@@ -162,7 +161,7 @@ func (s snapshot) detail(name string) Detail {
 			{Label: "Ready", Values: []string{ready.Text, ready.Detail}},
 			{Label: "Signer of this image", Values: []string{signer.Text, signer.Detail}},
 			{Label: "Image", Values: []string{p.Spec.Image}},
-			{Label: "Age", Values: []string{age(s.now, p.CreationTimestamp.Time)}},
+			{Label: "Age", Values: []string{display.Age(s.now, p.CreationTimestamp.Time)}},
 		},
 		Signature: signatureCell(reason(p, v1alpha1.ConditionSignatureVerified)),
 		Sections: []Section{
@@ -411,7 +410,7 @@ func manifestSection(m plugins.Manifest) Section {
 		{Label: "Data tiers", Values: display.Set(m.DataTiers)},
 	}}
 	if m.OwnerEgress != 0 {
-		s.Items = append(s.Items, Item{Label: "Hosts of your choosing", Values: []string{ownerSlotsText(m.OwnerEgress)}})
+		s.Items = append(s.Items, Item{Label: "Hosts of your choosing", Values: []string{display.OwnerSlots(m.OwnerEgress)}})
 	}
 	if !m.Resources.IsZero() {
 		s.Items = append(s.Items, Item{Label: "Resources", Values: resourcesValues(m.Resources)})
@@ -431,12 +430,6 @@ func resourcesValues(r plugins.Resources) []string {
 		return nil
 	}
 	return []string{r.String() + " (the defaults are " + plugins.DefaultResourceLimits().String() + ")"}
-}
-
-// ownerSlotsText says how many hosts of the owner's choosing a manifest
-// allows (OF-36).
-func ownerSlotsText(n int) string {
-	return fmt.Sprintf("up to %d: the vendor names none; you choose them (openfief plugin approve NAME --host H)", n)
 }
 
 // grantSection shows the grant, and says when it lists more hosts of the
@@ -537,7 +530,7 @@ func deployedSection(p *v1alpha1.Plugin, policy *plugins.TrustPolicy, now time.T
 	}
 	if d.VerifiedAt != nil {
 		s.Items = append(s.Items, Item{Label: "Verified", Values: []string{
-			d.VerifiedAt.UTC().Format(time.RFC3339) + " (" + age(now, d.VerifiedAt.Time) + " ago)"}})
+			d.VerifiedAt.UTC().Format(time.RFC3339) + " (" + display.Age(now, d.VerifiedAt.Time) + " ago)"}})
 	}
 	return s
 }
@@ -559,7 +552,7 @@ func conditions(p *v1alpha1.Plugin, now time.Time) []Condition {
 	out := make([]Condition, 0, len(conds))
 	for _, c := range conds {
 		out = append(out, Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason,
-			Age: age(now, c.LastTransitionTime.Time), Message: c.Message})
+			Age: display.Age(now, c.LastTransitionTime.Time), Message: c.Message})
 	}
 	return out
 }
@@ -602,12 +595,4 @@ func prettyJSON(raw []byte) string {
 		return string(raw)
 	}
 	return strings.TrimSuffix(buf.String(), "\n")
-}
-
-// age is how long ago t was, in kubectl's short form.
-func age(now, t time.Time) string {
-	if t.IsZero() {
-		return "<unknown>"
-	}
-	return duration.HumanDuration(now.Sub(t))
 }

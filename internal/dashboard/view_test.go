@@ -203,7 +203,7 @@ func TestOwnerHostsShown(t *testing.T) {
 		return nil
 	}
 	d := s.detail("webdav")
-	if got := item(section(d, "manifest"), "Hosts of your choosing"); len(got) != 1 || !strings.HasPrefix(got[0], "up to 1: the vendor names none") {
+	if got := item(section(d, "manifest"), "Hosts of your choosing"); len(got) != 1 || !strings.HasPrefix(got[0], "up to 1 of your choosing; the vendor names none") {
 		t.Errorf("manifest's owner slots shown as %q", got)
 	}
 	grant := section(d, "grant")

@@ -302,7 +302,7 @@ func (lp *localPlugins) prepare(ctx context.Context, name, image string) (procSp
 	if err := lp.cl.Get(ctx, key(plugins.ServiceAccountName(name)), &cfg); err != nil {
 		return procSpec{}, 0, err
 	}
-	if err := lp.cl.Get(ctx, key(plugins.SigningKeysConfigMap), &jwks); err != nil {
+	if err := lp.cl.Get(ctx, key(plugins.TokenKeysConfigMap), &jwks); err != nil {
 		return procSpec{}, 0, err
 	}
 	if len(dep.Spec.Template.Spec.Containers) != 1 {

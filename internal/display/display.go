@@ -9,6 +9,9 @@
 // DEL, bidirectional controls, line and paragraph separators) and every
 // byte that is not valid UTF-8 as a visible escape, and bounds the length
 // with a visible ellipsis. Everything else is kept as it was.
+//
+// It also holds the few phrases the CLI and the dashboard both show
+// (phrases.go), so the two say the same thing in the same words.
 package display
 
 import (

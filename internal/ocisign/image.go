@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
+	"net"
 	"runtime"
 	"slices"
 	"strings"
@@ -77,7 +79,7 @@ func filesLayer(files map[string][]byte) (v1.Layer, error) {
 		return nil, err
 	}
 	data := buf.Bytes()
-	return tarball.LayerFromOpener(func() (rc ioReadCloser, err error) { return nopCloser{bytes.NewReader(data)}, nil })
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
 }
 
 // Push writes img to registry/repo by digest and returns its reference,
@@ -110,6 +112,19 @@ func digestRef(ref plugins.ImageRef) (name.Digest, error) {
 		opts = append(opts, name.Insecure)
 	}
 	return name.NewDigest(ref.String(), opts...)
+}
+
+// isLoopback reports whether a registry host[:port] is on this machine.
+func isLoopback(registry string) bool {
+	host := registry
+	if h, _, err := net.SplitHostPort(registry); err == nil {
+		host = h
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // BinaryImage builds a small, reproducible OCI image that runs one static

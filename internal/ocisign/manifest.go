@@ -1,6 +1,7 @@
 package ocisign
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -37,7 +38,7 @@ func describeLayer(l v1.Layer, extra map[string]any) (map[string]any, error) {
 // PutManifest stores a raw OCI image manifest in repo by its digest and
 // returns the digest.
 func PutManifest(ctx context.Context, repo name.Repository, raw []byte) (v1.Hash, error) {
-	h, _, err := v1.SHA256(bytesReader(raw))
+	h, _, err := v1.SHA256(bytes.NewReader(raw))
 	if err != nil {
 		return v1.Hash{}, err
 	}

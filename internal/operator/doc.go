@@ -8,7 +8,11 @@
 // One controller per file, each beside its SetupWithManager:
 // plugin_controller.go (PluginReconciler), plugingrant_controller.go
 // (GrantReconciler), allowlistpruner_controller.go (AllowListPruner) and
-// signingkeys.go (SigningKeysPublisher, D-59). AddToManager registers them
+// tokenkeys.go (TokenKeysPublisher, the ServiceAccount token keys, D-59).
+// A Plugin reconcile's steps are in files of their own: versioncheck.go
+// (the checks), verified.go (the record of what runs), applyplan.go (apply,
+// park, tear down, through applyifchanged.go) and status.go (the one status
+// write). AddToManager registers them
 // all from Options; cmd/operator, devstack and the tests build their
 // operator through it and Options.ManagerOptions. The defaults of every
 // flag are in options.go. What the manager's cache holds, cut-down copies

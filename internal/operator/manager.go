@@ -55,8 +55,8 @@ type Reconcilers struct {
 	Grants *GrantReconciler
 	// Pruner removes allow-list keys of Plugins that are gone (OF-3).
 	Pruner *AllowListPruner
-	// SigningKeys publishes the token signing keys to plugins (D-59).
-	SigningKeys *SigningKeysPublisher
+	// TokenKeys publishes the token signing keys to plugins (D-59).
+	TokenKeys *TokenKeysPublisher
 }
 
 // AddToManager builds the operator o describes into mgr, all sharing mgr's
@@ -111,9 +111,9 @@ func AddToManager(mgr ctrl.Manager, o Options) (*Reconcilers, error) {
 		Plugins: &PluginReconciler{Client: c, Reader: mgr.GetAPIReader(), Images: images, Cluster: o.Cluster, AllowList: allowList,
 			MaxConcurrentReconciles: o.MaxConcurrentReconciles, ReconcileTimeout: o.ReconcileTimeout,
 			Recorder: recorder, signers: signers},
-		Grants:      &GrantReconciler{Client: c},
-		Pruner:      &AllowListPruner{Client: c},
-		SigningKeys: &SigningKeysPublisher{Client: c, Discovery: discovery, Refresh: o.SigningKeysRefresh},
+		Grants:    &GrantReconciler{Client: c},
+		Pruner:    &AllowListPruner{Client: c},
+		TokenKeys: &TokenKeysPublisher{Client: c, Discovery: discovery, Refresh: o.TokenKeysRefresh},
 	}
 	if err := r.Plugins.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up plugin reconciler: %w", err)
@@ -124,7 +124,7 @@ func AddToManager(mgr ctrl.Manager, o Options) (*Reconcilers, error) {
 	if err := r.Pruner.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up allow-list pruner: %w", err)
 	}
-	if err := r.SigningKeys.SetupWithManager(mgr); err != nil {
+	if err := r.TokenKeys.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up signing-key publisher: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -23,10 +23,10 @@ const (
 	// Service in openfief and its port (--proxy-service, --proxy-port).
 	DefaultProxyService = "openfief-egress-proxy"
 	DefaultProxyPort    = "proxy"
-	// DefaultSigningKeysRefresh is how often the API server's token signing
+	// DefaultTokenKeysRefresh is how often the API server's token signing
 	// keys are read again, so a rotated key reaches plugins
 	// (--signing-keys-refresh, D-59).
-	DefaultSigningKeysRefresh = 10 * time.Minute
+	DefaultTokenKeysRefresh = 10 * time.Minute
 	// DefaultRegistryTimeout bounds one image verification's registry reads
 	// (--registry-timeout).
 	DefaultRegistryTimeout = 30 * time.Second
@@ -98,10 +98,10 @@ type Options struct {
 	// (--registry-timeout); DefaultRegistryTimeout when not positive. Unused
 	// when Images is set.
 	RegistryTimeout time.Duration
-	// SigningKeysRefresh is how often the API server's token signing keys
+	// TokenKeysRefresh is how often the API server's token signing keys
 	// are re-published to openfief-sa-jwks (--signing-keys-refresh, D-59);
-	// DefaultSigningKeysRefresh when not positive.
-	SigningKeysRefresh time.Duration
+	// DefaultTokenKeysRefresh when not positive.
+	TokenKeysRefresh time.Duration
 	// MaxConcurrentReconciles is how many Plugins reconcile at once
 	// (--max-concurrent-reconciles); DefaultMaxConcurrentReconciles when not
 	// positive.
@@ -153,7 +153,7 @@ func DefaultOptions() Options {
 		RegistryTimeout:         DefaultRegistryTimeout,
 		MaxConcurrentReconciles: DefaultMaxConcurrentReconciles,
 		ReconcileTimeout:        DefaultReconcileTimeout,
-		SigningKeysRefresh:      DefaultSigningKeysRefresh,
+		TokenKeysRefresh:        DefaultTokenKeysRefresh,
 		MetricsBindAddress:      DefaultMetricsBindAddress,
 		HealthProbeBindAddress:  DefaultHealthProbeBindAddress,
 		LeaderElection:          true,

@@ -234,7 +234,7 @@ func TestOperatorRunsUnderItsRole(t *testing.T) {
 	rbac := renderedOperatorRBAC(t)
 	rbac.install(t, cl, false)
 	// Published again by this operator, as itself.
-	jwks := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: signingKeysKey.Namespace, Name: signingKeysKey.Name}}
+	jwks := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: tokenKeysKey.Namespace, Name: tokenKeysKey.Name}}
 	if err := cl.Delete(ctx, jwks); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
@@ -293,10 +293,10 @@ func TestOperatorRunsUnderItsRole(t *testing.T) {
 
 	testutil.Eventually(t, waitTimeout, "the signing keys published", func() (bool, string) {
 		var cm corev1.ConfigMap
-		if err := cl.Get(ctx, signingKeysKey, &cm); err != nil {
+		if err := cl.Get(ctx, tokenKeysKey, &cm); err != nil {
 			return false, err.Error()
 		}
-		return cm.Data[plugins.SigningKeysJWKSKey] != "" && cm.Data[plugins.SigningKeysIssuerKey] != "", describeJSON(cm.Data)
+		return cm.Data[plugins.TokenKeysJWKSKey] != "" && cm.Data[plugins.TokenKeysIssuerKey] != "", describeJSON(cm.Data)
 	})
 	var lease coordinationv1.Lease
 	if err := cl.Get(ctx, client.ObjectKey{Namespace: plugins.Namespace, Name: LeaderElectionID}, &lease); err != nil {

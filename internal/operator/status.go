@@ -2,14 +2,17 @@ package operator
 
 import (
 	"context"
+	"fmt"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -123,4 +126,44 @@ func readyCondition(pass *pass) condition {
 		return condition{metav1.ConditionFalse, v1alpha1.ReasonNothingGranted, errText("no requested capability is granted")}
 	}
 	return pass.notDeployable
+}
+
+// writeStatus computes the new status and patches it only when it differs
+// from what the cache holds (OF-4); once the patch succeeds, it records the
+// Events of the change (recordEvents), so a steady state records none.
+func (r *PluginReconciler) writeStatus(ctx context.Context, p *v1alpha1.Plugin, ps *pass) error {
+	next := p.Status.DeepCopy()
+	next.ObservedGeneration = p.Generation
+	setCondition(&next.Conditions, v1alpha1.ConditionSignatureVerified, ps.signature, p.Generation)
+	setCondition(&next.Conditions, v1alpha1.ConditionApprovalRequired, approvalCondition(ps.current, ps.plan.Pending), p.Generation)
+	setCondition(&next.Conditions, v1alpha1.ConditionReady, readyCondition(ps), p.Generation)
+	next.PendingApproval = apiconv.PendingToAPI(ps.plan.Pending)
+	next.Effective = nil
+	// status.deployed reports the record on the Deployment; nothing reads
+	// it back (OF-2).
+	switch {
+	case ps.applyErr != nil:
+		// The Deployment still carries the record it had.
+		next.Effective = p.Status.Effective
+		next.Deployed = ps.running.report()
+	case ps.plan.Outcome.Runs() && ps.clusterErr == nil:
+		next.Effective = apiconv.EffectiveToAPI(ps.plan.Effective)
+		next.Deployed = ps.deployed.DeepCopy()
+	case ps.plan.Outcome.Runs():
+		// ClusterUnavailable: the parked Deployment keeps its record.
+		next.Deployed = ps.running.report()
+	default:
+		next.Deployed = nil
+	}
+	prev := p.Status
+	wrote, err := writeStatusIfChanged(ctx, r.Client, p, &p.Status, next)
+	if err != nil {
+		return fmt.Errorf("write status: %w", err)
+	}
+	if !wrote {
+		return nil
+	}
+	r.recordEvents(p, &prev, ps)
+	ctrllog.FromContext(ctx).V(1).Info("status written", "ready", readyCondition(ps).reason)
+	return nil
 }

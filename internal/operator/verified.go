@@ -2,14 +2,21 @@ package operator
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -147,4 +154,140 @@ func setVerifiedVersion(d *appsv1.Deployment, raw string) {
 		d.Spec.Template.Annotations = map[string]string{}
 	}
 	d.Spec.Template.Annotations[AnnotationVerifiedVersion] = raw
+}
+
+// How one Plugin reconcile uses the record: it reads the record of what
+// runs (readRunning) before it checks anything, and stamps the record of
+// what it applies (nextRecord) only when another version starts.
+
+// readRunning reads the record of the version that runs from the plugin's
+// Deployment (AnnotationVerifiedVersion), which only the operator may write
+// (deploy/admission), and never from status.deployed, which anyone who may
+// write plugins/status can set. A Deployment left by
+// an operator that kept the record in status only gives a legacy record,
+// trusted only once its image verifies again. An invalid record is reported
+// and trusted for nothing.
+func (r *PluginReconciler) readRunning(ctx context.Context, p *v1alpha1.Plugin, ps *pass) error {
+	var d appsv1.Deployment
+	key := types.NamespacedName{Namespace: plugins.Namespace, Name: plugins.ServiceAccountName(p.Name)}
+	err := r.Client.Get(ctx, key, &d)
+	if apierrors.IsNotFound(err) {
+		// The cache may not have seen the Deployment that the pass before
+		// this one created: nothing running would then mean a
+		// second record stamped over the first, or a version reported
+		// stopped that runs. A plugin without a Deployment costs a live
+		// read per pass; one with its Deployment cached, none.
+		ps.readLive = true
+		err = r.reader().Get(ctx, key, &d)
+	}
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("read Deployment %s: %w", key.Name, err)
+	}
+	rec, err := readVerifiedVersion(&d, p)
+	switch {
+	case errors.Is(err, errNoRecord):
+		if s := p.Status.Deployed; s != nil && s.VerifiedAt != nil && s.Image == runningImage(&d) {
+			ps.running = &verifiedVersion{rec: s.DeepCopy(), legacy: true}
+		}
+	case err != nil:
+		ps.previousErr = fmt.Sprintf("the record of the running version on Deployment %s is invalid: %v", d.Name, err)
+	case rec != nil:
+		ps.running = &verifiedVersion{rec: rec, raw: d.Spec.Template.Annotations[AnnotationVerifiedVersion]}
+	}
+	return nil
+}
+
+// sameAsDeployed reports whether v is exactly the version d records.
+func sameAsDeployed(v *plugins.Version, d *v1alpha1.DeployedVersion) bool {
+	if v == nil || d == nil || d.VerifiedAt == nil {
+		return false
+	}
+	return v.Image.String() == d.Image && v.Manifest.Equal(apiconv.ManifestFromAPI(d.Manifest)) && plugins.EqualConfig(v.Config, apiconv.RawJSON(d.Config))
+}
+
+// nextRecord is the verified-version record, and its annotation, for what
+// runs now: the running version's own, unchanged, while that version keeps
+// running; a new one, stamped now, when another version starts or a legacy
+// record has just verified again.
+//
+// ps.running may come from the cache, which may not yet hold what the pass
+// before this one applied: a pass queued by an upgrade's apply can still
+// find the previous version's Deployment there (readRunning reads a
+// Deployment the cache does not hold from the API server itself). A
+// record stamped then would differ from the one on the Deployment only in
+// its verifiedAt, and applying it would change the pod template and roll
+// the plugin out a second time, with a second RolledOut. So
+// before stamping, unless readRunning already read it live, the Deployment
+// is read from the API server (r.Reader), and a record of the operator's
+// there for exactly this version (image, manifest, config) is kept, as it
+// would have been had the cache been current.
+func (r *PluginReconciler) nextRecord(ctx context.Context, p *v1alpha1.Plugin, ps *pass) (*v1alpha1.DeployedVersion, string, error) {
+	run := ps.running
+	keeps := run != nil && (ps.plan.Outcome == plugins.RolloutPrevious || sameAsDeployed(ps.current, run.rec))
+	if keeps && !run.legacy {
+		return run.rec, run.raw, nil
+	}
+	version := ps.plan.Run
+	if !ps.readLive {
+		live, err := r.liveRecord(ctx, p)
+		if err != nil {
+			return nil, "", err
+		}
+		if live != nil && sameAsDeployed(version, live.rec) {
+			return live.rec, live.raw, nil
+		}
+	}
+	v := ps.verification
+	if ps.plan.Outcome == plugins.RolloutPrevious {
+		v = ps.previousVerification
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	rec := &v1alpha1.DeployedVersion{
+		Image:      version.Image.String(),
+		Manifest:   apiconv.ManifestToAPI(version.Manifest),
+		Signer:     v.Signer,
+		Trust:      v.Reason,
+		VerifiedAt: &metav1.Time{Time: now().UTC().Truncate(time.Second)},
+	}
+	if len(version.Config) > 0 {
+		rec.Config = &apiextensionsv1.JSON{Raw: append([]byte(nil), version.Config...)}
+	}
+	raw, err := encodeVerifiedVersion(rec)
+	if err != nil {
+		return nil, "", err
+	}
+	return rec, raw, nil
+}
+
+// liveRecord reads the record on the plugin's Deployment from the API
+// server (r.Reader), as readRunning reads it from the cache: nil when there
+// is no Deployment, or no valid record of the operator's on it (a legacy or
+// malformed one is nothing to keep).
+func (r *PluginReconciler) liveRecord(ctx context.Context, p *v1alpha1.Plugin) (*verifiedVersion, error) {
+	var d appsv1.Deployment
+	key := types.NamespacedName{Namespace: plugins.Namespace, Name: plugins.ServiceAccountName(p.Name)}
+	if err := r.reader().Get(ctx, key, &d); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read Deployment %s: %w", key.Name, err)
+	}
+	if rec, err := readVerifiedVersion(&d, p); err == nil && rec != nil {
+		return &verifiedVersion{rec: rec, raw: d.Spec.Template.Annotations[AnnotationVerifiedVersion]}, nil
+	}
+	return nil, nil
+}
+
+// reader is r.Reader, or r.Client without one.
+func (r *PluginReconciler) reader() client.Reader {
+	if r.Reader != nil {
+		return r.Reader
+	}
+	return r.Client
 }

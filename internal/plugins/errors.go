@@ -42,9 +42,9 @@ var (
 	ErrInvalidSigner = errors.New("invalid signer")
 	// ErrInvalidAllowList: an allow-list document is not in canonical form.
 	ErrInvalidAllowList = errors.New("invalid allow-list")
-	// ErrInvalidSigningKey: a signing key set holds something other than RSA
-	// or EC public keys with key IDs.
-	ErrInvalidSigningKey = errors.New("invalid signing key")
+	// ErrInvalidTokenKey: a ServiceAccount token key set holds something
+	// other than RSA or EC public keys with key IDs.
+	ErrInvalidTokenKey = errors.New("invalid signing key")
 	// ErrInvalidCatalog: the catalog file cannot be read strictly.
 	ErrInvalidCatalog = errors.New("invalid catalog")
 	// ErrInvalidLabel: the signed manifest label cannot be read strictly.

@@ -281,7 +281,7 @@ func FuzzPluginForServiceAccount(f *testing.F) {
 	})
 }
 
-func FuzzParseSigningKeys(f *testing.F) {
+func FuzzParseTokenKeys(f *testing.F) {
 	rsaKey := trRSAKey(f, 2048)
 	ec := trECKey(f, elliptic.P256())
 	ec521 := trECKey(f, elliptic.P521())
@@ -298,17 +298,17 @@ func FuzzParseSigningKeys(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ks, err := ParseSigningKeys(data)
+		ks, err := ParseTokenKeys(data)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidSigningKey) || ks.Len() != 0 {
-				t.Fatalf("refusal %v does not wrap ErrInvalidSigningKey, or kept keys", err)
+			if !errors.Is(err, ErrInvalidTokenKey) || ks.Len() != 0 {
+				t.Fatalf("refusal %v does not wrap ErrInvalidTokenKey, or kept keys", err)
 			}
 			return
 		}
 		out := ks.JWKS()
-		again, err := ParseSigningKeys(out)
+		again, err := ParseTokenKeys(out)
 		if err != nil {
-			t.Fatalf("ParseSigningKeys(JWKS()) = %v for %s", err, out)
+			t.Fatalf("ParseTokenKeys(JWKS()) = %v for %s", err, out)
 		}
 		if !reflect.DeepEqual(again.Keys(), ks.Keys()) || string(again.JWKS()) != string(out) {
 			t.Fatalf("JWKS does not round-trip: %s vs %s", out, again.JWKS())

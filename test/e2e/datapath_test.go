@@ -124,8 +124,8 @@ func runLocally(t *testing.T, c client.Client, cs kubernetes.Interface, name str
 	}
 	var jwks corev1.ConfigMap
 	testutil.Eventually(t, waitTimeout, "openfief-sa-jwks published", func() (bool, string) {
-		err := c.Get(ctx, clientKey(plugins.SigningKeysConfigMap), &jwks)
-		return err == nil && jwks.Data[plugins.SigningKeysJWKSKey] != "", fmt.Sprint(err)
+		err := c.Get(ctx, clientKey(plugins.TokenKeysConfigMap), &jwks)
+		return err == nil && jwks.Data[plugins.TokenKeysJWKSKey] != "", fmt.Sprint(err)
 	})
 
 	dir := t.TempDir()

@@ -92,8 +92,10 @@ func SplitKey(key string) (name, tag string, ok bool) {
 	return name, tag, true
 }
 
-// validKey reports whether key is an instance name or a removed key.
-func validKey(key string) bool {
+// ValidKey reports whether key is an instance name or a removed key: the
+// one rule of an instance key, which the store and the core's owner API
+// both check.
+func ValidKey(key string) bool {
 	_, _, ok := SplitKey(key)
 	return ok
 }
@@ -405,7 +407,7 @@ func (s *Store) freeKey(ctx context.Context, tx *sql.Tx, name, uid string, at ti
 // plugin installed) is refused with ErrLive, an unknown key with
 // ErrUnknownInstance.
 func (s *Store) Purge(ctx context.Context, key string, preview bool) (PurgeCounts, error) {
-	if !validKey(key) {
+	if !ValidKey(key) {
 		return PurgeCounts{}, refuse("key", ErrKey)
 	}
 	var out PurgeCounts
@@ -465,7 +467,7 @@ func (s *Store) count(ctx context.Context, tx *sql.Tx, key string) (PurgeCounts,
 // Count counts the rows key holds in every table (its instances row aside),
 // whether it is live or removed.
 func (s *Store) Count(ctx context.Context, key string) (PurgeCounts, error) {
-	if !validKey(key) {
+	if !ValidKey(key) {
 		return PurgeCounts{}, refuse("key", ErrKey)
 	}
 	var out PurgeCounts

@@ -134,7 +134,7 @@ last_error = excluded.last_error, next_sync_at = excluded.next_sync_at`),
 // removed instance's key (its last and next sync and its row counts), or
 // ErrUnknownInstance.
 func (s *Store) Status(ctx context.Context, instance string) (InstanceRecord, error) {
-	if !validKey(instance) {
+	if !ValidKey(instance) {
 		return InstanceRecord{}, refuse("instance", ErrKey)
 	}
 	var st InstanceRecord

@@ -35,7 +35,7 @@ func trJWKS(keys ...string) string {
 	return `{"keys":[` + strings.Join(keys, ",") + `]}`
 }
 
-func TestParseSigningKeys(t *testing.T) {
+func TestParseTokenKeys(t *testing.T) {
 	rsaKey := trRSAKey(t, 2048)
 	ec256 := trECKey(t, elliptic.P256())
 	ec384 := trECKey(t, elliptic.P384())
@@ -51,11 +51,11 @@ func TestParseSigningKeys(t *testing.T) {
 			trECJWK("ec-3", "ES512", &ec521.PublicKey),
 			strings.Replace(trECJWK("ec-2", "ES384", &ec384.PublicKey), `"use":"sig",`, ``, 1),
 		)
-		ks, err := ParseSigningKeys([]byte(in))
+		ks, err := ParseTokenKeys([]byte(in))
 		if err != nil {
-			t.Fatalf("ParseSigningKeys: %v", err)
+			t.Fatalf("ParseTokenKeys: %v", err)
 		}
-		want := []SigningKey{
+		want := []TokenKey{
 			{KeyID: "ec-1", Algorithm: "ES256", Key: &ec256.PublicKey},
 			{KeyID: "ec-2", Algorithm: "ES384", Key: &ec384.PublicKey},
 			{KeyID: "ec-3", Algorithm: "ES512", Key: &ec521.PublicKey},
@@ -78,18 +78,18 @@ func TestParseSigningKeys(t *testing.T) {
 		if strings.Contains(string(out), "x5c") || strings.Count(string(out), `"use":"sig"`) != 4 {
 			t.Errorf("JWKS = %s, want use sig on every key and no x5c", out)
 		}
-		again, err := ParseSigningKeys(out)
+		again, err := ParseTokenKeys(out)
 		if err != nil {
-			t.Fatalf("ParseSigningKeys(JWKS()): %v", err)
+			t.Fatalf("ParseTokenKeys(JWKS()): %v", err)
 		}
 		if !reflect.DeepEqual(again.Keys(), got) || string(again.JWKS()) != string(out) {
 			t.Errorf("JWKS does not round-trip:\n%s\n%s", out, again.JWKS())
 		}
 	})
 	t.Run("without alg", func(t *testing.T) {
-		ks, err := ParseSigningKeys([]byte(trJWKS(strings.Replace(rsaJWK, `"alg":"RS256",`, ``, 1))))
+		ks, err := ParseTokenKeys([]byte(trJWKS(strings.Replace(rsaJWK, `"alg":"RS256",`, ``, 1))))
 		if err != nil {
-			t.Fatalf("ParseSigningKeys: %v", err)
+			t.Fatalf("ParseTokenKeys: %v", err)
 		}
 		if ks.Keys()[0].Algorithm != "" || strings.Contains(string(ks.JWKS()), "alg") {
 			t.Errorf("an absent alg became %q in %s", ks.Keys()[0].Algorithm, ks.JWKS())
@@ -160,13 +160,13 @@ func TestParseSigningKeys(t *testing.T) {
 		"EC x too short":               {in: trJWKS(strings.Replace(ecJWK, `"x":"`, `"x":"AA`, 1)), wantField: "keys[0].x"},
 		"EC y missing":                 {in: trJWKS(ecJWK[:strings.Index(ecJWK, `,"y"`)]), wantField: "keys[0].y"},
 		"one bad key refuses all":      {in: trJWKS(rsaJWK, ecJWK+`,"d":"AQAB"`), wantField: "keys[1].d"},
-		"too many keys":                {in: trJWKS(strings.Split(strings.Repeat(ecJWK+"\x00", maxSigningKeys+1), "\x00")[:maxSigningKeys+1]...), wantField: "keys"},
-		"too large":                    {in: trJWKS(ecJWK) + strings.Repeat(" ", maxSigningKeysLen), wantField: "jwks"},
+		"too many keys":                {in: trJWKS(strings.Split(strings.Repeat(ecJWK+"\x00", maxTokenKeys+1), "\x00")[:maxTokenKeys+1]...), wantField: "keys"},
+		"too large":                    {in: trJWKS(ecJWK) + strings.Repeat(" ", maxTokenKeysLen), wantField: "jwks"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			ks, err := ParseSigningKeys([]byte(tc.in))
-			trCheckErr(t, err, ErrInvalidSigningKey, tc.wantField)
+			ks, err := ParseTokenKeys([]byte(tc.in))
+			trCheckErr(t, err, ErrInvalidTokenKey, tc.wantField)
 			if ks.Len() != 0 {
 				t.Errorf("a refused set still holds %d keys", ks.Len())
 			}
@@ -177,13 +177,13 @@ func TestParseSigningKeys(t *testing.T) {
 	}
 }
 
-// TestSigningKeysJWKSShape checks the published document is what the SDK's
+// TestTokenKeysJWKSShape checks the published document is what the SDK's
 // go-jose reads: {"keys":[...]} with the RFC 7517 member names.
-func TestSigningKeysJWKSShape(t *testing.T) {
+func TestTokenKeysJWKSShape(t *testing.T) {
 	ec := trECKey(t, elliptic.P256())
-	ks, err := ParseSigningKeys([]byte(trJWKS(trECJWK("b", "ES256", &ec.PublicKey), strings.Replace(trECJWK("a", "ES256", &ec.PublicKey), `"alg":"ES256",`, ``, 1))))
+	ks, err := ParseTokenKeys([]byte(trJWKS(trECJWK("b", "ES256", &ec.PublicKey), strings.Replace(trECJWK("a", "ES256", &ec.PublicKey), `"alg":"ES256",`, ``, 1))))
 	if err != nil {
-		t.Fatalf("ParseSigningKeys: %v", err)
+		t.Fatalf("ParseTokenKeys: %v", err)
 	}
 	var doc struct {
 		Keys []map[string]string `json:"keys"`
@@ -199,7 +199,7 @@ func TestSigningKeysJWKSShape(t *testing.T) {
 	if !reflect.DeepEqual(doc.Keys, want) {
 		t.Errorf("JWKS keys\n got %v\nwant %v", doc.Keys, want)
 	}
-	var zero SigningKeys
+	var zero TokenKeys
 	if got := string(zero.JWKS()); got != `{"keys":[]}` {
 		t.Errorf("zero JWKS = %s", got)
 	}

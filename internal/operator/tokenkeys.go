@@ -26,9 +26,9 @@ import (
 )
 
 const (
-	// SigningKeysFieldManager owns the fields of openfief-sa-jwks, apart
+	// TokenKeysFieldManager owns the fields of openfief-sa-jwks, apart
 	// from the managers that own the plugins' objects (D-59).
-	SigningKeysFieldManager = "openfief-operator/signing-keys"
+	TokenKeysFieldManager = "openfief-operator/signing-keys"
 
 	// The API server's ServiceAccount issuer discovery endpoints.
 	openIDConfigurationPath = "/.well-known/openid-configuration"
@@ -67,7 +67,7 @@ func NewAPIServerDiscovery(cfg *rest.Config) (*APIServerDiscovery, error) {
 }
 
 // Discover reads the issuer and the raw JWKS document; the caller validates
-// the keys with plugins.ParseSigningKeys.
+// the keys with plugins.ParseTokenKeys.
 func (d *APIServerDiscovery) Discover(ctx context.Context) (string, []byte, error) {
 	raw, err := d.client.Get().AbsPath(openIDConfigurationPath).DoRaw(ctx)
 	if err != nil {
@@ -86,35 +86,36 @@ func (d *APIServerDiscovery) Discover(ctx context.Context) (string, []byte, erro
 	return conf.Issuer, jwks, nil
 }
 
-// SigningKeysPublisher publishes the cluster's token issuer and signing keys
-// in the ConfigMap openfief-sa-jwks (keys jwks.json and issuer), which every
+// TokenKeysPublisher publishes the cluster's ServiceAccount token issuer and
+// the public keys that sign its tokens (not image signers: those are
+// ownersigners.go) in the ConfigMap openfief-sa-jwks (keys jwks.json and issuer), which every
 // plugin pod mounts so the SDK can verify the core's tokens itself (D-59). It
 // runs once at start, every Refresh, and on every change to or deletion of
 // that ConfigMap, so an edited or deleted one is put back. It writes only
 // when the published content differs, with server-side apply under
-// SigningKeysFieldManager; if the keys can't be read or don't validate, what
+// TokenKeysFieldManager; if the keys can't be read or don't validate, what
 // was published stays.
-type SigningKeysPublisher struct {
+type TokenKeysPublisher struct {
 	// Client reads the ConfigMap (the manager's cache) and applies it.
 	Client client.Client
 	// Discovery reads the issuer and the keys.
 	Discovery IssuerDiscovery
 	// Refresh is how often the keys are read again;
-	// DefaultSigningKeysRefresh if zero.
+	// DefaultTokenKeysRefresh if zero.
 	Refresh time.Duration
 }
 
-// signingKeysKey is the publisher's one reconcile request.
-var signingKeysKey = types.NamespacedName{Namespace: plugins.Namespace, Name: plugins.SigningKeysConfigMap}
+// tokenKeysKey is the publisher's one reconcile request.
+var tokenKeysKey = types.NamespacedName{Namespace: plugins.Namespace, Name: plugins.TokenKeysConfigMap}
 
 // SetupWithManager runs the publisher in mgr's leader: once at start, on
 // every event of openfief-sa-jwks, and every Refresh.
-func (p *SigningKeysPublisher) SetupWithManager(mgr ctrl.Manager) error {
+func (p *TokenKeysPublisher) SetupWithManager(mgr ctrl.Manager) error {
 	isJWKS := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetNamespace() == signingKeysKey.Namespace && o.GetName() == signingKeysKey.Name
+		return o.GetNamespace() == tokenKeysKey.Namespace && o.GetName() == tokenKeysKey.Name
 	})
 	atStart := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		q.Add(reconcile.Request{NamespacedName: signingKeysKey})
+		q.Add(reconcile.Request{NamespacedName: tokenKeysKey})
 		return nil
 	})
 	return ctrl.NewControllerManagedBy(mgr).
@@ -127,13 +128,13 @@ func (p *SigningKeysPublisher) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile publishes the keys and comes back after Refresh. A failure is
 // returned, so the request is retried with back-off while the published
 // keys stay.
-func (p *SigningKeysPublisher) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+func (p *TokenKeysPublisher) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	if _, err := p.Publish(ctx); err != nil {
 		return reconcile.Result{}, err
 	}
 	refresh := p.Refresh
 	if refresh <= 0 {
-		refresh = DefaultSigningKeysRefresh
+		refresh = DefaultTokenKeysRefresh
 	}
 	return reconcile.Result{RequeueAfter: refresh}, nil
 }
@@ -141,7 +142,7 @@ func (p *SigningKeysPublisher) Reconcile(ctx context.Context, _ reconcile.Reques
 // Publish reads and validates the issuer and keys and applies them when the
 // published ConfigMap differs, reporting whether it wrote. On any error
 // nothing is written.
-func (p *SigningKeysPublisher) Publish(ctx context.Context) (bool, error) {
+func (p *TokenKeysPublisher) Publish(ctx context.Context) (bool, error) {
 	issuer, raw, err := p.Discovery.Discover(ctx)
 	if err != nil {
 		return false, fmt.Errorf("discover signing keys: %w", err)
@@ -149,28 +150,28 @@ func (p *SigningKeysPublisher) Publish(ctx context.Context) (bool, error) {
 	if err := checkIssuer(issuer); err != nil {
 		return false, err
 	}
-	keys, err := plugins.ParseSigningKeys(raw)
+	keys, err := plugins.ParseTokenKeys(raw)
 	if err != nil {
 		return false, fmt.Errorf("signing keys of the API server: %w", err)
 	}
 	data := map[string]string{
-		plugins.SigningKeysJWKSKey:   string(keys.JWKS()),
-		plugins.SigningKeysIssuerKey: issuer,
+		plugins.TokenKeysJWKSKey:   string(keys.JWKS()),
+		plugins.TokenKeysIssuerKey: issuer,
 	}
 	labels := map[string]string{plugins.LabelManagedBy: plugins.ValueManagedBy}
 
 	var current corev1.ConfigMap
-	switch err := p.Client.Get(ctx, signingKeysKey, &current); {
+	switch err := p.Client.Get(ctx, tokenKeysKey, &current); {
 	case err == nil && holdsAll(current.Data, data) && holdsAll(current.Labels, labels):
 		return false, nil
 	case err != nil && !apierrors.IsNotFound(err):
-		return false, fmt.Errorf("read %s: %w", signingKeysKey, err)
+		return false, fmt.Errorf("read %s: %w", tokenKeysKey, err)
 	}
-	ac := corev1ac.ConfigMap(signingKeysKey.Name, signingKeysKey.Namespace).WithLabels(labels).WithData(data)
-	if err := p.Client.Apply(ctx, ac, client.FieldOwner(SigningKeysFieldManager), client.ForceOwnership); err != nil {
-		return false, fmt.Errorf("apply %s: %w", signingKeysKey, err)
+	ac := corev1ac.ConfigMap(tokenKeysKey.Name, tokenKeysKey.Namespace).WithLabels(labels).WithData(data)
+	if err := p.Client.Apply(ctx, ac, client.FieldOwner(TokenKeysFieldManager), client.ForceOwnership); err != nil {
+		return false, fmt.Errorf("apply %s: %w", tokenKeysKey, err)
 	}
-	ctrllog.FromContext(ctx).Info("published signing keys", "configMap", signingKeysKey.String(), "issuer", issuer, "keys", keys.Len())
+	ctrllog.FromContext(ctx).Info("published signing keys", "configMap", tokenKeysKey.String(), "issuer", issuer, "keys", keys.Len())
 	return true, nil
 }
 

@@ -63,9 +63,9 @@ func (s *stubDiscovery) set(err error, jwks []byte) {
 	s.err, s.jwks = err, jwks
 }
 
-// startSigningKeys runs a SigningKeysPublisher in a manager of its own until
+// startTokenKeys runs a TokenKeysPublisher in a manager of its own until
 // the test ends, counting the manager's writes.
-func startSigningKeys(t *testing.T, c *devcluster.Cluster, refresh time.Duration) (*stubDiscovery, *operatorRun) {
+func startTokenKeys(t *testing.T, c *devcluster.Cluster, refresh time.Duration) (*stubDiscovery, *operatorRun) {
 	t.Helper()
 	discovery, err := NewAPIServerDiscovery(c.Config)
 	if err != nil {
@@ -73,7 +73,7 @@ func startSigningKeys(t *testing.T, c *devcluster.Cluster, refresh time.Duration
 	}
 	stub := &stubDiscovery{real: discovery}
 	run := startManager(t, c, 0, func(mgr ctrl.Manager) error {
-		return (&SigningKeysPublisher{Client: mgr.GetClient(), Discovery: stub, Refresh: refresh}).SetupWithManager(mgr)
+		return (&TokenKeysPublisher{Client: mgr.GetClient(), Discovery: stub, Refresh: refresh}).SetupWithManager(mgr)
 	})
 	return stub, run
 }
@@ -104,7 +104,7 @@ func apiServerKeys(t *testing.T, cfg *rest.Config) (issuer, jwks string) {
 	if err := json.Unmarshal(get("/.well-known/openid-configuration"), &conf); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := plugins.ParseSigningKeys(get("/openid/v1/jwks"))
+	keys, err := plugins.ParseTokenKeys(get("/openid/v1/jwks"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,39 +117,39 @@ func publishedKeys(t *testing.T, cl client.Client, issuer, jwks string) *corev1.
 	t.Helper()
 	var cm corev1.ConfigMap
 	testutil.Eventually(t, waitTimeout, "openfief-sa-jwks to hold the API server's keys", func() (bool, string) {
-		if err := cl.Get(context.Background(), signingKeysKey, &cm); err != nil {
+		if err := cl.Get(context.Background(), tokenKeysKey, &cm); err != nil {
 			return false, err.Error()
 		}
-		ok := cm.Data[plugins.SigningKeysIssuerKey] == issuer && cm.Data[plugins.SigningKeysJWKSKey] == jwks
+		ok := cm.Data[plugins.TokenKeysIssuerKey] == issuer && cm.Data[plugins.TokenKeysJWKSKey] == jwks
 		return ok, fmt.Sprintf("%v", cm.Data)
 	})
 	return &cm
 }
 
-func deleteSigningKeys(t *testing.T, cl client.Client) {
+func deleteTokenKeys(t *testing.T, cl client.Client) {
 	t.Helper()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: signingKeysKey.Name, Namespace: signingKeysKey.Namespace}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: tokenKeysKey.Name, Namespace: tokenKeysKey.Namespace}}
 	if err := cl.Delete(context.Background(), cm); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
 }
 
-func TestSigningKeysPublisher(t *testing.T) {
+func TestTokenKeysPublisher(t *testing.T) {
 	c, cl := testCluster(t)
 	ctx := context.Background()
-	deleteSigningKeys(t, cl)
+	deleteTokenKeys(t, cl)
 	issuer, jwks := apiServerKeys(t, c.Config)
-	stub, run := startSigningKeys(t, c, time.Hour)
+	stub, run := startTokenKeys(t, c, time.Hour)
 
 	cm := publishedKeys(t, cl, issuer, jwks)
 	owned := false
 	for _, f := range cm.ManagedFields {
-		if f.Manager == SigningKeysFieldManager && f.Operation == metav1.ManagedFieldsOperationApply {
+		if f.Manager == TokenKeysFieldManager && f.Operation == metav1.ManagedFieldsOperationApply {
 			owned = true
 		}
 	}
 	if !owned {
-		t.Errorf("no server-side apply by %s in %v", SigningKeysFieldManager, cm.ManagedFields)
+		t.Errorf("no server-side apply by %s in %v", TokenKeysFieldManager, cm.ManagedFields)
 	}
 
 	t.Run("no write in steady state", func(t *testing.T) {
@@ -169,7 +169,7 @@ func TestSigningKeysPublisher(t *testing.T) {
 			t.Errorf("the publisher wrote %d times in steady state", got-writes)
 		}
 		var after corev1.ConfigMap
-		if err := cl.Get(ctx, signingKeysKey, &after); err != nil {
+		if err := cl.Get(ctx, tokenKeysKey, &after); err != nil {
 			t.Fatal(err)
 		}
 		if after.ResourceVersion != cm.ResourceVersion {
@@ -179,7 +179,7 @@ func TestSigningKeysPublisher(t *testing.T) {
 
 	t.Run("deleted is put back", func(t *testing.T) {
 		old := publishedKeys(t, cl, issuer, jwks)
-		deleteSigningKeys(t, cl)
+		deleteTokenKeys(t, cl)
 		cm := publishedKeys(t, cl, issuer, jwks)
 		if cm.UID == old.UID {
 			t.Error("the ConfigMap was never deleted")
@@ -187,7 +187,7 @@ func TestSigningKeysPublisher(t *testing.T) {
 	})
 
 	t.Run("edited is reverted", func(t *testing.T) {
-		for _, key := range []string{plugins.SigningKeysJWKSKey, plugins.SigningKeysIssuerKey} {
+		for _, key := range []string{plugins.TokenKeysJWKSKey, plugins.TokenKeysIssuerKey} {
 			cm := publishedKeys(t, cl, issuer, jwks)
 			cm.Data[key] = `{"keys":[]}`
 			if err := cl.Update(ctx, cm); err != nil {
@@ -213,7 +213,7 @@ func TestSigningKeysPublisher(t *testing.T) {
 				raw = []byte(bad.jwks)
 			}
 			stub.set(bad.err, raw)
-			p := &SigningKeysPublisher{Client: cl, Discovery: stub}
+			p := &TokenKeysPublisher{Client: cl, Discovery: stub}
 			if wrote, err := p.Publish(ctx); err == nil || wrote {
 				t.Errorf("%v %s: Publish = %v, %v; want an error and no write", bad.err, bad.jwks, wrote, err)
 			}
@@ -232,17 +232,17 @@ func TestSigningKeysPublisher(t *testing.T) {
 	})
 }
 
-func TestSigningKeysPublisherRefreshes(t *testing.T) {
+func TestTokenKeysPublisherRefreshes(t *testing.T) {
 	c, cl := testCluster(t)
-	deleteSigningKeys(t, cl)
+	deleteTokenKeys(t, cl)
 	issuer, jwks := apiServerKeys(t, c.Config)
-	stub, _ := startSigningKeys(t, c, 300*time.Millisecond)
+	stub, _ := startTokenKeys(t, c, 300*time.Millisecond)
 	publishedKeys(t, cl, issuer, jwks)
 
 	// A rotated key reaches the ConfigMap with no event on it.
 	rotated := rsaJWKS(t, "rotated")
 	stub.set(nil, rotated)
-	keys, err := plugins.ParseSigningKeys(rotated)
+	keys, err := plugins.ParseTokenKeys(rotated)
 	if err != nil {
 		t.Fatal(err)
 	}

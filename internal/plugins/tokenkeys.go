@@ -19,42 +19,43 @@ import (
 // and its two keys, which every plugin pod mounts at
 // /var/run/secrets/openfief-sa-jwks for the SDK (D-59).
 const (
-	SigningKeysConfigMap = "openfief-sa-jwks"
-	SigningKeysJWKSKey   = "jwks.json"
-	SigningKeysIssuerKey = "issuer"
+	TokenKeysConfigMap = "openfief-sa-jwks"
+	TokenKeysJWKSKey   = "jwks.json"
+	TokenKeysIssuerKey = "issuer"
 )
 
-// Bounds on a signing key set.
+// Bounds on a token key set.
 const (
-	maxSigningKeysLen = 1 << 20
-	maxSigningKeys    = 64
-	maxKeyIDLen       = 256
-	maxRSAKeyBits     = 16384
-	maxRSAExponent    = 1<<31 - 1
+	maxTokenKeysLen = 1 << 20
+	maxTokenKeys    = 64
+	maxKeyIDLen     = 256
+	maxRSAKeyBits   = 16384
+	maxRSAExponent  = 1<<31 - 1
 )
 
-// SigningKey is one of the cluster's ServiceAccount token-signing public keys
+// TokenKey is one of the cluster's ServiceAccount token-signing public keys
 // (D-59): its key ID, the algorithm the set names for it ("" when none), and
 // the key itself, an *rsa.PublicKey or an *ecdsa.PublicKey.
-type SigningKey struct {
+type TokenKey struct {
 	KeyID     string
 	Algorithm string
 	Key       crypto.PublicKey
 }
 
-// SigningKeys is a validated set of signing keys, sorted by key ID, that the
-// operator publishes for plugins in openfief-sa-jwks (D-59). The issuer is
-// published beside it, not in it. Its fields are unexported: a SigningKeys
-// comes from ParseSigningKeys.
-type SigningKeys struct {
-	keys []SigningKey
+// TokenKeys is a validated set of the keys that sign ServiceAccount tokens
+// (not image signers: those are Signer and the trust policy), sorted by key
+// ID, that the operator publishes for plugins in openfief-sa-jwks (D-59). The issuer is
+// published beside it, not in it. Its fields are unexported: a TokenKeys
+// comes from ParseTokenKeys.
+type TokenKeys struct {
+	keys []TokenKey
 }
 
 // privateJWKMembers are the JWK members that carry private or symmetric key
 // material (RFC 7518 section 6).
 var privateJWKMembers = [...]string{"d", "p", "q", "dp", "dq", "qi", "oth", "k"}
 
-// ParseSigningKeys reads the API server's JWKS (/openid/v1/jwks) for
+// ParseTokenKeys reads the API server's JWKS (/openid/v1/jwks) for
 // publishing to plugins (D-59). It accepts only RSA public keys of at least
 // 2048 bits and EC public keys on P-256, P-384 or P-521 (the point on its
 // curve), each with a non-empty key ID unique in the set, "use" absent or
@@ -63,76 +64,76 @@ var privateJWKMembers = [...]string{"d", "p", "q", "dp", "dq", "qi", "oth", "k"}
 // symmetric key, any other key type, a repeated JSON member or an empty set
 // refuses the whole set, so the operator keeps what it published before.
 // Members it does not need, such as x5c, are ignored and never republished.
-// Errors are *FieldError values wrapping ErrInvalidSigningKey, with paths
+// Errors are *FieldError values wrapping ErrInvalidTokenKey, with paths
 // such as "keys[1].kty"; none holds key material.
-func ParseSigningKeys(data []byte) (SigningKeys, error) {
-	if len(data) > maxSigningKeysLen {
-		return SigningKeys{}, keyErr("jwks", fmt.Sprintf("longer than %d bytes", maxSigningKeysLen))
+func ParseTokenKeys(data []byte) (TokenKeys, error) {
+	if len(data) > maxTokenKeysLen {
+		return TokenKeys{}, keyErr("jwks", fmt.Sprintf("longer than %d bytes", maxTokenKeysLen))
 	}
 	var doc map[string]json.RawMessage
 	if path, err := strictDecode(data, &doc); err != nil {
-		return SigningKeys{}, keyErr(orDocument(path, "jwks"), err.Error())
+		return TokenKeys{}, keyErr(orDocument(path, "jwks"), err.Error())
 	}
 	if doc == nil {
-		return SigningKeys{}, keyErr("jwks", "not a JSON object")
+		return TokenKeys{}, keyErr("jwks", "not a JSON object")
 	}
 	rawKeys, ok := doc["keys"]
 	if !ok {
-		return SigningKeys{}, keyErr("keys", "required")
+		return TokenKeys{}, keyErr("keys", "required")
 	}
 	var members []map[string]json.RawMessage
 	if err := json.Unmarshal(rawKeys, &members); err != nil || members == nil {
-		return SigningKeys{}, keyErr("keys", "not an array of JSON objects")
+		return TokenKeys{}, keyErr("keys", "not an array of JSON objects")
 	}
 	switch {
 	case len(members) == 0:
-		return SigningKeys{}, keyErr("keys", "no keys")
-	case len(members) > maxSigningKeys:
-		return SigningKeys{}, keyErr("keys", fmt.Sprintf("%d keys, at most %d", len(members), maxSigningKeys))
+		return TokenKeys{}, keyErr("keys", "no keys")
+	case len(members) > maxTokenKeys:
+		return TokenKeys{}, keyErr("keys", fmt.Sprintf("%d keys, at most %d", len(members), maxTokenKeys))
 	}
 
 	var errs fieldErrors
-	var ks SigningKeys
+	var ks TokenKeys
 	kids := map[string]int{}
 	for i, m := range members {
 		field := fmt.Sprintf("keys[%d]", i)
 		if m == nil {
-			errs.add(field, ErrInvalidSigningKey, "not a JSON object")
+			errs.add(field, ErrInvalidTokenKey, "not a JSON object")
 			continue
 		}
 		k, err := parseJWK(m)
 		if err != nil {
 			var fe *FieldError
 			if errors.As(err, &fe) {
-				errs.add(field+"."+fe.Field, ErrInvalidSigningKey, fe.Detail)
+				errs.add(field+"."+fe.Field, ErrInvalidTokenKey, fe.Detail)
 			} else {
-				errs.add(field, ErrInvalidSigningKey, err.Error())
+				errs.add(field, ErrInvalidTokenKey, err.Error())
 			}
 			continue
 		}
 		if j, dup := kids[k.KeyID]; dup {
-			errs.add(field+".kid", ErrInvalidSigningKey, fmt.Sprintf("%q already names keys[%d]", k.KeyID, j))
+			errs.add(field+".kid", ErrInvalidTokenKey, fmt.Sprintf("%q already names keys[%d]", k.KeyID, j))
 			continue
 		}
 		kids[k.KeyID] = i
 		ks.keys = append(ks.keys, k)
 	}
 	if err := errs.err(); err != nil {
-		return SigningKeys{}, err
+		return TokenKeys{}, err
 	}
-	slices.SortFunc(ks.keys, func(a, b SigningKey) int { return strings.Compare(a.KeyID, b.KeyID) })
+	slices.SortFunc(ks.keys, func(a, b TokenKey) int { return strings.Compare(a.KeyID, b.KeyID) })
 	return ks, nil
 }
 
 func keyErr(field, detail string) error {
-	return &FieldError{Field: field, Err: ErrInvalidSigningKey, Detail: detail}
+	return &FieldError{Field: field, Err: ErrInvalidTokenKey, Detail: detail}
 }
 
 // parseJWK reads one JWK. A *FieldError it returns names the member.
-func parseJWK(m map[string]json.RawMessage) (SigningKey, error) {
+func parseJWK(m map[string]json.RawMessage) (TokenKey, error) {
 	for _, name := range privateJWKMembers {
 		if _, ok := m[name]; ok {
-			return SigningKey{}, keyErr(name, "private or symmetric key material; only public keys are published")
+			return TokenKey{}, keyErr(name, "private or symmetric key material; only public keys are published")
 		}
 	}
 	str := func(name string, required bool) (string, error) {
@@ -155,29 +156,29 @@ func parseJWK(m map[string]json.RawMessage) (SigningKey, error) {
 
 	kty, err := str("kty", true)
 	if err != nil {
-		return SigningKey{}, err
+		return TokenKey{}, err
 	}
 	kid, err := str("kid", true)
 	if err != nil {
-		return SigningKey{}, err
+		return TokenKey{}, err
 	}
 	if len(kid) > maxKeyIDLen || !isPrintable(kid) {
-		return SigningKey{}, keyErr("kid", fmt.Sprintf("not 1 to %d printable characters", maxKeyIDLen))
+		return TokenKey{}, keyErr("kid", fmt.Sprintf("not 1 to %d printable characters", maxKeyIDLen))
 	}
 	if use, err := str("use", false); err != nil {
-		return SigningKey{}, err
+		return TokenKey{}, err
 	} else if _, present := m["use"]; present && use != "sig" {
-		return SigningKey{}, keyErr("use", fmt.Sprintf("%q, want \"sig\"", use))
+		return TokenKey{}, keyErr("use", fmt.Sprintf("%q, want \"sig\"", use))
 	}
 	if raw, ok := m["key_ops"]; ok {
 		var ops []string
 		if err := json.Unmarshal(raw, &ops); err != nil || len(ops) != 1 || ops[0] != "verify" {
-			return SigningKey{}, keyErr("key_ops", `want ["verify"]`)
+			return TokenKey{}, keyErr("key_ops", `want ["verify"]`)
 		}
 	}
 	alg, err := str("alg", false)
 	if err != nil {
-		return SigningKey{}, err
+		return TokenKey{}, err
 	}
 
 	var key crypto.PublicKey
@@ -193,17 +194,17 @@ func parseJWK(m map[string]json.RawMessage) (SigningKey, error) {
 			key, want = pub, ecAlgorithm(pub.Curve)
 		}
 	case "oct":
-		return SigningKey{}, keyErr("kty", "symmetric keys are never published")
+		return TokenKey{}, keyErr("kty", "symmetric keys are never published")
 	default:
-		return SigningKey{}, keyErr("kty", fmt.Sprintf("%q is not RSA or EC", truncate(kty, 32)))
+		return TokenKey{}, keyErr("kty", fmt.Sprintf("%q is not RSA or EC", truncate(kty, 32)))
 	}
 	if err != nil {
-		return SigningKey{}, err
+		return TokenKey{}, err
 	}
 	if alg != "" && alg != want {
-		return SigningKey{}, keyErr("alg", fmt.Sprintf("%q does not fit this key, want %s", truncate(alg, 32), want))
+		return TokenKey{}, keyErr("alg", fmt.Sprintf("%q does not fit this key, want %s", truncate(alg, 32), want))
 	}
-	return SigningKey{KeyID: kid, Algorithm: alg, Key: key}, nil
+	return TokenKey{KeyID: kid, Algorithm: alg, Key: key}, nil
 }
 
 // decodeB64URL decodes unpadded base64url strictly, as RFC 7515 writes it.
@@ -288,10 +289,10 @@ func ecAlgorithm(c elliptic.Curve) string {
 }
 
 // Keys returns the keys, sorted by key ID.
-func (k SigningKeys) Keys() []SigningKey { return slices.Clone(k.keys) }
+func (k TokenKeys) Keys() []TokenKey { return slices.Clone(k.keys) }
 
 // Len is the number of keys.
-func (k SigningKeys) Len() int { return len(k.keys) }
+func (k TokenKeys) Len() int { return len(k.keys) }
 
 // jwkJSON is one key as JWKS writes it; the member order is fixed.
 type jwkJSON struct {
@@ -311,7 +312,7 @@ type jwkJSON struct {
 // "use":"sig", its "kid", its "alg" when the source named one, and only its
 // public parameters in minimal unpadded base64url. The same keys always give
 // the same bytes, so an unchanged set causes no write.
-func (k SigningKeys) JWKS() []byte {
+func (k TokenKeys) JWKS() []byte {
 	out := struct {
 		Keys []jwkJSON `json:"keys"`
 	}{Keys: make([]jwkJSON, 0, len(k.keys))}
@@ -328,7 +329,7 @@ func (k SigningKeys) JWKS() []byte {
 			j.Crv = pub.Curve.Params().Name
 			point, err := pub.Bytes()
 			if err != nil {
-				continue // unreachable: ParseSigningKeys built it from a valid point
+				continue // unreachable: ParseTokenKeys built it from a valid point
 			}
 			size := (len(point) - 1) / 2
 			j.X = enc.EncodeToString(point[1 : 1+size])

@@ -1,0 +1,105 @@
+package core
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+
+	"github.com/arkadiuss/openfief/internal/core/ownerapi"
+	"github.com/arkadiuss/openfief/internal/core/store"
+	"github.com/arkadiuss/openfief/internal/display"
+)
+
+// What the owner API's status reports of each instance (serveStatusAll,
+// serveStatus): what the store recorded, with the schedule of the
+// scheduler and the views, for every live and every removed instance.
+
+// known is every instance the store or the scheduler knows, sorted.
+func (c *Core) known(r *http.Request) ([]string, error) {
+	names, err := c.store.Instances(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	names = append(names, c.sched.Instances()...)
+	names = append(names, c.views.Instances()...)
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// status combines what the store recorded with the schedule.
+func (c *Core) status(r *http.Request, name string) (ownerapi.InstanceStatus, error) {
+	st, err := c.store.Status(r.Context(), name)
+	if err != nil && !errors.Is(err, store.ErrUnknownInstance) {
+		return ownerapi.InstanceStatus{}, err
+	}
+	out := ownerStatus(name, st)
+	next, ok := c.sched.NextSync(name)
+	if vnext, vok := c.views.NextRun(name); vok {
+		out.View = true
+		if !ok || vnext.Before(next) {
+			next, ok = vnext, true
+		}
+	}
+	if ok {
+		out.Scheduled = true
+		if !next.IsZero() {
+			n := next.UTC()
+			out.NextSync = &n
+		}
+	}
+	return out, nil
+}
+
+// ownerStatus turns what the store holds of instance name into the owner
+// API's status, escaping the plugin-written text; an instance the store
+// does not know yet has an empty record, so an empty status. The caller
+// adds the schedule.
+func ownerStatus(name string, rec store.InstanceRecord) ownerapi.InstanceStatus {
+	// The last error and the watermark are plugin-written text; a record
+	// stored before OF-17 may hold them raw, so they are escaped here too.
+	out := ownerapi.InstanceStatus{Plugin: name, Instance: name, LastOK: rec.LastOK, LastError: display.Message(rec.LastError), Watermark: display.Text(rec.Watermark)}
+	if plugin, _, ok := store.SplitKey(name); ok {
+		out.Plugin = plugin
+	}
+	out.UID = rec.UID
+	if !rec.RemovedAt.IsZero() {
+		t := rec.RemovedAt.UTC()
+		out.Removed, out.RemovedAt = true, &t
+	}
+	if !rec.LastSync.IsZero() {
+		t := rec.LastSync.UTC()
+		out.LastSync = &t
+	}
+	if !rec.NextSync.IsZero() {
+		t := rec.NextSync.UTC()
+		out.NextSync = &t
+	}
+	r := rec.Rows
+	out.Rows = ownerapi.RowCounts{
+		Batches: r.Batches, Transactions: r.Transactions, Postings: r.Postings, Balances: r.Balances,
+		Prices: r.Prices, FxRates: r.FxRates, IndexReadings: r.IndexReadings, Problems: r.Problems,
+	}
+	out.RowsTotal = r.Transactions + r.Postings + r.Balances + r.Prices + r.FxRates + r.IndexReadings + r.Problems
+	return out
+}
+
+// removedStatuses are the removed instances' statuses, sorted by name and
+// removal.
+func (c *Core) removedStatuses(r *http.Request) ([]ownerapi.InstanceStatus, error) {
+	removed, err := c.store.RemovedInstances(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ownerapi.InstanceStatus, 0, len(removed))
+	for _, ri := range removed {
+		st, err := c.store.Status(r.Context(), ri.Key)
+		if errors.Is(err, store.ErrUnknownInstance) {
+			continue // purged meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ownerStatus(ri.Key, st))
+	}
+	return out, nil
+}
