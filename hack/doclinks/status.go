@@ -21,7 +21,8 @@ import (
 // Go package of the repository) or `TestName`. Once any of those exists,
 // the paragraph contradicts the code, and the check says so. Other names in
 // backticks (a flag, a command of another tool) are not looked up; prose
-// outside a marked paragraph is not read.
+// outside a marked paragraph is not read. The paths such a paragraph names
+// are the ones the link check does not require to exist.
 var statusMarker = regexp.MustCompile(`^\s*(?:[-*]\s+)?(?:\*\*)?(Not built|Not done|Planned)(?:\*\*)?:`)
 
 var (
@@ -37,10 +38,10 @@ var (
 	makeRule = regexp.MustCompile(`^([A-Za-z0-9_.%/ -]+):(?:[^=]|$)`)
 )
 
-// checkStatusMarkers returns a problem for every name in a marked
-// paragraph of doc that exists.
-func (idx *repoIndex) checkStatusMarkers(doc string, data []byte) []Problem {
-	var problems []Problem
+// statusParagraphs returns, for each 1-based line of a document that is in
+// a paragraph begun by a status marker, the marker.
+func statusParagraphs(data []byte) map[int]string {
+	lines := map[int]string{}
 	marker, inParagraph := "", false
 	fence := ""
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -64,12 +65,26 @@ func (idx *repoIndex) checkStatusMarkers(doc string, data []byte) []Problem {
 		case strings.TrimSpace(line) == "" || heading.MatchString(line) || listItem.MatchString(line):
 			inParagraph = false
 		}
-		if !inParagraph {
+		if inParagraph {
+			lines[n] = marker
+		}
+	}
+	return lines
+}
+
+// checkStatusMarkers returns a problem for every name in a marked
+// paragraph of doc that exists.
+func (idx *repoIndex) checkStatusMarkers(doc string, data []byte) []Problem {
+	var problems []Problem
+	marked := statusParagraphs(data)
+	for i, line := range strings.Split(string(data), "\n") {
+		marker, ok := marked[i+1]
+		if !ok {
 			continue
 		}
 		for _, span := range codeSpan.FindAllStringSubmatch(line, -1) {
 			if what := idx.existing(strings.TrimSpace(span[1])); what != "" {
-				problems = append(problems, Problem{Doc: doc, Line: n, Target: "`" + span[1] + "`",
+				problems = append(problems, Problem{Doc: doc, Line: i + 1, Target: "`" + span[1] + "`",
 					Why: fmt.Sprintf("the paragraph is marked %q, but %s exists: update the status", marker+":", what)})
 			}
 		}
