@@ -17,20 +17,21 @@ func claimsRepo(docs map[string]string) fstest.MapFS {
 		"internal/release/release.go":      file("package release\n\n// CatalogPlugins are pinned.\nvar CatalogPlugins = []string{\"a\"}\n\ntype Builder struct{}\n\nfunc (b *Builder) Build() {}\n\nfunc Write() {}\n"),
 		"internal/release/release_test.go": file("package release\n\nfunc TestOnlyInTests(t *testing.T) {}\n\nvar HiddenInTests = 1\n"),
 		"sdk/ts/examples/fx-rates/main.ts": file(""),
+		// Indented, so that no line of this file begins "func Test" but its own tests'.
 		"internal/cli/platform_test.go": file(`package cli
 
-func TestLifecycle(t *testing.T) {
-	run := func(args ...string) {}
-	run("platform", "install", "--overlay", dir, "--dry-run")
-	run("platform", "install", "--overlay", dir, "--timeout", "3m")
-	openfief(t, k, runOpts{}, "check", "--pre")
-	run("plugin", "approve", name, "--yes")
-	args := []string{"platform", "status", "-o", "json"}
-	_ = args
-	expect(t, run("platform", "uninstall", "--yes=true", "--delete-data"), "uninstalled")
-}
+	func TestLifecycle(t *testing.T) {
+		run := func(args ...string) {}
+		run("platform", "install", "--overlay", dir, "--dry-run")
+		run("platform", "install", "--overlay", dir, "--timeout", "3m")
+		openfief(t, k, runOpts{}, "check", "--pre")
+		run("plugin", "approve", name, "--yes")
+		args := []string{"platform", "status", "-o", "json"}
+		_ = args
+		expect(t, run("platform", "uninstall", "--yes=true", "--delete-data"), "uninstalled")
+	}
 
-func helper() { run("check", "--isolation") }
+	func helper() { run("check", "--isolation") }
 `),
 	}
 	for name, text := range docs {
