@@ -568,14 +568,15 @@ func (b *browser) waitFor(expr string) {
 			return
 		case err != nil && !navigationError(err):
 			b.t.Fatalf("waiting for %s: %v", expr, err)
+		case err != nil:
+			last = err
 		}
-		last = err
 		if time.Now().After(deadline) {
 			page, perr := b.tryEval(`document.body.innerText`, 5*time.Second)
 			if perr != nil {
 				page = "(unreadable: " + perr.Error() + ")"
 			}
-			b.t.Fatalf("timed out after %s waiting for %s (last evaluation error: %v); the page says:\n%s", patience, expr, last, page)
+			b.t.Fatalf("timed out after %s waiting for %s (evaluations a navigation overtook: the last %v); the page says:\n%s", patience, expr, last, page)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
