@@ -576,7 +576,11 @@ func (b *browser) waitFor(expr string) {
 			if perr != nil {
 				page = "(unreadable: " + perr.Error() + ")"
 			}
-			b.t.Fatalf("timed out after %s waiting for %s (evaluations a navigation overtook: the last %v); the page says:\n%s", patience, expr, last, page)
+			overtaken := ""
+			if last != nil {
+				overtaken = " (the last evaluation a navigation overtook: " + last.Error() + ")"
+			}
+			b.t.Fatalf("timed out after %s waiting for %s%s; the page says:\n%s", patience, expr, overtaken, page)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
