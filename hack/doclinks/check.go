@@ -13,7 +13,8 @@ import (
 	"unicode"
 )
 
-// Problem is one reference of a document that leads nowhere.
+// Problem is one reference of a document that leads nowhere, or one claim of
+// a document that the repository contradicts.
 type Problem struct {
 	Doc    string // the document, relative to the root
 	Line   int    // 1-based
@@ -52,7 +53,9 @@ var notPaths = map[string]bool{
 }
 
 // Check reads every document of docs in root and returns the references that
-// lead nowhere, in document and line order.
+// lead nowhere and the claims the repository contradicts (a status marker
+// naming what exists, status.go; a command a marked block says a test runs
+// and it does not, commands.go), in document order.
 func Check(root fs.FS, docs []string) ([]Problem, error) {
 	idx, err := indexRepo(root)
 	if err != nil {
@@ -65,6 +68,8 @@ func Check(root fs.FS, docs []string) ([]Problem, error) {
 			return nil, err
 		}
 		problems = append(problems, idx.checkDoc(doc, data)...)
+		problems = append(problems, idx.checkStatusMarkers(doc, data)...)
+		problems = append(problems, idx.checkCommandBlocks(doc, data)...)
 	}
 	return problems, nil
 }
@@ -77,6 +82,7 @@ type repoIndex struct {
 	dirs     map[string]bool
 	topLevel map[string]bool
 	anchors  map[string]map[string]bool // per Markdown file, filled on demand
+	targets  map[string]bool            // the Makefile's targets, read on demand
 }
 
 // skippedDirs are folders of build output and tools' state, never named by a
@@ -110,6 +116,7 @@ func indexRepo(root fs.FS) (*repoIndex, error) {
 func (idx *repoIndex) checkDoc(doc string, data []byte) []Problem {
 	var problems []Problem
 	dir := path.Dir(doc)
+	notBuilt := statusParagraphs(data) // paths there name what is not there yet
 	fence := ""
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
@@ -127,6 +134,9 @@ func (idx *repoIndex) checkDoc(doc string, data []byte) []Problem {
 			continue
 		}
 		for _, m := range codeSpan.FindAllStringSubmatch(line, -1) {
+			if _, ok := notBuilt[n]; ok {
+				break
+			}
 			if why := idx.checkCodePath(dir, m[1]); why != "" {
 				problems = append(problems, Problem{Doc: doc, Line: n, Target: "`" + m[1] + "`", Why: why})
 			}

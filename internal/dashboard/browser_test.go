@@ -6,11 +6,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	neturl "net/url"
 	"os"
@@ -22,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
@@ -520,33 +523,92 @@ func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
-// eval evaluates a JavaScript expression whose value is a string.
+// eval evaluates a JavaScript expression whose value is a string. The page
+// must not be navigating: a wait for the page that follows a navigation is
+// waitFor's.
 func (b *browser) eval(expr string) string {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[any](expr))
+	s, err := b.tryEval(expr, 30*time.Second)
 	if err != nil {
 		b.t.Fatalf("%s: %v", expr, err)
 	}
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return fmt.Sprint(v)
+	return s
 }
 
-// waitFor waits until a JavaScript expression is true in the page; an
-// expression that throws counts as false.
+// tryEval evaluates a JavaScript expression whose value is a string, giving
+// up after timeout.
+func (b *browser) tryEval(expr string, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, timeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[any](expr))
+	if err != nil {
+		return "", err
+	}
+	if s, ok := v.(string); ok {
+		return s, nil
+	}
+	return fmt.Sprint(v), nil
+}
+
+// waitFor waits until a JavaScript expression is true in the page. An
+// expression that throws counts as false, and so does an evaluation that a
+// navigation interrupted (the launcher's redirect, a link followed): the
+// page it waits for may be the next one. Any other error fails at once.
 func (b *browser) waitFor(expr string) {
 	b.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	const patience = 60 * time.Second
+	deadline := time.Now().Add(patience)
 	// Mid-navigation the document may have no body yet: that is "not yet".
-	for b.eval("(() => { try { return String(Boolean("+expr+")) } catch (e) { return 'false' } })()") != "true" {
+	check := "(() => { try { return String(Boolean(" + expr + ")) } catch (e) { return 'false' } })()"
+	var last error
+	for {
+		got, err := b.tryEval(check, max(time.Until(deadline), time.Second))
+		switch {
+		case err == nil && got == "true":
+			return
+		case err != nil && !navigationError(err):
+			b.t.Fatalf("waiting for %s: %v", expr, err)
+		case err != nil:
+			last = err
+		}
 		if time.Now().After(deadline) {
-			b.t.Fatalf("timed out waiting for %s; the page says:\n%s", expr, b.eval(`document.body.innerText`))
+			page, perr := b.tryEval(`document.body.innerText`, 5*time.Second)
+			if perr != nil {
+				page = "(unreadable: " + perr.Error() + ")"
+			}
+			overtaken := ""
+			if last != nil {
+				overtaken = " (the last evaluation a navigation overtook: " + last.Error() + ")"
+			}
+			b.t.Fatalf("timed out after %s waiting for %s%s; the page says:\n%s", patience, expr, overtaken, page)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// navigationErrors are the messages with which Chromium answers an
+// evaluation that a navigation overtook: the page (or its JavaScript
+// context) it ran in went away, and the next one is not ready yet.
+var navigationErrors = []string{
+	"Inspected target navigated or closed",
+	"Execution context was destroyed",
+	"Cannot find context with specified id",
+	"Cannot find default execution context",
+}
+
+// navigationError reports whether err is an evaluation that a navigation
+// interrupted, to be tried again on the page that follows.
+func navigationError(err error) bool {
+	var cdpErr *cdproto.Error
+	if !errors.As(err, &cdpErr) {
+		return false
+	}
+	for _, m := range navigationErrors {
+		if strings.Contains(cdpErr.Message, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // rows returns each table row's visible text by plugin name.
@@ -614,4 +676,28 @@ func postApproval(t *testing.T, c *http.Client, base, name, origin, body string)
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// TestWaitForSurvivesNavigation waits on a page that reloads itself many
+// times before it is done, as the launcher file hands over to the
+// dashboard: evaluations that a reload overtakes are "not yet", not a
+// failure.
+func TestWaitForSurvivesNavigation(t *testing.T) {
+	chromium := chromiumPath(t)
+	const reloads = 30
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><html><head><script>
+const n = Number(sessionStorage.getItem("n") || 0) + 1;
+sessionStorage.setItem("n", String(n));
+if (n < %d) { setTimeout(() => location.reload(), 5); } else { document.documentElement.dataset.done = "yes"; }
+</script></head><body>loading</body></html>`, reloads)
+	}))
+	t.Cleanup(srv.Close)
+	b := newBrowser(t, chromium)
+	b.do(chromedp.Navigate(srv.URL))
+	b.waitFor(`document.documentElement.dataset.done === "yes"`)
+	if got := b.eval(`sessionStorage.getItem("n")`); got != fmt.Sprint(reloads) {
+		t.Errorf("the wait ended after %s loads, want %d", got, reloads)
+	}
 }
