@@ -229,9 +229,9 @@ func printCoreStatus(w io.Writer, now time.Time, st ownerapi.InstanceStatus, err
 	case st.LastSync == nil:
 		fmt.Fprintf(w, "  %s never\n", last)
 	case st.LastOK:
-		fmt.Fprintf(w, "  %s %s (%s ago), succeeded\n", last, st.LastSync.UTC().Format(time.RFC3339), age(now, *st.LastSync))
+		fmt.Fprintf(w, "  %s %s (%s ago), succeeded\n", last, st.LastSync.UTC().Format(time.RFC3339), display.Age(now, *st.LastSync))
 	default:
-		fmt.Fprintf(w, "  %s %s (%s ago), failed\n", last, st.LastSync.UTC().Format(time.RFC3339), age(now, *st.LastSync))
+		fmt.Fprintf(w, "  %s %s (%s ago), failed\n", last, st.LastSync.UTC().Format(time.RFC3339), display.Age(now, *st.LastSync))
 	}
 	if st.LastError != "" {
 		fmt.Fprintf(w, "  Last error: %s\n", display.Message(st.LastError))

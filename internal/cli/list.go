@@ -115,7 +115,7 @@ func (o *listOptions) Run(ctx context.Context) error {
 		_, signature := conditionColumns(p, v1alpha1.ConditionSignatureVerified)
 		_, approval := conditionColumns(p, v1alpha1.ConditionApprovalRequired)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, cell(ready), cell(reason), cell(signature), cell(approval),
-			shortImage(p.Spec.Image), age(now, p.CreationTimestamp.Time))
+			shortImage(p.Spec.Image), display.Age(now, p.CreationTimestamp.Time))
 	}
 	return tw.Flush()
 }
@@ -253,7 +253,7 @@ const coreStatusTimeout = 10 * time.Second
 func printStatus(w io.Writer, now time.Time, p *v1alpha1.Plugin, g *v1alpha1.PluginGrant, approve func(string) string) {
 	fmt.Fprintf(w, "Name:         %s\n", p.Name)
 	fmt.Fprintf(w, "Namespace:    %s\n", p.Namespace)
-	fmt.Fprintf(w, "Age:          %s\n", age(now, p.CreationTimestamp.Time))
+	fmt.Fprintf(w, "Age:          %s\n", display.Age(now, p.CreationTimestamp.Time))
 	fmt.Fprintf(w, "Image:        %s\n", display.Text(p.Spec.Image))
 	if p.Status.ObservedGeneration != 0 && p.Status.ObservedGeneration != p.Generation {
 		fmt.Fprintf(w, "Note:         the status describes generation %d; the spec is at %d (the operator has not caught up)\n",
@@ -264,7 +264,7 @@ func printStatus(w io.Writer, now time.Time, p *v1alpha1.Plugin, g *v1alpha1.Plu
 		fmt.Fprintf(w, "  Image:      %s\n", display.Text(d.Image))
 		fmt.Fprintf(w, "  Signer:     %s (%s)\n", display.Text(orDash(d.Signer)), display.Text(orDash(d.Trust)))
 		if d.VerifiedAt != nil {
-			fmt.Fprintf(w, "  Verified:   %s (%s ago)\n", d.VerifiedAt.UTC().Format("2006-01-02T15:04:05Z"), age(now, d.VerifiedAt.Time))
+			fmt.Fprintf(w, "  Verified:   %s (%s ago)\n", d.VerifiedAt.UTC().Format("2006-01-02T15:04:05Z"), display.Age(now, d.VerifiedAt.Time))
 		}
 		if d.Image != p.Spec.Image {
 			fmt.Fprintln(w, "  (a previous version: the current spec does not run yet)")
@@ -319,7 +319,7 @@ func printStatus(w io.Writer, now time.Time, p *v1alpha1.Plugin, g *v1alpha1.Plu
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "  TYPE\tSTATUS\tREASON\tAGE\tMESSAGE")
 	for _, c := range conds {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", cell(c.Type), cell(string(c.Status)), cell(c.Reason), age(now, c.LastTransitionTime.Time), display.Message(oneLine(c.Message)))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", cell(c.Type), cell(string(c.Status)), cell(c.Reason), display.Age(now, c.LastTransitionTime.Time), display.Message(oneLine(c.Message)))
 	}
 	_ = tw.Flush()
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/arkadiuss/openfief/internal/display"
 	"github.com/arkadiuss/openfief/internal/plugins"
@@ -130,6 +129,3 @@ func shortImage(image string) string {
 	return display.Text(name + "@sha256:" + digest[:12])
 }
 
-// age is display.Age, the one wording of an age the CLI and the dashboard
-// share, under the short name the CLI's printers call it by.
-func age(now, t time.Time) string { return display.Age(now, t) }
