@@ -128,4 +128,3 @@ func shortImage(image string) string {
 	}
 	return display.Text(name + "@sha256:" + digest[:12])
 }
-
