@@ -48,7 +48,7 @@ func buildTS(ctx context.Context, args []string) error {
 		}
 		archs = append(archs, pl.Architecture)
 	}
-	fmt.Printf("building %s %s for %s (Debian's Node.js: hack/node-runtime.sh; the first build downloads it)\n", images.TSExample.Name, src.Version, strings.Join(archs, ", "))
+	fmt.Printf("building %s %s for %s (Debian's Node.js, downloaded by the first build)\n", images.TSExample.Name, src.Version, strings.Join(archs, ", "))
 	idx, err := images.BuildTSExample(ctx, src, archs, nil)
 	if err != nil {
 		return err
