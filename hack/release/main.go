@@ -36,11 +36,12 @@ import (
 
 	"github.com/arkadiuss/openfief/internal/images"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/release/overlay"
 )
 
 func main() {
 	args := os.Args[1:]
-	run := overlay
+	run := writeOverlay
 	if len(args) > 0 && args[0] == "make" {
 		run, args = makeRelease, args[1:]
 	}
@@ -62,8 +63,8 @@ func (l *cidrList) Set(v string) error {
 	return nil
 }
 
-// overlay writes the platform overlay of the last build.
-func overlay(args []string) error {
+// writeOverlay writes the platform overlay of the last build.
+func writeOverlay(args []string) error {
 	fs := flag.NewFlagSet("release", flag.ContinueOnError)
 	out := fs.String("out", "", "directory of the overlay (default <repository>/.cache/release)")
 	dir := fs.String("dir", "", "build directory (default: the latest build in <repository>/.cache/images)")
@@ -94,19 +95,19 @@ func overlay(args []string) error {
 		return err
 	}
 	refs := map[string]plugins.ImageRef{}
-	for _, name := range []string{"operator", "egress-proxy", "openfief-core", images.ReleaseCheckProbe} {
+	for _, name := range []string{"operator", "egress-proxy", "openfief-core", overlay.CheckProbe} {
 		if refs[name], err = rec.Ref(name); err != nil {
 			return fmt.Errorf("%w: a release names every image of `make images` (push them all with make images REGISTRY=...)", err)
 		}
 	}
 	header := fmt.Sprintf("Written by hack/release (make release-overlay) from the build in %s, version %s.\n"+
 		"Install: openfief platform install --overlay <this directory> (docs/operator.md)", *dir, version)
-	if err := images.WritePlatformOverlay(*out, filepath.Join(root, "deploy"), images.Release{
+	if err := overlay.WritePlatform(*out, filepath.Join(root, "deploy"), overlay.Platform{
 		Refs: refs, Version: version, APIServerCIDRs: cidrs, RegistryConfig: *registryConfig, Header: header,
 	}); err != nil {
 		return err
 	}
 	fmt.Printf("wrote %s (version %s)\n  operator:      %s\n  egress-proxy:  %s\n  openfief-core: %s\n  check-probe:   %s\ninstall with: openfief platform install --overlay %s\n",
-		filepath.Join(*out, "kustomization.yaml"), version, refs["operator"], refs["egress-proxy"], refs["openfief-core"], refs[images.ReleaseCheckProbe], *out)
+		filepath.Join(*out, "kustomization.yaml"), version, refs["operator"], refs["egress-proxy"], refs["openfief-core"], refs[overlay.CheckProbe], *out)
 	return nil
 }

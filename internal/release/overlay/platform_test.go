@@ -1,4 +1,4 @@
-package images
+package overlay
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/arkadiuss/openfief/deploy"
+	"github.com/arkadiuss/openfief/internal/images"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -21,13 +22,13 @@ import (
 // name the given addresses instead of the placeholder, and the ConfigMap
 // openfief-release names the check probe (OF-29), which no container runs.
 func TestPlatformOverlay(t *testing.T) {
-	root, err := FindRoot(".")
+	root, err := images.FindRoot(".")
 	if err != nil {
 		t.Fatal(err)
 	}
 	refs := testRefs(t)
 	out := filepath.Join(t.TempDir(), "platform")
-	err = WritePlatformOverlay(out, filepath.Join(root, "deploy"), Release{
+	err = WritePlatform(out, filepath.Join(root, "deploy"), Platform{
 		Refs: refs, Version: "v1.2.3", RegistryConfig: true,
 		APIServerCIDRs: []string{"10.0.0.9", "fd00::1", "10.0.0.2/32", "10.0.0.9/32"},
 	})
@@ -57,7 +58,7 @@ func TestPlatformOverlay(t *testing.T) {
 			}
 		case u.GetKind() == "ConfigMap" && u.GetName() == deploy.ReleaseConfigMap:
 			data, _, _ := unstructured.NestedStringMap(u.Object, "data")
-			if want := map[string]string{deploy.ReleaseKeyCheckProbe: refs[ReleaseCheckProbe].String()}; !maps.Equal(data, want) || u.GetNamespace() != plugins.Namespace {
+			if want := map[string]string{deploy.ReleaseKeyCheckProbe: refs[CheckProbe].String()}; !maps.Equal(data, want) || u.GetNamespace() != plugins.Namespace {
 				t.Errorf("ConfigMap %s/%s: data %v, want %v", u.GetNamespace(), u.GetName(), data, want)
 			}
 			kinds["release"]++
@@ -90,22 +91,22 @@ func TestPlatformOverlay(t *testing.T) {
 		t.Errorf("images %v, want %v", imgs, want)
 	}
 
-	for name, r := range map[string]Release{
+	for name, r := range map[string]Platform{
 		"no version":        {Refs: refs},
 		"bad version":       {Refs: refs, Version: "v1 2"},
 		"open API server":   {Refs: refs, Version: "v1", APIServerCIDRs: []string{"0.0.0.0/0"}},
 		"not an address":    {Refs: refs, Version: "v1", APIServerCIDRs: []string{"api.example.com"}},
 		"no proxy's digest": {Refs: map[string]plugins.ImageRef{"operator": refs["operator"], "openfief-core": refs["openfief-core"]}, Version: "v1"},
 	} {
-		if err := WritePlatformOverlay(filepath.Join(t.TempDir(), "x"), filepath.Join(root, "deploy"), r); err == nil {
+		if err := WritePlatform(filepath.Join(t.TempDir(), "x"), filepath.Join(root, "deploy"), r); err == nil {
 			t.Errorf("%s: an overlay was written", name)
 		}
 	}
 
 	// Without the probe's digest, no ConfigMap names one.
-	delete(refs, ReleaseCheckProbe)
+	delete(refs, CheckProbe)
 	out = filepath.Join(t.TempDir(), "no-probe")
-	if err := WritePlatformOverlay(out, filepath.Join(root, "deploy"), Release{Refs: refs, Version: "v1.2.3"}); err != nil {
+	if err := WritePlatform(out, filepath.Join(root, "deploy"), Platform{Refs: refs, Version: "v1.2.3"}); err != nil {
 		t.Fatal(err)
 	}
 	if objs, err = deploy.Render(out); err != nil {
@@ -122,7 +123,7 @@ func TestPlatformOverlay(t *testing.T) {
 func testRefs(t *testing.T) map[string]plugins.ImageRef {
 	t.Helper()
 	refs := map[string]plugins.ImageRef{}
-	for i, n := range []string{"operator", "egress-proxy", "openfief-core", ReleaseCheckProbe} {
+	for i, n := range []string{"operator", "egress-proxy", "openfief-core", CheckProbe} {
 		ref, err := plugins.ParseImageRef("registry.example.com:5000/openfief/" + n + "@sha256:" + strings.Repeat(string(rune('a'+i)), 64))
 		if err != nil {
 			t.Fatal(err)

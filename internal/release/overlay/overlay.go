@@ -1,4 +1,10 @@
-package images
+// Package overlay writes the kustomize overlays a release installs from
+// (docs/images.md, Releases): deploy/'s install kustomizations with their
+// images pinned by digest, and the whole platform's with its version label,
+// the check probe's ConfigMap and the options `openfief platform install`
+// takes. hack/release overlay, internal/release, the local platform and the
+// tests write them here.
+package overlay
 
 import (
 	"encoding/json"
@@ -37,22 +43,22 @@ var releaseBases = map[string]string{
 	"openfief-core": "core",
 }
 
-// WriteReleaseOverlay writes outDir/kustomization.yaml: deploy/operator,
+// WriteRelease writes outDir/kustomization.yaml: deploy/operator,
 // deploy/egress-proxy and deploy/core (under deployDir) with their images set to refs, by
 // image name (and the check probe, when refs has it, as the operator's
 // isolation gate), as `kustomize edit set image <unpinned>=<repo>@sha256:<hex>`
 // would. It then renders the overlay with the kustomize API and checks that
 // every container runs exactly one of refs, so a mismatch of names fails
 // here and not in a cluster. header is written as comment lines on top.
-func WriteReleaseOverlay(outDir, deployDir string, refs map[string]plugins.ImageRef, header string) error {
-	return writeOverlay(outDir, deployDir, Release{Refs: refs, Header: header}, false)
+func WriteRelease(outDir, deployDir string, refs map[string]plugins.ImageRef, header string) error {
+	return writeOverlay(outDir, deployDir, Platform{Refs: refs, Header: header}, false)
 }
 
-// Release is what a whole-platform overlay pins and sets
-// (WritePlatformOverlay, `openfief platform install --overlay`).
-type Release struct {
+// Platform is what a whole-platform overlay pins and sets
+// (WritePlatform, `openfief platform install --overlay`).
+type Platform struct {
 	// Refs are the operator, egress-proxy and openfief-core images by name,
-	// and optionally ReleaseCheckProbe's, which the overlay writes into the
+	// and optionally CheckProbe's, which the overlay writes into the
 	// ConfigMap deploy.ReleaseConfigMap (OF-29).
 	Refs map[string]plugins.ImageRef
 	// Version is the label app.kubernetes.io/version on every object (not
@@ -71,14 +77,14 @@ type Release struct {
 	Header string
 }
 
-// WritePlatformOverlay writes outDir/kustomization.yaml for the whole
+// WritePlatform writes outDir/kustomization.yaml for the whole
 // platform: deploy/crds, deploy/admission, deploy/core, deploy/egress-proxy
 // and deploy/operator (under deployDir), images pinned as
-// WriteReleaseOverlay pins them, the ConfigMap deploy.ReleaseConfigMap
+// WriteRelease pins them, the ConfigMap deploy.ReleaseConfigMap
 // naming the check probe when r.Refs has it, every object labelled with
 // r.Version, the registry-config component and the API server's addresses
-// when r asks for them. It checks the result by rendering it, like WriteReleaseOverlay.
-func WritePlatformOverlay(outDir, deployDir string, r Release) error {
+// when r asks for them. It checks the result by rendering it, like WriteRelease.
+func WritePlatform(outDir, deployDir string, r Platform) error {
 	if r.Version == "" {
 		return fmt.Errorf("a platform overlay needs a version")
 	}
@@ -95,7 +101,7 @@ var platformBases = []string{"crds", "admission"}
 // writeOverlay writes and checks the overlay of r; platform adds
 // deploy/crds, deploy/admission, the version label, the component and the
 // API server patch.
-func writeOverlay(outDir, deployDir string, r Release, platform bool) error {
+func writeOverlay(outDir, deployDir string, r Platform, platform bool) error {
 	absOut, err := filepath.Abs(outDir)
 	if err != nil {
 		return err
@@ -133,7 +139,7 @@ func writeOverlay(outDir, deployDir string, r Release, platform bool) error {
 		k.Images = append(k.Images, types.Image{Name: Unpinned[image], NewName: ref.Name(), Digest: ref.Digest()})
 		want[ref.String()] = true
 	}
-	if probe, ok := r.Refs[ReleaseCheckProbe]; ok {
+	if probe, ok := r.Refs[CheckProbe]; ok {
 		k.Patches = append(k.Patches, gatePatch(probe))
 	}
 	if cm, err := releaseConfigMap(r); err != nil {
@@ -192,11 +198,11 @@ func writeOverlay(outDir, deployDir string, r Release, platform bool) error {
 	return nil
 }
 
-// ReleaseCheckProbe is the image an overlay's Release.Refs may name besides
+// CheckProbe is the image an overlay's Platform.Refs may name besides
 // the platform's: the check probe (OF-29), which no Deployment runs; the
 // overlay names it in the ConfigMap deploy.ReleaseConfigMap, and passes it
 // to the operator as every plugin pod's isolation gate (gatePatch, OF-42).
-const ReleaseCheckProbe = "check-probe"
+const CheckProbe = "check-probe"
 
 // operatorDeployment is the operator's Deployment in deploy/operator.
 const operatorDeployment = "openfief-operator"
@@ -218,9 +224,9 @@ func gatePatch(probe plugins.ImageRef) types.Patch {
 // namespace with the check probe's reference, when r has it, under a fixed
 // name (no hash suffix). It says what the release built; nothing trusts
 // it.
-func releaseConfigMap(r Release) (types.ConfigMapArgs, error) {
+func releaseConfigMap(r Platform) (types.ConfigMapArgs, error) {
 	var literals []string
-	if probe, ok := r.Refs[ReleaseCheckProbe]; ok {
+	if probe, ok := r.Refs[CheckProbe]; ok {
 		literals = append(literals, deploy.ReleaseKeyCheckProbe+"="+probe.String())
 	}
 	return types.ConfigMapArgs{GeneratorArgs: types.GeneratorArgs{
@@ -276,18 +282,4 @@ func containerImages(v any) []string {
 		}
 	}
 	return out
-}
-
-// BuildVersion is the version of the build in dir (Source.Version) as a
-// label value: '+', which labels do not allow, becomes '-' as in Tag, so an
-// edited tree's "+dirty" still sorts after its commit.
-func BuildVersion(dir string) (string, error) {
-	r, err := readRecord(dir)
-	if err != nil {
-		return "", err
-	}
-	if r.Version == "" {
-		return "", fmt.Errorf("the build in %s records no version", dir)
-	}
-	return strings.ReplaceAll(r.Version, "+", "-"), nil
 }

@@ -1,4 +1,4 @@
-package images
+package overlay
 
 import (
 	"os"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/arkadiuss/openfief/internal/images"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -15,12 +16,12 @@ import (
 // exactly theirs, the probe is named only in the ConfigMap openfief-release
 // under its fixed name, and nothing unresolvable is left.
 func TestReleaseOverlay(t *testing.T) {
-	root, err := FindRoot(".")
+	root, err := images.FindRoot(".")
 	if err != nil {
 		t.Fatal(err)
 	}
 	refs := map[string]plugins.ImageRef{}
-	for i, n := range []string{"operator", "egress-proxy", "openfief-core", ReleaseCheckProbe} {
+	for i, n := range []string{"operator", "egress-proxy", "openfief-core", CheckProbe} {
 		ref, err := plugins.ParseImageRef("registry.example.com:5000/openfief/" + n + "@sha256:" + strings.Repeat(string(rune('a'+i)), 64))
 		if err != nil {
 			t.Fatal(err)
@@ -28,7 +29,7 @@ func TestReleaseOverlay(t *testing.T) {
 		refs[n] = ref
 	}
 	out := filepath.Join(t.TempDir(), "release")
-	if err := WriteReleaseOverlay(out, filepath.Join(root, "deploy"), refs, "a test overlay\nsecond line"); err != nil {
+	if err := WriteRelease(out, filepath.Join(root, "deploy"), refs, "a test overlay\nsecond line"); err != nil {
 		t.Fatal(err)
 	}
 	got, err := RenderedImages(out)
@@ -55,7 +56,7 @@ func TestReleaseOverlay(t *testing.T) {
 	}
 
 	delete(refs, "egress-proxy")
-	if err := WriteReleaseOverlay(out, filepath.Join(root, "deploy"), refs, ""); err == nil {
+	if err := WriteRelease(out, filepath.Join(root, "deploy"), refs, ""); err == nil {
 		t.Error("an overlay without the proxy's digest was written")
 	}
 }
