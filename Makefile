@@ -192,4 +192,4 @@ release: ## Make release VERSION (vX.Y.Z) into REGISTRY, signed with KEY (or SIG
 
 .PHONY: release-overlay
 release-overlay: ## Write a kustomize overlay of the whole platform (OUT, default .cache/release) pinned to the pushed digests and labelled with the build's version; REGISTRY_CONFIG=1 adds the registry-config component, API_SERVER_CIDR=a,b names the API server (docs/operator.md).
-	$(GO) run ./hack/release $(if $(OUT),--out "$(OUT)") $(if $(REGISTRY_CONFIG),--registry-config) $(if $(API_SERVER_CIDR),--api-server-cidr "$(API_SERVER_CIDR)")
+	$(GO) run ./hack/release overlay $(if $(OUT),--out "$(OUT)") $(if $(REGISTRY_CONFIG),--registry-config) $(if $(API_SERVER_CIDR),--api-server-cidr "$(API_SERVER_CIDR)")
