@@ -12,14 +12,14 @@ GO ?= go
 # the tests and the binaries and images the tests build then share one set of
 # compiled packages, so a cold run compiles the dependencies once, not three
 # times. -ldflags=-w (no DWARF) only shortens links. The tool builds
-# (hack/build-*.sh, hack/lint.sh's binary) set their own.
+# (hack/build-*.sh, hack/check/lint.sh's binary) set their own.
 TREE_ENV := CGO_ENABLED=0 GOFLAGS="-trimpath -ldflags=-w $(GOFLAGS)"
 # Modules of the workspace (go.work), and the tool modules outside it.
 MODULES := . sdk/go
 TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto hack/tools/lint hack/tools/actionlint hack/tools/smokescreen hack/tools/benchstat hack/tools/node hack/tools/containerd hack/tools/kube-router hack/tools/coredns hack/tools/kubectl
 CONTROLLER_GEN := .bin/controller-gen
 # Build tag of the tests that need the control plane, the local real node or
-# root: make test passes it, make test-unit does not (hack/check-test-tags.sh).
+# root: make test passes it, make test-unit does not (hack/check/test-tags.sh).
 CLUSTER_TAG := cluster
 FUZZTIME ?= 60s
 SCALE_PROFILES ?= .bench/scale
@@ -39,35 +39,35 @@ build: ## Build every package of every module.
 
 .PHONY: controlplane
 controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, controller-gen and kubectl into .bin/ (cached per user).
-	@hack/build-controlplane.sh
+	@hack/build/controlplane.sh
 
 .PHONY: controller-gen
 controller-gen: ## Build only controller-gen (pinned in hack/tools) into .bin/ (cached per user, shared with make controlplane).
-	@hack/build-controlplane.sh controller-gen
+	@hack/build/controlplane.sh controller-gen
 
 .PHONY: node
 node: ## Build the local real node (kubelet, kube-proxy, containerd + shim, kube-router, our pause, CoreDNS) into .bin/ (cached per user) and install runc, the CNI plugins, iptables, ipset, conntrack, nftables from Debian when missing (root; docs/node.md).
-	@hack/build-node.sh
+	@hack/build/node.sh
 
 .PHONY: node-leftovers
 node-leftovers: ## List what a local real node left on this machine (processes, links, netns, rules, ipsets, nft tables, mounts, cgroups); CLEAN=1 also removes it (docs/node.md).
-	$(GO) run ./hack/node-leftovers $(if $(CLEAN),--clean)
+	$(GO) run ./hack/dev/node-leftovers $(if $(CLEAN),--clean)
 
 .PHONY: cluster
 cluster: controlplane ## Run the full dev control plane in the foreground until Ctrl-C.
-	$(GO) run ./hack/cluster
+	$(GO) run ./hack/dev/cluster
 
 .PHONY: demo
 demo: controlplane ## The main job: the plugin lifecycle on a local platform, step by step, with the owner's CLI.
-	hack/demo.sh
+	hack/dev/demo.sh
 
 .PHONY: demo-in-cluster
 demo-in-cluster: controlplane node ## The same lifecycle with the whole platform as pods of a real node (root).
-	hack/demo.sh --in-cluster
+	hack/dev/demo.sh --in-cluster
 
 # The packages that start the real node (root; docs/node.md). They take turns
 # on the machine's node lock, so their node time adds up to the longest
-# chain of make test; hack/go-test.sh runs them in a go test of their own,
+# chain of make test; hack/test/go-test.sh runs them in a go test of their own,
 # started first, beside the rest. NODE_LOCK_WAIT bounds one wait for the
 # lock, TEST_TIMEOUT one test binary.
 NODE_PACKAGES := ./test/e2e/incluster ./internal/devcluster ./test/e2e/realnode ./internal/devstack
@@ -77,14 +77,14 @@ TEST_TIMEOUT ?= 45m
 TEST_PARALLEL ?= 2
 
 .PHONY: test
-test: controlplane node ## Run every test of every module, those tagged cluster too (the real-node tests need root: docs/node.md), and the TypeScript SDK's (test-ts); the real-node packages start first, beside the rest (hack/go-test.sh); go test's own vet is off, make verify runs go vet in full.
+test: controlplane node ## Run every test of every module, those tagged cluster too (the real-node tests need root: docs/node.md), and the TypeScript SDK's (test-ts); the real-node packages start first, beside the rest (hack/test/go-test.sh); go test's own vet is off, make verify runs go vet in full.
 	GO=$(GO) TREE_ENV_GOFLAGS="-trimpath -ldflags=-w $(GOFLAGS)" TAGS=$(CLUSTER_TAG) TEST_TIMEOUT=$(TEST_TIMEOUT) \
 		TEST_PARALLEL=$(TEST_PARALLEL) MODULES="$(MODULES)" NODE_PACKAGES="$(NODE_PACKAGES)" \
-		TS_TEST="make --no-print-directory test-ts" OPENFIEF_NODE_LOCK_WAIT=$(NODE_LOCK_WAIT) hack/go-test.sh
+		TS_TEST="make --no-print-directory test-ts" OPENFIEF_NODE_LOCK_WAIT=$(NODE_LOCK_WAIT) hack/test/go-test.sh
 
 .PHONY: test-ts
 test-ts: ## The TypeScript SDK (sdk/ts, docs/sdk-typescript.md): npm ci from package-lock.json, build, type check (tsc --noEmit) and its tests with Node's test runner (node --test), the shared conformance vectors among them.
-	hack/ts-deps.sh
+	hack/build/ts-deps.sh
 	cd sdk/ts && npm run build && npm run typecheck && npm run build:test && npm test
 
 .PHONY: test-unit
@@ -93,7 +93,7 @@ test-unit: test-ts ## The fast tests: every test not tagged cluster, in every pa
 
 .PHONY: soak
 soak: controlplane node ## Run the end-to-end, real-node and fault suites N times (default 10) and print each test's pass rate and the runs it failed in; RUN=regexp narrows it, failed tests' output in .cache/soak (root; about 10 minutes a run).
-	OPENFIEF_NODE_LOCK_WAIT=$(NODE_LOCK_WAIT) $(GO) run ./hack/soak -tags $(CLUSTER_TAG) -n $(or $(N),10) $(if $(RUN),-run '$(RUN)') ./test/e2e/... ./test/fault/
+	OPENFIEF_NODE_LOCK_WAIT=$(NODE_LOCK_WAIT) $(GO) run ./hack/test/soak -tags $(CLUSTER_TAG) -n $(or $(N),10) $(if $(RUN),-run '$(RUN)') ./test/e2e/... ./test/fault/
 
 .PHONY: cover
 cover: ## Statement coverage of the domain package.
@@ -101,7 +101,7 @@ cover: ## Statement coverage of the domain package.
 
 .PHONY: bench
 bench: ## Run the benchmarks and print them with benchstat: the domain, SDK verify vs bare go-jose, the schema cache, the proxy vs a bare relay and smokescreen (figures and ratios, not pass/fail; docs/performance.md).
-	hack/bench.sh
+	hack/test/bench.sh
 
 .PHONY: bench-core
 bench-core: ## The core's store: a 10,000-transaction Sync stored as one batch, SQLite and PostgreSQL side by side (rows/s; PostgreSQL is started by the test, docs/core-storage.md).
@@ -128,43 +128,43 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 60s).
 
 .PHONY: generate
 generate: controller-gen ## Regenerate deepcopy, CRDs (deploy/crds) and the operator's Role (deploy/operator) from markers.
-	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONTROLLER_GEN) object:headerFile=hack/build/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:maxDescLen=400 paths=./api/... output:crd:dir=deploy/crds
 	$(CONTROLLER_GEN) rbac:roleName=openfief-operator paths=./internal/operator/... output:rbac:dir=deploy/operator
 
 .PHONY: proto
 proto: ## Regenerate sdk/go/gen from proto/.
-	hack/proto.sh gen
+	hack/build/proto.sh gen
 
 .PHONY: plugin-labels
 plugin-labels: ## Write each plugins/*/Dockerfile's manifest label from its manifest.json.
-	hack/plugin-labels.sh write
+	hack/build/plugin-labels.sh write
 
 .PHONY: lint
 lint: ## golangci-lint (pinned in hack/tools/lint) on both modules, offline: .golangci.yml's Layout rules (depguard), errcheck, staticcheck, revive, importas...
-	hack/lint.sh
+	hack/check/lint.sh
 
 .PHONY: lint-arch
 lint-arch: ## Only the Layout rules of `make lint` (depguard: who may import what); fast, for the edit loop; make verify runs the whole of make lint.
-	hack/lint.sh --enable-only depguard
+	hack/check/lint.sh --enable-only depguard
 
 .PHONY: actionlint
 actionlint: ## actionlint (pinned in hack/tools/actionlint) with shellcheck on .github/workflows/*.yml: syntax, expressions, permissions, every run: script (installs shellcheck from Debian when missing, as root).
-	hack/actionlint.sh
+	hack/check/actionlint.sh
 
 .PHONY: verify
-verify: generate ## gofmt, go vet (with and without the cluster tag), golangci-lint (make lint), actionlint on the workflows (make actionlint), go mod tidy, buf lint/breaking, decision citations, the cluster tag on tests that need it, no pipe into grep -q, the docs' links and paths (hack/doclinks) and generated files must leave no diff.
+verify: generate ## gofmt, go vet (with and without the cluster tag), golangci-lint (make lint), actionlint on the workflows (make actionlint), go mod tidy, buf lint/breaking, decision citations, the cluster tag on tests that need it, no pipe into grep -q, the docs' links and paths (hack/check/doclinks) and generated files must leave no diff.
 	@test -z "$$(git status --porcelain -- api deploy)" || { git status --short -- api deploy; echo "generated files are stale or uncommitted: run make generate and commit"; exit 1; }
-	hack/proto.sh check
+	hack/build/proto.sh check
 	cd sdk/ts && npm run --silent format:check && npm run --silent check:src
-	hack/plugin-labels.sh check
-	hack/check-decisions.sh
-	hack/check-pipes.sh
-	$(GO) run ./hack/doclinks
-	hack/check-test-tags.sh
+	hack/build/plugin-labels.sh check
+	hack/check/decisions.sh
+	hack/check/pipes.sh
+	$(GO) run ./hack/check/doclinks
+	hack/check/test-tags.sh
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(TREE_ENV) hack/lint.sh
-	hack/actionlint.sh
+	$(TREE_ENV) hack/check/lint.sh
+	hack/check/actionlint.sh
 	@for m in $(MODULES); do (cd $$m && $(TREE_ENV) $(GO) vet ./... && $(TREE_ENV) $(GO) vet -tags $(CLUSTER_TAG) ./...); done
 	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
 	@for m in $(TOOL_MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
@@ -172,19 +172,19 @@ verify: generate ## gofmt, go vet (with and without the cluster tag), golangci-l
 
 .PHONY: images
 images: ## Build the operator, egress-proxy, openfief-core, nbp-fx, ibkr-flex, webdav-csv and check-probe images (linux/amd64+arm64) from source, reproducibly, into .cache/images/<revision>; REGISTRY=host[:port][/path] also pushes them to $(REGISTRY)/openfief/<name> (docs/images.md).
-	$(GO) run ./hack/images build $(if $(REGISTRY),--push "$(REGISTRY)")
+	$(GO) run ./hack/build/images build $(if $(REGISTRY),--push "$(REGISTRY)")
 
 .PHONY: ts-image
-ts-image: ## Build the TypeScript SDK's example connector's image (Debian's Node.js under the compiled example, linux/amd64+arm64) into .cache/images/fx-rates-ts (replaced by each build); REGISTRY=host[:port][/path] also pushes it, and `go run ./hack/images sign --key KEY --dir DIR` signs it (docs/sdk-typescript.md).
-	$(GO) run ./hack/images build-ts $(if $(REGISTRY),--push "$(REGISTRY)")
+ts-image: ## Build the TypeScript SDK's example connector's image (Debian's Node.js under the compiled example, linux/amd64+arm64) into .cache/images/fx-rates-ts (replaced by each build); REGISTRY=host[:port][/path] also pushes it, and `go run ./hack/build/images sign --key KEY --dir DIR` signs it (docs/sdk-typescript.md).
+	$(GO) run ./hack/build/images build-ts $(if $(REGISTRY),--push "$(REGISTRY)")
 
 .PHONY: sign
 sign: ## Sign the images the last `make images REGISTRY=...` pushed with KEY, a cosign-compatible PEM private key (COSIGN_PASSWORD unlocks an encrypted one), attached as OCI referrers.
-	$(GO) run ./hack/images sign --key "$(KEY)"
+	$(GO) run ./hack/build/images sign --key "$(KEY)"
 
 .PHONY: attest
 attest: ## Attach a signed CycloneDX SBOM and SLSA v1 provenance, as OCI referrers, to every image the last `make images REGISTRY=...` pushed, signed with KEY like `make sign`; BUILDER_ID names the builder in the provenance (docs/images.md, Attestations).
-	$(GO) run ./hack/images attest --key "$(KEY)" $(if $(BUILDER_ID),--builder-id "$(BUILDER_ID)") --command "make images$(if $(REGISTRY), REGISTRY=$(REGISTRY))"
+	$(GO) run ./hack/build/images attest --key "$(KEY)" $(if $(BUILDER_ID),--builder-id "$(BUILDER_ID)") --command "make images$(if $(REGISTRY), REGISTRY=$(REGISTRY))"
 
 .PHONY: release
 release: ## Make release VERSION (vX.Y.Z) into REGISTRY, signed with KEY (or SIGN=keyless in the release workflow: as that workflow, with the job's OIDC token): every image built from this commit (both platforms), pushed, signed and attested (a signed SBOM and SLSA provenance each; BUILDER_ID names the builder), the catalog pinning nbp-fx and ibkr-flex linked into the operator and the openfief CLI (with the check probe), and install.yaml, plugins.json with its signature, the CLI binaries, images.json, RELEASE.md and SHA256SUMS in .cache/release/VERSION (docs/images.md, Releases).

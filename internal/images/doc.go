@@ -22,5 +22,5 @@
 // Everything is go-containerregistry (mutate, empty, tarball, layout,
 // remote); this package only decides what goes into the layers and the
 // config. See docs/images.md for the commands (make images, make sign) and
-// hack/images for the main; releases are internal/release's.
+// hack/build/images for the main; releases are internal/release's.
 package images

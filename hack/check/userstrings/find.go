@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// citation matches the decision ids hack/check-decisions.sh knows; P- takes
+// citation matches the decision ids hack/check/decisions.sh knows; P- takes
 // one or two digits, since P-256 is an elliptic curve.
 var citation = regexp.MustCompile(`\b(?:D|OF|R)-[0-9]+\b|\bP-[0-9]{1,2}\b`)
 

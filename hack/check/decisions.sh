@@ -10,12 +10,12 @@
 # follow ("issue N", "finding N", "review finding N"): a comment states the
 # reason itself. Decision ids stay out of what readers without
 # docs/decisions.md see: Go string literals outside tests (flag help, CLI
-# help, errors; hack/userstrings), the Apache-2.0 SDK (sdk/, and proto/,
+# help, errors; hack/check/userstrings), the Apache-2.0 SDK (sdk/, and proto/,
 # whose comments become its generated godoc) and the CRDs (deploy/crds, whose
 # descriptions `kubectl explain` shows: in api/, a type's ids go after a
 # "---" line, which controller-gen leaves out of the description).
 #
-# Usage: hack/check-decisions.sh [--untracked]
+# Usage: hack/check/decisions.sh [--untracked]
 #   --untracked  also search files git does not track yet (ignored files stay out)
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
@@ -58,7 +58,7 @@ if [[ -n $old ]]; then
 fi
 
 # References to an issue tracker or a review that the repository does not hold.
-dangling=$(git grep "${grep_opts[@]}" -n -i -E '\b(review )?findings? [0-9]+|\bissues? #?[0-9]+' -- . ':(exclude)hack/check-decisions.sh' || true)
+dangling=$(git grep "${grep_opts[@]}" -n -i -E '\b(review )?findings? [0-9]+|\bissues? #?[0-9]+' -- . ':(exclude)hack/check/decisions.sh' || true)
 if [[ -n $dangling ]]; then
 	printf '%s\n' "$dangling" | while IFS= read -r line; do
 		echo "${line%%:*}:$(cut -d: -f2 <<<"$line"): cites an issue or review finding no reader can follow; state the reason itself"
@@ -75,7 +75,7 @@ if [[ -n $sdk ]]; then
 	fail=1
 fi
 mapfile -t gofiles < <(git ls-files '*.go' ':!:*_test.go')
-if ! go run ./hack/userstrings "${gofiles[@]}"; then
+if ! go run ./hack/check/userstrings "${gofiles[@]}"; then
 	fail=1
 fi
 

@@ -1,7 +1,7 @@
 // Command userstrings fails when a Go string literal outside the tests cites
 // a decision (D-nn, OF-n, R-nn, P-n): flag help, CLI help, errors and log
 // messages reach people who never see docs/decisions.md, so they say the
-// reason itself. Comments may cite decisions; hack/check-decisions.sh runs
+// reason itself. Comments may cite decisions; hack/check/decisions.sh runs
 // this command on the repository's Go files.
 //
 // Usage: userstrings FILE...

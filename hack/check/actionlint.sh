@@ -4,12 +4,12 @@
 # expressions and their types, action inputs, permissions scopes, untrusted
 # input interpolated into scripts, and (through shellcheck) every run: script.
 #
-#   hack/actionlint.sh [actionlint flags...]   check every workflow
-#   hack/actionlint.sh tool                    only build the binary
+#   hack/check/actionlint.sh [actionlint flags...]   check every workflow
+#   hack/check/actionlint.sh tool                    only build the binary
 #
 # ShellCheck is required, not optional: without it actionlint silently skips
 # the run: scripts, so the same tree would pass on one machine and fail on
-# another. It is a Debian package; hack/apt-install.sh installs it when
+# another. It is a Debian package; hack/lib/apt-install.sh installs it when
 # missing (as root; otherwise it names the package and this fails).
 #
 # The binary is built once into the per-user tools cache and linked to
@@ -17,7 +17,7 @@
 # OPENFIEF_BIN_DIR (hack/lib/gotool.sh).
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 bin_dir="${OPENFIEF_BIN_DIR:-${root}/.bin}"
 # shellcheck source=hack/lib/gotool.sh
 source "${root}/hack/lib/gotool.sh"
@@ -27,7 +27,7 @@ if [[ ${1-} == tool ]]; then
 	exit 0
 fi
 
-"${root}/hack/apt-install.sh" shellcheck
+"${root}/hack/lib/apt-install.sh" shellcheck
 shellcheck="$(command -v shellcheck)"
 
 shopt -s nullglob

@@ -7,10 +7,10 @@
 # with only the plugins it uses) from hack/tools/coredns; it links them into .bin/ and
 # installs what comes from Debian (runc, the CNI plugins, iptables, ipset,
 # conntrack, nftables, iproute2, util-linux for nsenter) through
-# hack/apt-install.sh. It also builds
-# hack/pause, the project's own sandbox process, statically.
+# hack/lib/apt-install.sh. It also builds
+# hack/build/pause, the project's own sandbox process, statically.
 #
-# Like hack/build-controlplane.sh: binaries live in a per-user cache keyed by
+# Like hack/build/controlplane.sh: binaries live in a per-user cache keyed by
 # a hash of the pins (go.mod, go.sum and Go files of those three modules, the
 # build recipe, the Go version and the platform); each binary is built only
 # when missing, to a temporary name renamed into place.
@@ -21,12 +21,12 @@
 #   OPENFIEF_NODE_APT=0  skip the Debian packages (build only; no root needed)
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 tools="${root}/hack/tools"
 bin_dir="${OPENFIEF_BIN_DIR:-${root}/.bin}"
 cache_root="${OPENFIEF_NODE_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/openfief/node}"
 
-# shellcheck source=lib/buildcache.sh
+# shellcheck source=hack/lib/buildcache.sh
 source "${root}/hack/lib/buildcache.sh"
 
 # module_version prints the version of module $2 required in hack/tools/$1/go.mod.
@@ -71,7 +71,7 @@ pins_hash() {
 
 if [[ ${OPENFIEF_NODE_APT:-1} != 0 ]]; then
 	echo "node: Debian packages (runc, CNI plugins, iptables, ipset, conntrack, nftables, iproute2, util-linux)"
-	"${root}/hack/apt-install.sh" runc containernetworking-plugins iptables ipset conntrack nftables iproute2 util-linux
+	"${root}/hack/lib/apt-install.sh" runc containernetworking-plugins iptables ipset conntrack nftables iproute2 util-linux
 fi
 
 hash="$(pins_hash)"
@@ -87,7 +87,7 @@ pause_hash="$(
 	{
 		go version
 		go env GOOS GOARCH
-		sha256sum "${root}/hack/pause/main.go" | cut -d' ' -f1
+		sha256sum "${root}/hack/build/pause/main.go" | cut -d' ' -f1
 	} | sha256sum | cut -c1-16
 )"
 pause="${cache_root}/pause-${pause_hash}"
@@ -95,7 +95,7 @@ if [[ ! -x ${pause} ]]; then
 	printf 'building pause... '
 	tmp="${pause}.tmp.$$"
 	tmp_files+=("${tmp}")
-	(cd "${root}" && GOWORK= GOFLAGS="-buildvcs=false -trimpath" go build -ldflags "-s -w" -o "${tmp}" ./hack/pause)
+	(cd "${root}" && GOWORK= GOFLAGS="-buildvcs=false -trimpath" go build -ldflags "-s -w" -o "${tmp}" ./hack/build/pause)
 	mv -f "${tmp}" "${pause}"
 	echo "done"
 	built=$((built + 1))

@@ -5,7 +5,7 @@
 # the text was there (what made `make demo` fail at random). Read the output
 # into a variable and match that instead: grep -q PATTERN <<<"$out".
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 files=$(git ls-files '*.sh' Makefile .ci/run)
 # shellcheck disable=SC2086
 if hits=$(grep -nE '\|[[:space:]]*grep[[:space:]]+(-[[:alnum:]]*q|--quiet)' ${files}); then

@@ -1,6 +1,6 @@
 // Command pause is the sandbox ("pause") process of the local real node's
 // pods (docs/node.md): it holds the pod's namespaces, reaps orphaned children
-// and exits on SIGINT or SIGTERM. hack/build-node.sh builds it statically and
+// and exits on SIGINT or SIGTERM. hack/build/node.sh builds it statically and
 // internal/devcluster wraps it in the node's pinned sandbox image, so no
 // third-party pause image is pulled.
 package main

@@ -14,7 +14,7 @@
 # view, printing each command and the plugin table. Everything stops at the
 # end (or on Ctrl-C).
 #
-# hack/demo.sh --in-cluster (make demo-in-cluster; root, make node) runs
+# hack/dev/demo.sh --in-cluster (make demo-in-cluster; root, make node) runs
 # nbp-fx's lifecycle with the whole platform as pods of a real node,
 # installed by `openfief platform install` (`openfief dev --in-cluster`): the
 # core's pod syncs the plugin's pod, which reaches the NBP stand-in through
@@ -27,12 +27,12 @@ case "${1:-}" in
 "") ;;
 --in-cluster) mode=(--in-cluster) ;;
 *)
-	echo "usage: hack/demo.sh [--in-cluster]" >&2
+	echo "usage: hack/dev/demo.sh [--in-cluster]" >&2
 	exit 2
 	;;
 esac
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "${root}"
 bin="${root}/.bin/openfief"
 start=$(date +%s)

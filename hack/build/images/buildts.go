@@ -95,7 +95,7 @@ func buildTS(ctx context.Context, args []string) error {
 		if err := images.WritePushRecord(dir, rec); err != nil {
 			return err
 		}
-		fmt.Printf("next: go run ./hack/images sign --key <cosign key> --dir %s\n", dir)
+		fmt.Printf("next: go run ./hack/build/images sign --key <cosign key> --dir %s\n", dir)
 	}
 	fmt.Printf("done in %s\n", time.Since(start).Round(100*time.Millisecond))
 	return nil

@@ -5,7 +5,7 @@
 # internal/operator/operatortest must begin with `//go:build cluster`.
 # `make test` passes -tags cluster and runs it; `make verify` runs this check.
 #
-# Usage: hack/check-test-tags.sh
+# Usage: hack/check/test-tags.sh
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 

@@ -5,7 +5,7 @@
 # (sdk/go-jose, cached/compile, ours/relay-*, ours/smokescreen-*); the figures
 # and what limits each are in docs/performance.md.
 #
-#   hack/bench.sh [SET...]   sets: domain sdk configschema proxy proxy-idle (default: all)
+#   hack/test/bench.sh [SET...]   sets: domain sdk configschema proxy proxy-idle (default: all)
 #
 # Raw results go to .cache/bench/<set>.txt. BENCH_COUNT (default 6) is the
 # -count of every set but proxy-idle, which opens ~10,000 tunnels per proxy
@@ -13,7 +13,7 @@
 # hack/tools/smokescreen, and say so when it cannot be built.
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${root}/.cache/bench"
 count="${BENCH_COUNT:-6}"
 mkdir -p "${out}"

@@ -33,16 +33,16 @@ func TestTallyOfRealRuns(t *testing.T) {
 		}
 		runs = append(runs, r)
 	}
-	if got := runs[1].Output[testID{"github.com/arkadiuss/openfief/hack/soak/testdata/sample", "TestFailsOnRequest"}]; !strings.Contains(strings.Join(got, "\n"), "asked to fail") {
+	if got := runs[1].Output[testID{"github.com/arkadiuss/openfief/hack/test/soak/testdata/sample", "TestFailsOnRequest"}]; !strings.Contains(strings.Join(got, "\n"), "asked to fail") {
 		t.Errorf("the failed test's output was not kept: %q", got)
 	}
 	var b strings.Builder
 	writeTable(&b, tally(runs), runs, false)
 	want := `| test | passed | failed in runs | skipped |
 | --- | --- | --- | --- |
-| github.com/arkadiuss/openfief/hack/soak/testdata/sample.TestFailsOnRequest | 2/3 | 2 | 0 |
-| github.com/arkadiuss/openfief/hack/soak/testdata/sample.TestAlwaysPasses | 3/3 | - | 0 |
-| github.com/arkadiuss/openfief/hack/soak/testdata/sample.TestSkips | 0/0 | - | 3 |
+| github.com/arkadiuss/openfief/hack/test/soak/testdata/sample.TestFailsOnRequest | 2/3 | 2 | 0 |
+| github.com/arkadiuss/openfief/hack/test/soak/testdata/sample.TestAlwaysPasses | 3/3 | - | 0 |
+| github.com/arkadiuss/openfief/hack/test/soak/testdata/sample.TestSkips | 0/0 | - | 3 |
 `
 	if b.String() != want {
 		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)

@@ -1,11 +1,11 @@
 // Command images builds, pushes and signs OpenFief's container images from
 // source, without Docker (internal/images, docs/images.md):
 //
-//	go run ./hack/images build [--push PREFIX] [--platform P,...] [--image NAME,...] [--insecure]
-//	go run ./hack/images sign --key FILE [--dir DIR]
-//	go run ./hack/images attest --key FILE [--dir DIR] [--builder-id URI] [--command CMD]
-//	go run ./hack/images keygen [--out PREFIX] [--name NAME]
-//	go run ./hack/images build-ts [--push PREFIX] [--platform P,...] [--insecure]
+//	go run ./hack/build/images build [--push PREFIX] [--platform P,...] [--image NAME,...] [--insecure]
+//	go run ./hack/build/images sign --key FILE [--dir DIR]
+//	go run ./hack/build/images attest --key FILE [--dir DIR] [--builder-id URI] [--command CMD]
+//	go run ./hack/build/images keygen [--out PREFIX] [--name NAME]
+//	go run ./hack/build/images build-ts [--push PREFIX] [--platform P,...] [--insecure]
 //
 // build writes an OCI layout to .cache/images/<revision> and, with --push,
 // sends every image index to PREFIX/openfief/<name> (make images

@@ -12,7 +12,7 @@
 # that is renamed into place, so an interrupted build never leaves half a
 # binary behind.
 #
-# Usage: hack/build-controlplane.sh [NAME...]
+# Usage: hack/build/controlplane.sh [NAME...]
 #   NAME  build and link only these targets (e.g. controller-gen, for make
 #         generate); none: all of them. The cache folder is the same either way,
 #         so a later full build reuses what a partial one built.
@@ -23,12 +23,12 @@
 #   OPENFIEF_BIN_DIR             where the links go (default <repo>/.bin)
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 tools="${root}/hack/tools"
 bin_dir="${OPENFIEF_BIN_DIR:-${root}/.bin}"
 cache_root="${OPENFIEF_CONTROLPLANE_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/openfief/controlplane}"
 
-# shellcheck source=lib/buildcache.sh
+# shellcheck source=hack/lib/buildcache.sh
 source "${root}/hack/lib/buildcache.sh"
 
 pins_hash() {

@@ -10,7 +10,7 @@
 # begins at once. The TypeScript SDK's tests run once the chain has begun,
 # then the rest of the root module, then the other modules.
 #
-# Usage: hack/go-test.sh
+# Usage: hack/test/go-test.sh
 #
 # Environment (the Makefile sets them):
 #   GO, TREE_ENV_GOFLAGS   the go command and the tree's GOFLAGS
@@ -22,7 +22,7 @@
 #   TS_TEST                the command that runs the TypeScript SDK's tests (plain
 #                          make: a recipe naming $(MAKE) runs even under make -n)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 export CGO_ENABLED=0 GOFLAGS="${TREE_ENV_GOFLAGS}"
 gotest=("${GO}" test -count=1 -vet=off -tags "${TAGS}" -timeout "${TEST_TIMEOUT}")

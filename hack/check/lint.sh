@@ -2,11 +2,11 @@
 # lint.sh runs golangci-lint, pinned in the tool module hack/tools/lint, with
 # the root .golangci.yml on both workspace modules (`.` and `sdk/go`), offline.
 #
-#   hack/lint.sh [golangci-lint run flags...]   lint both modules
-#   hack/lint.sh tool                           only build the binary
+#   hack/check/lint.sh [golangci-lint run flags...]   lint both modules
+#   hack/check/lint.sh tool                           only build the binary
 #
-# Examples: `hack/lint.sh --enable-only depguard` checks only the architecture
-# rules; `hack/lint.sh --fix` applies the fixes linters offer.
+# Examples: `hack/check/lint.sh --enable-only depguard` checks only the architecture
+# rules; `hack/check/lint.sh --fix` applies the fixes linters offer.
 #
 # The binary is built once into the per-user tools cache and linked to
 # .bin/golangci-lint (hack/lib/gotool.sh); the first build takes a few minutes
@@ -15,7 +15,7 @@
 # Environment: OPENFIEF_TOOLS_CACHE and OPENFIEF_BIN_DIR (hack/lib/gotool.sh).
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 tools="${root}/hack/tools/lint"
 bin_dir="${OPENFIEF_BIN_DIR:-${root}/.bin}"
 # shellcheck source=hack/lib/gotool.sh
