@@ -11,6 +11,7 @@ var documentPatterns = []string{
 	"README.md",
 	"SECURITY.md",
 	"docs/*.md",
+	"hack/README.md",
 	"plugins/README.md",
 	"plugins/*/README.md",
 	"sdk/*/README.md",
