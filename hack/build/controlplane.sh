@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# build-controlplane.sh builds the control-plane binaries the tests and the
+# controlplane.sh builds the control-plane binaries the tests and the
 # local cluster run (etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler, kwok) plus controller-gen and kubectl, all from the modules
 # pinned under hack/tools, and links them into .bin/.
@@ -54,7 +54,7 @@ kube_version() {
 
 kv="$(kube_version)"
 if [[ ! ${kv} =~ ^v([0-9]+)\.([0-9]+)\. ]]; then
-	echo "build-controlplane: cannot read the k8s.io/kubernetes version from ${tools}/go.mod" >&2
+	echo "build/controlplane: cannot read the k8s.io/kubernetes version from ${tools}/go.mod" >&2
 	exit 1
 fi
 kube_ldflags="$(kube_version_ldflags "${kv}")"
@@ -82,7 +82,7 @@ if (($# > 0)); then
 		for t in "${targets[@]}"; do
 			[[ ${t%%|*} == "${name}" ]] && found="${t}"
 		done
-		[[ -n ${found} ]] || { echo "build-controlplane: no target named ${name}" >&2; exit 2; }
+		[[ -n ${found} ]] || { echo "build/controlplane: no target named ${name}" >&2; exit 2; }
 		wanted+=("${found}")
 	done
 	targets=("${wanted[@]}")

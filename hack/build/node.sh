@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# build-node.sh builds the components of the local real node (docs/node.md):
+# node.sh builds the components of the local real node (docs/node.md):
 # kubelet and kube-proxy from the k8s.io/kubernetes pinned in hack/tools/node
 # (the same release as the control plane), containerd and its runc shim from
 # hack/tools/containerd, kube-router (NetworkPolicy enforcement,
@@ -39,7 +39,7 @@ kv="$(module_version node k8s.io/kubernetes)"
 cv="$(module_version containerd github.com/containerd/containerd/v2)"
 rv="$(module_version kube-router github.com/cloudnativelabs/kube-router/v2)"
 if [[ ! ${kv} =~ ^v([0-9]+)\.([0-9]+)\. ]] || [[ -z ${cv} || -z ${rv} ]]; then
-	echo "build-node: cannot read the pinned versions from hack/tools/{node,containerd,kube-router}/go.mod" >&2
+	echo "build/node: cannot read the pinned versions from hack/tools/{node,containerd,kube-router}/go.mod" >&2
 	exit 1
 fi
 kube_ldflags="$(kube_version_ldflags "${kv}")"

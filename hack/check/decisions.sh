@@ -80,9 +80,9 @@ if ! go run ./hack/check/userstrings "${gofiles[@]}"; then
 fi
 
 if [[ $fail -ne 0 ]]; then
-	echo "check-decisions: fix the lines above; a cited decision needs a heading \"### ID: what was decided\" and a few lines why in $doc" >&2
+	echo "check/decisions: fix the lines above; a cited decision needs a heading \"### ID: what was decided\" and a few lines why in $doc" >&2
 	exit 1
 fi
 count=$(printf '%s\n' "$cited" | awk -F: 'NF >= 3' | wc -l)
 ids=$(printf '%s\n' "$cited" | awk -F: 'NF >= 3 {print $NF}' | sort -u | wc -l)
-echo "check-decisions: $count citations of $ids decisions, all explained in $doc"
+echo "check/decisions: $count citations of $ids decisions, all explained in $doc"

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # apt-install.sh installs the Debian packages named on its command line that
-# are not installed yet, so a fresh machine needs nothing installed by hand
-# (the tests call it for what they run: runc and the CNI plugins for the real
-# node, PostgreSQL for the core's store, Chromium for the dashboard's browser
-# test, LibreOffice Calc for webdav-csv's spreadsheet test). It runs apt-get only when something is missing, updates the package
-# lists at most once per run, and never starts a package's daemon (no systemd
-# here; policy-rc.d blocks it too).
+# are not installed yet, so a fresh machine needs nothing installed by hand.
+# The make targets call it before what needs the packages: make node (runc and
+# the CNI plugins for the real node, through hack/build/node.sh), make
+# test-deps (PostgreSQL for the core's store, Chromium for the dashboard's
+# browser test, LibreOffice Calc for webdav-csv's spreadsheet test) and make
+# actionlint (shellcheck); the tests themselves only look the tools up. It
+# runs apt-get only when something is missing, updates the package lists at
+# most once per run, and never starts a package's daemon (no systemd here;
+# policy-rc.d blocks it too).
 #
 # It needs root to install; without root it names what is missing and fails,
-# so a caller can say which test cannot run and why.
+# so the caller can say what cannot run and why.
 set -euo pipefail
 
 # installed reports whether Debian package $1 is installed. dpkg-query's
