@@ -269,6 +269,7 @@ verify: generate ## Every check and generator of the tree; fails on a problem or
 	$(GO) run ./hack/check/doclinks
 	hack/check/test-tags.sh
 	hack/check/help.sh
+	hack/check/calls.sh
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(TREE_ENV) hack/check/lint.sh
 	hack/check/actionlint.sh

@@ -26,7 +26,7 @@ func TestMakeDemo(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "demo.sh"))
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "dev", "demo.sh"))
 	cmd.Dir = root
 	cmd.WaitDelay = 30 * time.Second
 	start := time.Now()
