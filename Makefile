@@ -256,8 +256,9 @@ actionlint: ## actionlint with shellcheck on .github/workflows/*.yml.
 # gofmt, go vet (with and without the cluster tag), golangci-lint (make lint),
 # actionlint on the workflows (make actionlint), go mod tidy, buf
 # lint/breaking, decision citations, the cluster tag on tests that need it, no
-# pipe into grep -q, the docs' links and paths (hack/check/doclinks) and
-# generated files must leave no diff.
+# pipe into grep -q, the docs' links and paths (hack/check/doclinks), make
+# help's line widths (hack/check/help.sh), no library code naming a path
+# under hack/ (hack/check/calls.sh) and generated files must leave no diff.
 .PHONY: verify
 verify: generate ## Every check and generator of the tree; fails on a problem or a diff.
 	@test -z "$$(git status --porcelain -- api deploy)" || { git status --short -- api deploy; echo "generated files are stale or uncommitted: run make generate and commit"; exit 1; }
