@@ -18,8 +18,13 @@ var TSExample = struct{ Name, Sources, Manifest string }{
 
 // BuildTSExample builds the example connector's image for archs (sorted by
 // NodePluginIndex), its application assembled in a temporary folder;
-// extraCA is appended to its CA bundle (a test's stand-in CA, or nil).
+// extraCA is appended to its CA bundle (a test's stand-in CA, or nil). It
+// fails at once, naming make ts-deps, when sdk/ts's npm packages are not
+// installed.
 func BuildTSExample(ctx context.Context, src Source, archs []string, extraCA []byte) (v1.ImageIndex, error) {
+	if err := TSDepsInstalled(src.Root); err != nil {
+		return nil, err
+	}
 	manifest, err := os.ReadFile(filepath.Join(src.Root, TSExample.Manifest))
 	if err != nil {
 		return nil, err
