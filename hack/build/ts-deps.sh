@@ -2,8 +2,10 @@
 # Installs sdk/ts's npm packages (protoc-gen-es, TypeScript, prettier and the
 # SDK's dependencies) with `npm ci` from package-lock.json, only when
 # node_modules is missing or the lock file changed since the last install.
-# make test-ts, make verify (through hack/build/proto.sh) and .ci/run all call it,
-# and CI runs make test and make verify at once: a lock makes the second
+# make ts-deps (and through it make test-deps and make ts-image), make
+# test-ts and make verify (through hack/build/proto.sh) all call it; the
+# stamp it writes is what internal/images checks before it compiles a
+# TypeScript plugin. CI runs make test and make verify at once: a lock makes the second
 # caller wait for the first install and then find it done, instead of two
 # `npm ci` deleting each other's files in one directory.
 set -euo pipefail
