@@ -1,5 +1,5 @@
 // Module tools pins the Kubernetes control-plane components and code generators
-// this repository builds from source (see hack/build/controlplane.sh).
+// this repository builds from source (see hack/build-controlplane.sh).
 module github.com/arkadiuss/openfief/hack/tools
 
 go 1.26.0

@@ -1,5 +1,5 @@
 // Module containerd pins containerd and its runc shim for the local real node
-// (see hack/build/node.sh). It is separate from hack/tools so containerd keeps
+// (see hack/build-node.sh). It is separate from hack/tools so containerd keeps
 // the libraries it was released with.
 module github.com/arkadiuss/openfief/hack/tools/containerd
 

@@ -1,7 +1,7 @@
 //go:build tools
 
 // Package tools records the containerd commands this module pins (built by
-// hack/build/node.sh), so that `go mod tidy` keeps what they need.
+// hack/build-node.sh), so that `go mod tidy` keeps what they need.
 package tools
 
 import (

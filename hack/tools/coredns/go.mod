@@ -1,5 +1,5 @@
 // Module coredns pins CoreDNS, the local real node's cluster DNS, built with
-// only the plugins the cluster uses (see main.go and hack/build/node.sh); the
+// only the plugins the cluster uses (see main.go and hack/build-node.sh); the
 // libraries it shares with the control plane are at hack/tools' versions.
 module github.com/arkadiuss/openfief/hack/tools/coredns
 
@@ -91,7 +91,7 @@ require (
 
 // The libraries CoreDNS shares with the control plane stay at hack/tools'
 // versions, older than CoreDNS's own by a patch or two, so that its build
-// reuses the control plane's compiled packages (hack/build/node.sh).
+// reuses the control plane's compiled packages (hack/build-node.sh).
 replace (
 	github.com/prometheus/client_golang => github.com/prometheus/client_golang v1.24.0
 	github.com/prometheus/client_model => github.com/prometheus/client_model v0.6.2

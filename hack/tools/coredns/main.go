@@ -4,7 +4,7 @@
 // the node's resolver, as a real cluster's DNS does: the egress proxy's pods
 // resolve the hosts a grant names through it), cache, errors, health, ready
 // and loop. Plugins never reach it: their NetworkPolicies refuse DNS.
-// hack/build/node.sh builds it; the upstream main (coredns.go) links
+// hack/build-node.sh builds it; the upstream main (coredns.go) links
 // every plugin. `coredns -plugins` also lists metadata, prometheus and
 // transfer, which the kubernetes plugin links: with no directive of theirs
 // below, a Corefile cannot turn them on.

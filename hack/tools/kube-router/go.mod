@@ -1,5 +1,5 @@
 // Module kuberouter pins kube-router, whose firewall-only mode enforces
-// NetworkPolicies on the local real node (see hack/build/node.sh). It is
+// NetworkPolicies on the local real node (see hack/build-node.sh). It is
 // separate from hack/tools; the replace block at the end pins the libraries
 // it shares with the control plane to hack/tools' versions.
 module github.com/arkadiuss/openfief/hack/tools/kube-router
@@ -125,7 +125,7 @@ require (
 
 // The libraries kube-router shares with the control plane are pinned to
 // hack/tools' versions, so that its build reuses the control plane's compiled
-// packages (hack/build/node.sh).
+// packages (hack/build-node.sh).
 replace (
 	github.com/distribution/reference => github.com/distribution/reference v0.6.0
 	github.com/emicklei/go-restful/v3 => github.com/emicklei/go-restful/v3 v3.13.0

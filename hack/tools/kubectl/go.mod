@@ -1,6 +1,6 @@
 // Module kubectl pins kubectl at the same k8s.io/kubernetes as the control
 // plane (hack/tools) and the node (hack/tools/node), in a module of its own so
-// that adding it changed neither's build cache (see hack/build/controlplane.sh).
+// that adding it changed neither's build cache (see hack/build-controlplane.sh).
 module github.com/arkadiuss/openfief/hack/tools/kubectl
 
 go 1.26.0

@@ -1,5 +1,5 @@
 // Module node pins the node components of the local real node (kubelet,
-// kube-proxy) at the same k8s.io/kubernetes as hack/tools (see hack/build/node.sh).
+// kube-proxy) at the same k8s.io/kubernetes as hack/tools (see hack/build-node.sh).
 module github.com/arkadiuss/openfief/hack/tools/node
 
 go 1.26.0

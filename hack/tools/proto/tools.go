@@ -1,7 +1,7 @@
 //go:build tools
 
 // Package tools pins buf and the protoc plugins that generate the connector
-// contract's Go code (D-11), so hack/build/proto.sh builds them offline from the Go
+// contract's Go code (D-11), so hack/proto.sh builds them offline from the Go
 // module proxy's cache and a fresh machine needs nothing but Go.
 package tools
 
