@@ -1,5 +1,6 @@
-# OpenFief plugin platform. `make help` lists the targets. `make test-unit` runs
-# the tests that need no control plane; `make test` runs every test, builds the
+# OpenFief plugin platform. `make help` lists the targets by group (the `##@`
+# lines below name the groups; hack/README.md says what each script does).
+# `make test-unit` runs the tests that need no control plane; `make test` runs every test, builds the
 # control plane and the local node first, and its real-node tests need root
 # (docs/node.md). `make verify` checks formatting, vet, lint, tidiness, decision
 # citations, the docs' links and generated files.
@@ -12,111 +13,187 @@ GO ?= go
 # the tests and the binaries and images the tests build then share one set of
 # compiled packages, so a cold run compiles the dependencies once, not three
 # times. -ldflags=-w (no DWARF) only shortens links. The tool builds
-# (hack/build-*.sh, hack/lint.sh's binary) set their own.
+# (hack/build/*.sh, hack/check/lint.sh's binary) set their own.
 TREE_ENV := CGO_ENABLED=0 GOFLAGS="-trimpath -ldflags=-w $(GOFLAGS)"
-# Modules of the workspace (go.work), and the tool modules outside it.
+# Modules of the workspace (go.work), and the tool modules outside it: every
+# folder of hack/tools with a go.mod.
 MODULES := . sdk/go
-TOOL_MODULES := hack/tools hack/tools/etcd hack/tools/kwok hack/tools/proto hack/tools/lint hack/tools/actionlint hack/tools/smokescreen hack/tools/benchstat hack/tools/node hack/tools/containerd hack/tools/kube-router hack/tools/coredns hack/tools/kubectl
+TOOL_MODULES := $(patsubst %/go.mod,%,$(wildcard hack/tools/go.mod hack/tools/*/go.mod))
 CONTROLLER_GEN := .bin/controller-gen
 # Build tag of the tests that need the control plane, the local real node or
-# root: make test passes it, make test-unit does not (hack/check-test-tags.sh).
+# root: make test passes it, make test-unit does not (hack/check/test-tags.sh).
 CLUSTER_TAG := cluster
 FUZZTIME ?= 60s
 SCALE_PROFILES ?= .bench/scale
-# Packages with fuzz targets (parsers of outside input).
-FUZZ_PACKAGES := ./internal/plugins/ ./internal/trust/cosign/ ./internal/ocisign/ ./internal/configschema/ ./internal/operator/ ./internal/egress/ ./internal/connectors/nbpfx/ ./internal/connectors/ibkrflex/ ./internal/views/webdavcsv/ ./internal/core/ ./sdk/go/ ./sdk/go/delivery/ ./internal/core/store/ ./internal/display/ ./internal/cli/
+# Packages with fuzz targets (parsers of outside input): every package with a
+# `func Fuzz...` in a test file. Deferred (=), so only make fuzz runs git grep.
+FUZZ_PACKAGES = $(sort $(addprefix ./,$(dir $(shell git grep -l '^func Fuzz' -- '*_test.go'))))
 
 .PHONY: all
 all: build
 
+# A target is listed under the last `##@ Group` line above it; a group named
+# again adds to the place it was first named.
+##@ General
+
 .PHONY: help
-help: ## List the targets with what each does.
-	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-zA-Z0-9_-]+:[^#]*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+help: ## List the targets by group.
+	@awk 'BEGIN {FS = ":[^#]*## "; g = "Ungrouped"} \
+		/^##@ / {g = substr($$0, 5); next} \
+		/^[a-zA-Z0-9_-]+:[^#]*## / {if (!(g in seen)) {seen[g] = 1; order[++n] = g}; \
+			lines[g] = lines[g] sprintf("  %-18s %s\n", $$1, $$2)} \
+		END {for (i = 1; i <= n; i++) printf "%s%s:\n%s", (i > 1 ? "\n" : ""), order[i], lines[order[i]]}' $(MAKEFILE_LIST)
+
+##@ Build
 
 .PHONY: build
 build: ## Build every package of every module.
 	@for m in $(MODULES); do (cd $$m && $(GO) build ./...); done
 
+# Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok,
+# controller-gen and kubectl into .bin/ (cached per user).
 .PHONY: controlplane
-controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, controller-gen and kubectl into .bin/ (cached per user).
-	@hack/build-controlplane.sh
+controlplane: ## Build the control plane, controller-gen and kubectl into .bin/.
+	@hack/build/controlplane.sh
 
+# Build only controller-gen (pinned in hack/tools) into .bin/ (cached per
+# user, shared with make controlplane).
 .PHONY: controller-gen
-controller-gen: ## Build only controller-gen (pinned in hack/tools) into .bin/ (cached per user, shared with make controlplane).
-	@hack/build-controlplane.sh controller-gen
+controller-gen: ## Build only controller-gen into .bin/ (shared with make controlplane).
+	@hack/build/controlplane.sh controller-gen
 
+# Build the local real node (kubelet, kube-proxy, containerd + shim,
+# kube-router, our pause, CoreDNS) into .bin/ (cached per user) and install
+# runc, the CNI plugins, iptables, ipset, conntrack, nftables from Debian when
+# missing (root; docs/node.md).
 .PHONY: node
-node: ## Build the local real node (kubelet, kube-proxy, containerd + shim, kube-router, our pause, CoreDNS) into .bin/ (cached per user) and install runc, the CNI plugins, iptables, ipset, conntrack, nftables from Debian when missing (root; docs/node.md).
-	@hack/build-node.sh
+node: ## Build the local real node into .bin/ and install its Debian packages (root).
+	@hack/build/node.sh
 
+##@ Dev
+
+# List what a local real node left on this machine (processes, links, netns,
+# rules, ipsets, nft tables, mounts, cgroups); CLEAN=1 also removes it
+# (docs/node.md).
 .PHONY: node-leftovers
-node-leftovers: ## List what a local real node left on this machine (processes, links, netns, rules, ipsets, nft tables, mounts, cgroups); CLEAN=1 also removes it (docs/node.md).
-	$(GO) run ./hack/node-leftovers $(if $(CLEAN),--clean)
+node-leftovers: ## List what a local real node left on this machine; CLEAN=1 removes it.
+	$(GO) run ./hack/dev/node-leftovers $(if $(CLEAN),--clean)
 
 .PHONY: cluster
 cluster: controlplane ## Run the full dev control plane in the foreground until Ctrl-C.
-	$(GO) run ./hack/cluster
+	$(GO) run ./hack/dev/cluster
 
+# The main job: the plugin lifecycle on a local platform, step by step, with
+# the owner's CLI.
 .PHONY: demo
-demo: controlplane ## The main job: the plugin lifecycle on a local platform, step by step, with the owner's CLI.
-	hack/demo.sh
+demo: controlplane ## The plugin lifecycle on a local platform, step by step, with the owner's CLI.
+	hack/dev/demo.sh
 
 .PHONY: demo-in-cluster
 demo-in-cluster: controlplane node ## The same lifecycle with the whole platform as pods of a real node (root).
-	hack/demo.sh --in-cluster
+	hack/dev/demo.sh --in-cluster
 
-# The packages that start the real node (root; docs/node.md). They take turns
-# on the machine's node lock, so their node time adds up to the longest
-# chain of make test; hack/go-test.sh runs them in a go test of their own,
-# started first, beside the rest. NODE_LOCK_WAIT bounds one wait for the
-# lock, TEST_TIMEOUT one test binary.
-NODE_PACKAGES := ./test/e2e/incluster ./internal/devcluster ./test/e2e/realnode ./internal/devstack
+##@ Test
+
+# The packages that start the real node (root; docs/node.md): those whose
+# tests ask devcluster for one (devcluster.NodeReal, directly or through
+# devstack's Options). They take turns on the machine's node lock, so their
+# node time adds up to the longest chain of make test; hack/test/go-test.sh
+# runs them in a go test of their own, started first, beside the rest.
+# NODE_LOCK_WAIT bounds one wait for the lock, TEST_TIMEOUT one test binary.
+NODE_PACKAGES = $(sort $(patsubst %/,./%,$(dir $(shell git grep -l 'devcluster\.NodeReal' -- '*_test.go'))))
 NODE_LOCK_WAIT ?= 25m
 TEST_TIMEOUT ?= 45m
 # Test binaries at once (go test -p) in the go test of the other packages.
 TEST_PARALLEL ?= 2
 
+# Run every test of every module, those tagged cluster too (the real-node
+# tests need root: docs/node.md), and the TypeScript SDK's (test-ts); the
+# real-node packages start first, beside the rest (hack/test/go-test.sh); go
+# test's own vet is off, make verify runs go vet in full.
 .PHONY: test
-test: controlplane node ## Run every test of every module, those tagged cluster too (the real-node tests need root: docs/node.md), and the TypeScript SDK's (test-ts); the real-node packages start first, beside the rest (hack/go-test.sh); go test's own vet is off, make verify runs go vet in full.
+test: controlplane node test-deps ## Run every test, those tagged cluster too (the real-node tests need root).
 	GO=$(GO) TREE_ENV_GOFLAGS="-trimpath -ldflags=-w $(GOFLAGS)" TAGS=$(CLUSTER_TAG) TEST_TIMEOUT=$(TEST_TIMEOUT) \
 		TEST_PARALLEL=$(TEST_PARALLEL) MODULES="$(MODULES)" NODE_PACKAGES="$(NODE_PACKAGES)" \
-		TS_TEST="make --no-print-directory test-ts" OPENFIEF_NODE_LOCK_WAIT=$(NODE_LOCK_WAIT) hack/go-test.sh
+		TS_TEST="make --no-print-directory test-ts" OPENFIEF_NODE_LOCK_WAIT=$(NODE_LOCK_WAIT) hack/test/go-test.sh
 
+# The TypeScript SDK (sdk/ts, docs/sdk-typescript.md): npm ci from
+# package-lock.json, build, type check (tsc --noEmit) and its tests with
+# Node's test runner (node --test), the shared conformance vectors among them.
 .PHONY: test-ts
-test-ts: ## The TypeScript SDK (sdk/ts, docs/sdk-typescript.md): npm ci from package-lock.json, build, type check (tsc --noEmit) and its tests with Node's test runner (node --test), the shared conformance vectors among them.
-	hack/ts-deps.sh
+test-ts: ## The TypeScript SDK: build, type check and its tests (node --test).
+	hack/build/ts-deps.sh
 	cd sdk/ts && npm run build && npm run typecheck && npm run build:test && npm test
 
+# The fast tests: every test not tagged cluster, in every package, and the
+# TypeScript SDK's (no control plane, no real node, no root; under 2 minutes
+# warm on two cores, most of it internal/images and the store's PostgreSQL
+# tests).
 .PHONY: test-unit
-test-unit: test-ts ## The fast tests: every test not tagged cluster, in every package, and the TypeScript SDK's (no control plane, no real node, no root; under 2 minutes warm on two cores, most of it internal/images and the store's PostgreSQL tests).
+test-unit: test-ts test-deps-unit ## The fast tests: every Go test not tagged cluster, and the TypeScript SDK's.
 	@for m in $(MODULES); do echo "== go test $$m"; (cd $$m && $(TREE_ENV) $(GO) test -count=1 ./...); done
 
+# What the tests run besides Go, installed before they start so that a test
+# only finds it and names this target when it is missing: sdk/ts's npm
+# packages and Debian's PostgreSQL (the store's tests) for make test-unit;
+# for make test also LibreOffice Calc (webdav-csv's spreadsheet test), the
+# Debian archive keys the TypeScript image's Node.js runtime is checked
+# against and, where it can be installed (root), Chromium for the
+# dashboard's browser test, which skips without it (hack/lib/apt-install.sh:
+# nothing runs apt when all is installed).
+.PHONY: test-deps-unit
+test-deps-unit: ts-deps ## Install what make test-unit runs besides Go: npm packages, PostgreSQL.
+	hack/lib/apt-install.sh postgresql
+
+.PHONY: test-deps
+test-deps: test-deps-unit ## Install what make test runs besides Go (adds LibreOffice, Chromium).
+	hack/lib/apt-install.sh libreoffice-calc-nogui debian-archive-keyring
+	hack/lib/apt-install.sh chromium || echo "test-deps: no Chromium: the dashboard's browser test will skip"
+
+
+# Run the end-to-end, real-node and fault suites N times (default 10) and
+# print each test's pass rate and the runs it failed in; RUN=regexp narrows
+# it, failed tests' output in .cache/soak (root; about 10 minutes a run).
 .PHONY: soak
-soak: controlplane node ## Run the end-to-end, real-node and fault suites N times (default 10) and print each test's pass rate and the runs it failed in; RUN=regexp narrows it, failed tests' output in .cache/soak (root; about 10 minutes a run).
-	OPENFIEF_NODE_LOCK_WAIT=$(NODE_LOCK_WAIT) $(GO) run ./hack/soak -tags $(CLUSTER_TAG) -n $(or $(N),10) $(if $(RUN),-run '$(RUN)') ./test/e2e/... ./test/fault/
+soak: controlplane node test-deps ## Run the end-to-end, real-node and fault suites N times (default 10; root).
+	OPENFIEF_NODE_LOCK_WAIT=$(NODE_LOCK_WAIT) $(GO) run ./hack/test/soak -tags $(CLUSTER_TAG) -n $(or $(N),10) $(if $(RUN),-run '$(RUN)') ./test/e2e/... ./test/fault/
 
 .PHONY: cover
 cover: ## Statement coverage of the domain package.
 	$(GO) test -cover ./internal/plugins/
 
+# Run the benchmarks and print them with benchstat: the domain, SDK verify vs
+# bare go-jose, the schema cache, the proxy vs a bare relay and smokescreen
+# (figures and ratios, not pass/fail; docs/performance.md).
 .PHONY: bench
-bench: ## Run the benchmarks and print them with benchstat: the domain, SDK verify vs bare go-jose, the schema cache, the proxy vs a bare relay and smokescreen (figures and ratios, not pass/fail; docs/performance.md).
-	hack/bench.sh
+bench: ## Run the benchmarks and print them with benchstat (docs/performance.md).
+	hack/test/bench.sh
 
+# The core's store: a 10,000-transaction Sync stored as one batch, SQLite and
+# PostgreSQL side by side (rows/s; PostgreSQL is started by the test,
+# docs/core-storage.md).
 .PHONY: bench-core
-bench-core: ## The core's store: a 10,000-transaction Sync stored as one batch, SQLite and PostgreSQL side by side (rows/s; PostgreSQL is started by the test, docs/core-storage.md).
+bench-core: test-deps-unit ## The store: a 10,000-transaction Sync, SQLite and PostgreSQL side by side.
 	$(GO) test -run '^$$' -bench BenchmarkImport10k -benchtime 5x -benchmem ./internal/core/store/
 
+# The core's plugin-token verification on the local API server: cached vs a
+# TokenReview each time (docs/core.md).
 .PHONY: bench-core-auth
-bench-core-auth: controlplane ## The core's plugin-token verification on the local API server: cached vs a TokenReview each time (docs/core.md).
+bench-core-auth: controlplane ## The core's token check on the local API server: cached vs a TokenReview.
 	$(GO) test -tags $(CLUSTER_TAG) -run '^$$' -bench BenchmarkVerify -benchtime 200x ./internal/core/auth/
 
+# Operator with 500 Plugins on the local API server: convergence vs the raw
+# write floor, writes, revocation, the operator's RSS.
 .PHONY: bench-operator
-bench-operator: controlplane ## Operator with 500 Plugins on the local API server: convergence vs the raw write floor, writes, revocation, the operator's RSS.
+bench-operator: controlplane ## The operator with 500 Plugins on the local API server.
 	$(GO) test -tags $(CLUSTER_TAG) -run '^$$' -bench BenchmarkOperatorScale -benchtime 1x -timeout 30m ./internal/operator/
 
+# The same with 10,000 Plugins (about 12 minutes; the floor on 2,000 of them,
+# scaled); profiles in SCALE_PROFILES (default .bench/scale);
+# OPENFIEF_BENCH_MEMORY_LIMIT=512Mi runs the operator in a memory cgroup
+# (root).
 .PHONY: bench-scale
-bench-scale: controlplane ## The same with 10,000 Plugins (about 12 minutes; the floor on 2,000 of them, scaled); profiles in SCALE_PROFILES (default .bench/scale); OPENFIEF_BENCH_MEMORY_LIMIT=512Mi runs the operator in a memory cgroup (root).
+bench-scale: controlplane ## The operator with 10,000 Plugins (about 12 minutes).
 	mkdir -p $(SCALE_PROFILES)
 	OPENFIEF_BENCH_PLUGINS=10000 OPENFIEF_BENCH_FLOOR_PLUGINS=2000 OPENFIEF_BENCH_PROFILES=$(abspath $(SCALE_PROFILES)) \
 		$(GO) test -tags $(CLUSTER_TAG) -run '^$$' -bench BenchmarkOperatorScale -benchtime 1x -timeout 120m ./internal/operator/
@@ -126,70 +203,134 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 60s).
 	@for p in $(FUZZ_PACKAGES); do for t in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
 		echo "== fuzz $$p $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$p; done; done
 
+##@ Build
+
+# Regenerate deepcopy, CRDs (deploy/crds) and the operator's Role
+# (deploy/operator) from markers.
 .PHONY: generate
-generate: controller-gen ## Regenerate deepcopy, CRDs (deploy/crds) and the operator's Role (deploy/operator) from markers.
-	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+generate: controller-gen ## Regenerate deepcopy, the CRDs and the operator's Role from markers.
+	$(CONTROLLER_GEN) object:headerFile=hack/build/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:maxDescLen=400 paths=./api/... output:crd:dir=deploy/crds
 	$(CONTROLLER_GEN) rbac:roleName=openfief-operator paths=./internal/operator/... output:rbac:dir=deploy/operator
 
+# Regenerate sdk/go/gen from proto/.
 .PHONY: proto
-proto: ## Regenerate sdk/go/gen from proto/.
-	hack/proto.sh gen
+proto: ## Regenerate sdk/go/gen and sdk/ts/src/gen from proto/.
+	hack/build/proto.sh gen
 
+# Write each plugins/*/Dockerfile's manifest label from its manifest.json.
 .PHONY: plugin-labels
 plugin-labels: ## Write each plugins/*/Dockerfile's manifest label from its manifest.json.
-	hack/plugin-labels.sh write
+	hack/build/plugin-labels.sh write
 
+# sdk/ts's npm packages (protoc-gen-es, TypeScript, prettier, the SDK's
+# dependencies) with npm ci from package-lock.json, only when node_modules is
+# missing or older than the lock file (hack/build/ts-deps.sh).
+.PHONY: ts-deps
+ts-deps: ## Install sdk/ts's npm packages from package-lock.json when stale.
+	hack/build/ts-deps.sh
+
+
+##@ Check
+
+# golangci-lint (pinned in hack/tools/lint) on both modules, offline:
+# .golangci.yml's Layout rules (depguard), errcheck, staticcheck, revive,
+# importas...
 .PHONY: lint
-lint: ## golangci-lint (pinned in hack/tools/lint) on both modules, offline: .golangci.yml's Layout rules (depguard), errcheck, staticcheck, revive, importas...
-	hack/lint.sh
+lint: ## golangci-lint (pinned in hack/tools/lint) on both modules, offline.
+	hack/check/lint.sh
 
+# Only the Layout rules of `make lint` (depguard: who may import what); fast,
+# for the edit loop; make verify runs the whole of make lint.
 .PHONY: lint-arch
-lint-arch: ## Only the Layout rules of `make lint` (depguard: who may import what); fast, for the edit loop; make verify runs the whole of make lint.
-	hack/lint.sh --enable-only depguard
+lint-arch: ## Only the Layout rules of make lint (depguard): fast, for the edit loop.
+	hack/check/lint.sh --enable-only depguard
 
+# actionlint (pinned in hack/tools/actionlint) with shellcheck on
+# .github/workflows/*.yml: syntax, expressions, permissions, every run: script
+# (installs shellcheck from Debian when missing, as root).
 .PHONY: actionlint
-actionlint: ## actionlint (pinned in hack/tools/actionlint) with shellcheck on .github/workflows/*.yml: syntax, expressions, permissions, every run: script (installs shellcheck from Debian when missing, as root).
-	hack/actionlint.sh
+actionlint: ## actionlint with shellcheck on .github/workflows/*.yml.
+	hack/check/actionlint.sh
 
+# gofmt, go vet (with and without the cluster tag), golangci-lint (make lint),
+# actionlint on the workflows (make actionlint), go mod tidy, buf
+# lint/breaking, decision citations, the cluster tag on tests that need it, no
+# pipe into grep -q, the docs' links and paths (hack/check/doclinks), make
+# help's line widths (hack/check/help.sh), no library code naming a path
+# under hack/ (hack/check/calls.sh) and generated files must leave no diff.
 .PHONY: verify
-verify: generate ## gofmt, go vet (with and without the cluster tag), golangci-lint (make lint), actionlint on the workflows (make actionlint), go mod tidy, buf lint/breaking, decision citations, the cluster tag on tests that need it, no pipe into grep -q, the docs' links and paths (hack/doclinks) and generated files must leave no diff.
+verify: generate ## Every check and generator of the tree; fails on a problem or a diff.
 	@test -z "$$(git status --porcelain -- api deploy)" || { git status --short -- api deploy; echo "generated files are stale or uncommitted: run make generate and commit"; exit 1; }
-	hack/proto.sh check
+	hack/build/proto.sh check
 	cd sdk/ts && npm run --silent format:check && npm run --silent check:src
-	hack/plugin-labels.sh check
-	hack/check-decisions.sh
-	hack/check-pipes.sh
-	$(GO) run ./hack/doclinks
-	hack/check-test-tags.sh
+	hack/build/plugin-labels.sh check
+	hack/check/decisions.sh
+	hack/check/pipes.sh
+	$(GO) run ./hack/check/doclinks
+	hack/check/test-tags.sh
+	hack/check/help.sh
+	hack/check/calls.sh
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(TREE_ENV) hack/lint.sh
-	hack/actionlint.sh
+	$(TREE_ENV) hack/check/lint.sh
+	hack/check/actionlint.sh
 	@for m in $(MODULES); do (cd $$m && $(TREE_ENV) $(GO) vet ./... && $(TREE_ENV) $(GO) vet -tags $(CLUSTER_TAG) ./...); done
 	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
 	@for m in $(TOOL_MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
 	@git diff --exit-code --stat -- . || { echo "verify left a diff"; exit 1; }
 
+##@ Build
+
+# Build the operator, egress-proxy, openfief-core, nbp-fx, ibkr-flex,
+# webdav-csv and check-probe images (linux/amd64+arm64) from source,
+# reproducibly, into .cache/images/<revision>; REGISTRY=host[:port][/path]
+# also pushes them to $(REGISTRY)/openfief/<name> (docs/images.md).
 .PHONY: images
-images: ## Build the operator, egress-proxy, openfief-core, nbp-fx, ibkr-flex, webdav-csv and check-probe images (linux/amd64+arm64) from source, reproducibly, into .cache/images/<revision>; REGISTRY=host[:port][/path] also pushes them to $(REGISTRY)/openfief/<name> (docs/images.md).
-	$(GO) run ./hack/images build $(if $(REGISTRY),--push "$(REGISTRY)")
+images: ## Build the platform's and plugins' images into .cache/images; REGISTRY= pushes.
+	$(GO) run ./hack/build/images build $(if $(REGISTRY),--push "$(REGISTRY)")
 
+# Build the TypeScript SDK's example connector's image (Debian's Node.js under
+# the compiled example, linux/amd64+arm64) into .cache/images/fx-rates-ts
+# (replaced by each build); REGISTRY=host[:port][/path] also pushes it, and
+# `go run ./hack/build/images sign --key KEY --dir DIR` signs it
+# (docs/sdk-typescript.md).
 .PHONY: ts-image
-ts-image: ## Build the TypeScript SDK's example connector's image (Debian's Node.js under the compiled example, linux/amd64+arm64) into .cache/images/fx-rates-ts (replaced by each build); REGISTRY=host[:port][/path] also pushes it, and `go run ./hack/images sign --key KEY --dir DIR` signs it (docs/sdk-typescript.md).
-	$(GO) run ./hack/images build-ts $(if $(REGISTRY),--push "$(REGISTRY)")
+ts-image: ts-deps ## Build the TypeScript example connector's image; REGISTRY= pushes it.
+	$(GO) run ./hack/build/images build-ts $(if $(REGISTRY),--push "$(REGISTRY)")
 
+##@ Release
+
+# Sign the images the last `make images REGISTRY=...` pushed with KEY, a
+# cosign-compatible PEM private key (COSIGN_PASSWORD unlocks an encrypted
+# one), attached as OCI referrers.
 .PHONY: sign
-sign: ## Sign the images the last `make images REGISTRY=...` pushed with KEY, a cosign-compatible PEM private key (COSIGN_PASSWORD unlocks an encrypted one), attached as OCI referrers.
-	$(GO) run ./hack/images sign --key "$(KEY)"
+sign: ## Sign the images the last make images REGISTRY=... pushed with KEY.
+	$(GO) run ./hack/build/images sign --key "$(KEY)"
 
+# Attach a signed CycloneDX SBOM and SLSA v1 provenance, as OCI referrers, to
+# every image the last `make images REGISTRY=...` pushed, signed with KEY like
+# `make sign`; BUILDER_ID names the builder in the provenance (docs/images.md,
+# Attestations).
 .PHONY: attest
-attest: ## Attach a signed CycloneDX SBOM and SLSA v1 provenance, as OCI referrers, to every image the last `make images REGISTRY=...` pushed, signed with KEY like `make sign`; BUILDER_ID names the builder in the provenance (docs/images.md, Attestations).
-	$(GO) run ./hack/images attest --key "$(KEY)" $(if $(BUILDER_ID),--builder-id "$(BUILDER_ID)") --command "make images$(if $(REGISTRY), REGISTRY=$(REGISTRY))"
+attest: ## Attach a signed SBOM and SLSA provenance to those images, signed with KEY.
+	$(GO) run ./hack/build/images attest --key "$(KEY)" $(if $(BUILDER_ID),--builder-id "$(BUILDER_ID)") --command "make images$(if $(REGISTRY), REGISTRY=$(REGISTRY))"
 
+# Make release VERSION (vX.Y.Z) into REGISTRY, signed with KEY (or
+# SIGN=keyless in the release workflow: as that workflow, with the job's OIDC
+# token): every image built from this commit (both platforms), pushed, signed
+# and attested (a signed SBOM and SLSA provenance each; BUILDER_ID names the
+# builder), the catalog pinning nbp-fx and ibkr-flex linked into the operator
+# and the openfief CLI (with the check probe), and install.yaml, plugins.json
+# with its signature, the CLI binaries, images.json, RELEASE.md and SHA256SUMS
+# in .cache/release/VERSION (docs/images.md, Releases).
 .PHONY: release
-release: ## Make release VERSION (vX.Y.Z) into REGISTRY, signed with KEY (or SIGN=keyless in the release workflow: as that workflow, with the job's OIDC token): every image built from this commit (both platforms), pushed, signed and attested (a signed SBOM and SLSA provenance each; BUILDER_ID names the builder), the catalog pinning nbp-fx and ibkr-flex linked into the operator and the openfief CLI (with the check probe), and install.yaml, plugins.json with its signature, the CLI binaries, images.json, RELEASE.md and SHA256SUMS in .cache/release/VERSION (docs/images.md, Releases).
+release: ## Make release VERSION into REGISTRY, signed with KEY or SIGN=keyless.
 	$(GO) run ./hack/release make --version "$(VERSION)" --registry "$(REGISTRY)" $(if $(filter keyless,$(SIGN)),--keyless,--key "$(KEY)") $(if $(BUILDER_ID),--builder-id "$(BUILDER_ID)")
 
+# Write a kustomize overlay of the whole platform (OUT, default
+# .cache/release) pinned to the pushed digests and labelled with the build's
+# version; REGISTRY_CONFIG=1 adds the registry-config component,
+# API_SERVER_CIDR=a,b names the API server (docs/operator.md).
 .PHONY: release-overlay
-release-overlay: ## Write a kustomize overlay of the whole platform (OUT, default .cache/release) pinned to the pushed digests and labelled with the build's version; REGISTRY_CONFIG=1 adds the registry-config component, API_SERVER_CIDR=a,b names the API server (docs/operator.md).
-	$(GO) run ./hack/release $(if $(OUT),--out "$(OUT)") $(if $(REGISTRY_CONFIG),--registry-config) $(if $(API_SERVER_CIDR),--api-server-cidr "$(API_SERVER_CIDR)")
+release-overlay: ## Write an overlay of the whole platform pinned to the pushed digests.
+	$(GO) run ./hack/release overlay $(if $(OUT),--out "$(OUT)") $(if $(REGISTRY_CONFIG),--registry-config) $(if $(API_SERVER_CIDR),--api-server-cidr "$(API_SERVER_CIDR)")

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/arkadiuss/openfief/internal/images"
+	"github.com/arkadiuss/openfief/internal/release/overlay"
 )
 
 // TestRenderedImagesCannotRunByMistake renders every install kustomization
@@ -17,7 +17,7 @@ import (
 // image not pinned by digest must be in the reserved .invalid domain, so
 // applying deploy/ as committed pulls nothing. deploy/operator and
 // deploy/egress-proxy name exactly the placeholders a release overlay
-// replaces (images.Unpinned).
+// replaces (overlay.Unpinned).
 func TestRenderedImagesCannotRunByMistake(t *testing.T) {
 	files, err := filepath.Glob("*/kustomization.yaml")
 	if err != nil || len(files) < 3 {
@@ -26,7 +26,7 @@ func TestRenderedImagesCannotRunByMistake(t *testing.T) {
 	rendered := map[string][]string{}
 	for _, f := range files {
 		dir := filepath.Dir(f)
-		imgs, err := images.RenderedImages(dir)
+		imgs, err := overlay.RenderedImages(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,8 +39,8 @@ func TestRenderedImagesCannotRunByMistake(t *testing.T) {
 	}
 	for dir, image := range map[string]string{"operator": "operator", "egress-proxy": "egress-proxy", "core": "openfief-core"} {
 		imgs := rendered[dir]
-		if len(imgs) != 1 || !strings.HasPrefix(imgs[0], images.Unpinned[image]+":") {
-			t.Errorf("deploy/%s renders %v, want the placeholder %s that make release-overlay pins", dir, imgs, images.Unpinned[image])
+		if len(imgs) != 1 || !strings.HasPrefix(imgs[0], overlay.Unpinned[image]+":") {
+			t.Errorf("deploy/%s renders %v, want the placeholder %s that make release-overlay pins", dir, imgs, overlay.Unpinned[image])
 		}
 	}
 }

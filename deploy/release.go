@@ -1,7 +1,7 @@
 package deploy
 
 // ReleaseConfigMap is the ConfigMap, in the openfief namespace, that a
-// release overlay writes beside the platform (images.WritePlatformOverlay):
+// release overlay writes beside the platform (overlay.WritePlatform):
 // what the installed release built besides its Deployments, for people and
 // tools to read. It carries the release's version label like every other
 // object of the overlay. Nothing trusts it: anyone who may write ConfigMaps

@@ -1,4 +1,4 @@
-# buildcache.sh: what hack/build-controlplane.sh and hack/build-node.sh share,
+# buildcache.sh: what hack/build/controlplane.sh and hack/build/node.sh share,
 # sourced by both. Each script sets root, tools (hack/tools), bin_dir, cache
 # (the per-pin cache folder) and targets before calling build_targets.
 

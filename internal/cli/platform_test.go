@@ -29,6 +29,7 @@ import (
 	imagebuild "github.com/arkadiuss/openfief/internal/images"
 	"github.com/arkadiuss/openfief/internal/platform"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/release/overlay"
 	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
@@ -79,7 +80,7 @@ func platformOverlay(t *testing.T, dir, name, version, word, extra string) strin
 	}
 	refs := testRefsFor(t, word)
 	base := filepath.Join(dir, name+"-release")
-	if err := imagebuild.WritePlatformOverlay(base, filepath.Join(root, "deploy"), imagebuild.Release{
+	if err := overlay.WritePlatform(base, filepath.Join(root, "deploy"), overlay.Platform{
 		Refs: refs, Version: version, RegistryConfig: true, Header: "test overlay " + name,
 	}); err != nil {
 		t.Fatal(err)
@@ -101,7 +102,7 @@ func platformOverlay(t *testing.T, dir, name, version, word, extra string) strin
 func testRefsFor(t *testing.T, word string) map[string]plugins.ImageRef {
 	t.Helper()
 	refs := map[string]plugins.ImageRef{}
-	for _, n := range []string{"operator", "egress-proxy", "openfief-core", imagebuild.ReleaseCheckProbe} {
+	for _, n := range []string{"operator", "egress-proxy", "openfief-core", overlay.CheckProbe} {
 		ref, err := plugins.ParseImageRef("registry.example.com/openfief/" + n + "@" + testutil.Digest(word+"-"+n))
 		if err != nil {
 			t.Fatal(err)
@@ -242,7 +243,7 @@ data:
 	named := filepath.Join(dir, "named")
 	root, err := imagebuild.FindRoot(".")
 	must(t, err)
-	must(t, imagebuild.WritePlatformOverlay(named, filepath.Join(root, "deploy"), imagebuild.Release{
+	must(t, overlay.WritePlatform(named, filepath.Join(root, "deploy"), overlay.Platform{
 		Refs: testRefsFor(t, "named"), Version: "v0.1.0", APIServerCIDRs: []string{"10.1.1.1"}}))
 	expect(t, run("platform", "install", "--overlay", named, "--dry-run"), ExitOK, "API server: kept the addresses the overlay names", "cidr: 10.1.1.1/32")
 	expect(t, run("platform", "install", "--overlay", named, "--dry-run", "--api-server-cidr", "10.9.8.7"), ExitUsage, "the overlay already names the API server")

@@ -26,7 +26,7 @@ func TestProbeManifestIsTheProbesFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !got.Equal(file) {
-		t.Errorf("compiled-in probe manifest %+v, want plugins/check-probe/manifest.json %+v (hack/plugin-labels.sh write)", got, file)
+		t.Errorf("compiled-in probe manifest %+v, want plugins/check-probe/manifest.json %+v (hack/build/plugin-labels.sh write)", got, file)
 	}
 }
 

@@ -1,6 +1,6 @@
 // Package devcluster starts a real Kubernetes control plane on loopback for
 // tests and local use, from the binaries `make controlplane` builds into
-// .bin/ (see hack/build-controlplane.sh).
+// .bin/ (see hack/build/controlplane.sh).
 //
 // Two modes are offered:
 //

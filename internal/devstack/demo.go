@@ -15,6 +15,7 @@ import (
 
 	"github.com/arkadiuss/openfief/internal/images"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/release/overlay"
 )
 
 // DemoPlugin is the connector the local registry serves: the real nbp-fx
@@ -64,7 +65,7 @@ func demoPlugins() []string {
 // reuses the source tree's cached build, and returns an image index per
 // demo image, by name: as built, with manifest.json's label, or with the
 // image's extra hosts added to that label. withProbe adds the check probe
-// under images.ReleaseCheckProbe: a real node runs it as every plugin pod's
+// under overlay.CheckProbe: a real node runs it as every plugin pod's
 // isolation gate (OF-42).
 func demoIndexes(ctx context.Context, progress io.Writer, withProbe bool) (map[string]v1.ImageIndex, error) {
 	root, err := sourceRoot()
@@ -77,7 +78,7 @@ func demoIndexes(ctx context.Context, progress io.Writer, withProbe bool) (map[s
 	}
 	names := demoPlugins()
 	if withProbe {
-		names = append(names, images.ReleaseCheckProbe)
+		names = append(names, overlay.CheckProbe)
 	}
 	specs, err := images.SelectSpecs(names...)
 	if err != nil {
@@ -89,11 +90,11 @@ func demoIndexes(ctx context.Context, progress io.Writer, withProbe bool) (map[s
 	}
 	out := map[string]v1.ImageIndex{}
 	if withProbe {
-		built, ok := res.Get(images.ReleaseCheckProbe)
+		built, ok := res.Get(overlay.CheckProbe)
 		if !ok {
-			return nil, fmt.Errorf("the build holds no %s image", images.ReleaseCheckProbe)
+			return nil, fmt.Errorf("the build holds no %s image", overlay.CheckProbe)
 		}
-		out[images.ReleaseCheckProbe] = built.Index
+		out[overlay.CheckProbe] = built.Index
 	}
 	for _, d := range DemoImages() {
 		built, ok := res.Get(d.Plugin)

@@ -49,6 +49,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/ocisign"
 	"github.com/arkadiuss/openfief/internal/operator"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/release/overlay"
 )
 
 // Options configures a Stack.
@@ -296,10 +297,10 @@ func (s *Stack) startRegistry(ctx context.Context, dir string, signer *ocisign.K
 	s.stops = append(s.stops, func() { _ = srv.Close() })
 	s.RegistryHost = ln.Addr().String()
 
-	if probe, ok := demo[images.ReleaseCheckProbe]; ok {
+	if probe, ok := demo[overlay.CheckProbe]; ok {
 		// The platform's own image, pinned by digest like the release pins
 		// it; the operator runs it, unverified, as the isolation gate.
-		ref, err := images.PushIndex(ctx, images.Repository(s.RegistryHost, images.ReleaseCheckProbe), probe, images.PushOptions{})
+		ref, err := images.PushIndex(ctx, images.Repository(s.RegistryHost, overlay.CheckProbe), probe, images.PushOptions{})
 		if err != nil {
 			return err
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/images"
 	"github.com/arkadiuss/openfief/internal/ocisign"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/release/overlay"
 )
 
 // The in-cluster mode (Options.InCluster): the operator, the egress proxy
@@ -38,7 +39,7 @@ var PlatformImages = []string{"operator", "egress-proxy", "openfief-core"}
 
 // CheckProbeRepository is where the in-cluster mode serves the check probe
 // image (OF-29) on its bridge registry, beside the demo plugin.
-const CheckProbeRepository = "plugins/" + images.ReleaseCheckProbe
+const CheckProbeRepository = "plugins/" + overlay.CheckProbe
 
 // InClusterSyncInterval is how often the in-cluster core syncs each
 // connector: the dev overlay sets it (deploy/core syncs hourly), so the
@@ -103,7 +104,7 @@ func (s *Stack) pushPlatformImages(ctx context.Context, opts *Options) error {
 	// the cache entry then holds all six, which the demo images and the
 	// probe reuse (a narrower build would not replace a cached one, and
 	// would be built again each start).
-	specs, err := images.SelectSpecs(append(append(slices.Clone(PlatformImages), demoPlugins()...), images.ReleaseCheckProbe)...)
+	specs, err := images.SelectSpecs(append(append(slices.Clone(PlatformImages), demoPlugins()...), overlay.CheckProbe)...)
 	if err != nil {
 		return err
 	}
@@ -121,7 +122,7 @@ func (s *Stack) pushPlatformImages(ctx context.Context, opts *Options) error {
 	s.PlatformSource, s.PlatformVersion = src, src.Tag()
 	s.PlatformImages = map[string]plugins.ImageRef{}
 	for _, b := range res.Images {
-		if b.Spec.Name == images.ReleaseCheckProbe {
+		if b.Spec.Name == overlay.CheckProbe {
 			s.checkProbeIndex = b.Index // served with the plugins
 		}
 		if !slices.Contains(PlatformImages, b.Spec.Name) {
@@ -134,7 +135,7 @@ func (s *Stack) pushPlatformImages(ctx context.Context, opts *Options) error {
 		s.PlatformImages[b.Spec.Name] = ref
 	}
 	if s.checkProbeIndex == nil {
-		return fmt.Errorf("the build holds no %s image", images.ReleaseCheckProbe)
+		return fmt.Errorf("the build holds no %s image", overlay.CheckProbe)
 	}
 	return nil
 }
@@ -255,8 +256,8 @@ func (s *Stack) installPlatform(ctx context.Context, opts *Options) error {
 	}
 	s.ReleaseDir = filepath.Join(opts.Dir, "release")
 	refs := maps.Clone(s.PlatformImages)
-	refs[images.ReleaseCheckProbe] = s.checkProbe
-	if err := images.WritePlatformOverlay(s.ReleaseDir, filepath.Join(root, "deploy"), images.Release{
+	refs[overlay.CheckProbe] = s.checkProbe
+	if err := overlay.WritePlatform(s.ReleaseDir, filepath.Join(root, "deploy"), overlay.Platform{
 		Refs: refs, Version: s.PlatformVersion,
 		Header: "openfief dev --in-cluster: this tree's images on the node's registry.",
 	}); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/arkadiuss/openfief/deploy"
 	"github.com/arkadiuss/openfief/internal/images"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/release/overlay"
 )
 
 // TestWriteDevOverlay writes the in-cluster mode's overlay over a release
@@ -31,11 +32,11 @@ func TestWriteDevOverlay(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if refs[images.ReleaseCheckProbe], err = plugins.ParseImageRef("10.244.0.1:5001/" + CheckProbeRepository + "@sha256:" + strings.Repeat("d", 64)); err != nil {
+	if refs[overlay.CheckProbe], err = plugins.ParseImageRef("10.244.0.1:5001/" + CheckProbeRepository + "@sha256:" + strings.Repeat("d", 64)); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := images.WritePlatformOverlay(filepath.Join(dir, "release"), filepath.Join(root, "deploy"), images.Release{Refs: refs, Version: "v0.1.0"}); err != nil {
+	if err := overlay.WritePlatform(filepath.Join(dir, "release"), filepath.Join(root, "deploy"), overlay.Platform{Refs: refs, Version: "v0.1.0"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := WriteDevOverlay(filepath.Join(dir, "overlay"), "../release", DevOverlay{
@@ -51,8 +52,8 @@ func TestWriteDevOverlay(t *testing.T) {
 			t.Errorf("the operator's args %q lack %s", args["openfief-operator"], want)
 		}
 	}
-	if got := releaseData(t, filepath.Join(dir, "overlay")); got != refs[images.ReleaseCheckProbe].String() {
-		t.Errorf("the overlay's ConfigMap %s names the check probe %q, want %s", deploy.ReleaseConfigMap, got, refs[images.ReleaseCheckProbe])
+	if got := releaseData(t, filepath.Join(dir, "overlay")); got != refs[overlay.CheckProbe].String() {
+		t.Errorf("the overlay's ConfigMap %s names the check probe %q, want %s", deploy.ReleaseConfigMap, got, refs[overlay.CheckProbe])
 	}
 	core := args["openfief-core"]
 	if i, j := slices.Index(core, "--sync-interval=1h"), slices.Index(core, "--sync-interval=5s"); i < 0 || j < i {

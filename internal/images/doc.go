@@ -21,6 +21,6 @@
 //
 // Everything is go-containerregistry (mutate, empty, tarball, layout,
 // remote); this package only decides what goes into the layers and the
-// config. See docs/images.md for the commands (make images, make sign, make
-// release-overlay) and hack/images, hack/release for the mains.
+// config. See docs/images.md for the commands (make images, make sign) and
+// hack/build/images for the main; releases are internal/release's.
 package images

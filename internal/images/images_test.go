@@ -310,7 +310,7 @@ func checkBinary(t *testing.T, s Spec, bin string) {
 }
 
 // checkLabel checks the plugin's manifest label against manifest.json and
-// against the Dockerfile kept as documentation (hack/plugin-labels.sh).
+// against the Dockerfile kept as documentation (hack/build/plugin-labels.sh).
 func checkLabel(t *testing.T, s Spec, img v1.Image, root string) {
 	t.Helper()
 	cf, err := img.ConfigFile()
@@ -343,5 +343,5 @@ func checkLabel(t *testing.T, s Spec, img v1.Image, root string) {
 }
 
 // jsonCompact is json.Compact, named here so the test reads as the
-// computation hack/plugin-labels.sh does.
+// computation hack/build/plugin-labels.sh does.
 var jsonCompact = json.Compact

@@ -11,7 +11,7 @@ import (
 )
 
 // ManifestLabel is the io.openfief.plugin.manifest label for a
-// manifest.json, computed as hack/plugin-labels.sh computes the Dockerfiles'
+// manifest.json, computed as hack/build/plugin-labels.sh computes the Dockerfiles'
 // label: the JSON compacted, byte for byte otherwise, after the operator's
 // own ParseManifestLabel accepted it.
 func ManifestLabel(manifestJSON []byte) (string, error) {

@@ -334,3 +334,17 @@ func isEdited(name string) bool { return strings.Contains(name, "-dirty-") }
 func isLeftover(name string) bool {
 	return strings.HasPrefix(name, ".tmp-") || strings.HasPrefix(name, ".old-")
 }
+
+// BuildVersion is the version of the build in dir (Source.Version) as a
+// label value: '+', which labels do not allow, becomes '-' as in Tag, so an
+// edited tree's "+dirty" still sorts after its commit.
+func BuildVersion(dir string) (string, error) {
+	r, err := readRecord(dir)
+	if err != nil {
+		return "", err
+	}
+	if r.Version == "" {
+		return "", fmt.Errorf("the build in %s records no version", dir)
+	}
+	return strings.ReplaceAll(r.Version, "+", "-"), nil
+}

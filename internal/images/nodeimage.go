@@ -37,11 +37,11 @@ type NodePlugin struct {
 	// manifest label.
 	ManifestJSON []byte
 	// Runtimes maps each platform's architecture (amd64, arm64) to the
-	// directory hack/node-runtime.sh printed for it: rootfs/ is the runtime
+	// directory NodeRuntime returned for it: rootfs/ is the runtime
 	// layer, packages.tsv its package list.
 	Runtimes map[string]string
 	// App is the plugin's /app: main.js, its other modules, package.json
-	// and the production node_modules (hack/ts-plugin-app.sh).
+	// and the production node_modules (TSPluginApp).
 	App string
 	// ExtraCA, when set, is appended to the image's CA bundle: a test's
 	// stand-in CA (Node.js reads the bundle file, not the folder).
@@ -115,7 +115,7 @@ func NodePluginIndex(src Source, p NodePlugin) (v1.ImageIndex, error) {
 		}
 		plat := v1.Platform{OS: "linux", Architecture: arch}
 		img, err := assemble(plat, v1.Config{Entrypoint: NodeEntrypoint, User: User, WorkingDir: "/app", Labels: labels},
-			[]historyLayer{{users, usersHistory}, {ca, caHistory}, {runtime, "Debian's nodejs and its dependencies (hack/node-runtime.sh)"},
+			[]historyLayer{{users, usersHistory}, {ca, caHistory}, {runtime, "Debian's nodejs and its dependencies (internal/images.NodeRuntime)"},
 				{app, "/app: the plugin's JavaScript and production node_modules"}}, epoch, annotations)
 		if err != nil {
 			return nil, err
@@ -125,7 +125,7 @@ func NodePluginIndex(src Source, p NodePlugin) (v1.ImageIndex, error) {
 	return newIndex(imgs, platforms, annotations), nil
 }
 
-// nodeRuntimeLayer is the runtime layer of the directory node-runtime.sh
+// nodeRuntimeLayer is the runtime layer of the directory NodeRuntime
 // made: its rootfs/ with the merged-/usr links.
 func nodeRuntimeLayer(runtimeDir string, epoch time.Time) (v1.Layer, error) {
 	if _, err := os.Stat(filepath.Join(runtimeDir, "packages.tsv")); err != nil {

@@ -29,10 +29,10 @@ import (
 
 // TestTSExampleImage builds the TypeScript example connector's image for
 // both platforms from Debian's Node.js (resolved and unpacked by
-// hack/node-runtime.sh, cached per user; the first run downloads it) and
-// the example compiled by hack/ts-plugin-app.sh, and checks its shape: one
-// image per platform, sorted; user 65532, Node.js on /app/main.js; the
-// manifest label of the example's manifest.json; the layers in order with
+// NodeRuntime, cached per user; the first run downloads it) and the example
+// compiled by TSPluginApp (sdk/ts's npm packages installed by make
+// test-deps), and checks its shape: one image per platform, sorted; user
+// 65532, Node.js on /app/main.js; the manifest label of the example's manifest.json; the layers in order with
 // the runtime's package list; the same bytes when built again. As root it
 // then unpacks this machine's image and runs it in a chroot, with no
 // environment: the runtime starts; Node.js as the entrypoint runs it trusts

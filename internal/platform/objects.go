@@ -22,7 +22,7 @@ const (
 	// ValueManagedBy is LabelManagedBy's value on the platform's objects.
 	ValueManagedBy = "openfief-platform"
 	// LabelVersion carries the release's version on every object of a
-	// platform overlay (images.WritePlatformOverlay).
+	// platform overlay (overlay.WritePlatform).
 	LabelVersion = "app.kubernetes.io/version"
 )
 

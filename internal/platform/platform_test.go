@@ -12,6 +12,7 @@ import (
 	"github.com/arkadiuss/openfief/deploy"
 	"github.com/arkadiuss/openfief/internal/images"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/release/overlay"
 )
 
 // TestCheckUpgrade: a newer or equal version passes, an older one is
@@ -65,7 +66,7 @@ func writeOverlay(t *testing.T, version string, extra string) string {
 		t.Fatal(err)
 	}
 	refs := map[string]plugins.ImageRef{}
-	for i, n := range []string{"operator", "egress-proxy", "openfief-core", images.ReleaseCheckProbe} {
+	for i, n := range []string{"operator", "egress-proxy", "openfief-core", overlay.CheckProbe} {
 		ref, err := plugins.ParseImageRef("registry.example.com/openfief/" + n + "@sha256:" + strings.Repeat(string(rune('a'+i)), 64))
 		if err != nil {
 			t.Fatal(err)
@@ -74,7 +75,7 @@ func writeOverlay(t *testing.T, version string, extra string) string {
 	}
 	dir := t.TempDir()
 	base := filepath.Join(dir, "release")
-	if err := images.WritePlatformOverlay(base, filepath.Join(root, "deploy"), images.Release{Refs: refs, Version: version}); err != nil {
+	if err := overlay.WritePlatform(base, filepath.Join(root, "deploy"), overlay.Platform{Refs: refs, Version: version}); err != nil {
 		t.Fatal(err)
 	}
 	if extra == "" {

@@ -19,6 +19,7 @@ import (
 	"github.com/arkadiuss/openfief/deploy"
 	"github.com/arkadiuss/openfief/internal/images"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/release/overlay"
 )
 
 // The files of a release, in Out.
@@ -112,10 +113,10 @@ func renderInstall(o Options, res *Result) ([]byte, error) {
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
 	refs := map[string]plugins.ImageRef{}
-	for _, name := range append(append([]string(nil), platformImages...), images.ReleaseCheckProbe) {
+	for _, name := range append(append([]string(nil), platformImages...), overlay.CheckProbe) {
 		refs[name] = res.Images[name]
 	}
-	if err := images.WritePlatformOverlay(tmp, filepath.Join(o.Root, "deploy"), images.Release{
+	if err := overlay.WritePlatform(tmp, filepath.Join(o.Root, "deploy"), overlay.Platform{
 		Refs: refs, Version: res.Version,
 	}); err != nil {
 		return nil, err

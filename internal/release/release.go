@@ -17,6 +17,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/images"
 	"github.com/arkadiuss/openfief/internal/ocisign"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/release/overlay"
 	"github.com/arkadiuss/openfief/internal/trust/catalog"
 )
 
@@ -69,7 +70,7 @@ var CatalogPlugins = []string{"nbp-fx", "ibkr-flex"}
 // pluginImages are built and signed before the catalog is written: the
 // catalog's plugins and the check probe (OF-29), which the release names
 // in its ConfigMap.
-var pluginImages = append(append([]string(nil), CatalogPlugins...), images.ReleaseCheckProbe)
+var pluginImages = append(append([]string(nil), CatalogPlugins...), overlay.CheckProbe)
 
 // platformImages are built after the catalog, the operator with it.
 var platformImages = []string{"operator", "egress-proxy", "openfief-core"}
@@ -255,7 +256,7 @@ const cliPackage = "./cmd/openfief"
 // when that release's operator does, and runs that release's check probe
 // (OF-29, OF-30).
 func (o Options) buildCLI(ctx context.Context, src images.Source, res *Result) (map[string][]byte, error) {
-	probe, ok := res.Images[images.ReleaseCheckProbe]
+	probe, ok := res.Images[overlay.CheckProbe]
 	if !ok {
 		return nil, fmt.Errorf("the CLI: no check probe was built")
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/images"
 	"github.com/arkadiuss/openfief/internal/ocisign"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/release/overlay"
 	"github.com/arkadiuss/openfief/internal/testutil"
 	"github.com/arkadiuss/openfief/internal/trust"
 	"github.com/arkadiuss/openfief/internal/trust/catalog"
@@ -169,7 +170,7 @@ func TestMake(t *testing.T) {
 	if cm[deploy.ReleaseKeyCheckProbe] != res.Images["check-probe"].String() {
 		t.Errorf("the ConfigMap names check probe %v", cm[deploy.ReleaseKeyCheckProbe])
 	}
-	imgs, err := images.RenderedImages(opts.Out)
+	imgs, err := overlay.RenderedImages(opts.Out)
 	if err != nil {
 		t.Fatal(err)
 	}

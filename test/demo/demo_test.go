@@ -16,7 +16,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
-// TestMakeDemo runs hack/demo.sh from the repository's root and checks that
+// TestMakeDemo runs hack/dev/demo.sh from the repository's root and checks that
 // it finished every step of the lifecycle with exit status 0, and that the
 // view exported the rates nbp-fx stored as a CSV file.
 func TestMakeDemo(t *testing.T) {
@@ -26,14 +26,14 @@ func TestMakeDemo(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "demo.sh"))
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "dev", "demo.sh"))
 	cmd.Dir = root
 	cmd.WaitDelay = 30 * time.Second
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
-	t.Logf("hack/demo.sh ran for %s", time.Since(start).Round(time.Second))
+	t.Logf("hack/dev/demo.sh ran for %s", time.Since(start).Round(time.Second))
 	if err != nil {
-		t.Fatalf("hack/demo.sh: %v\n%s", err, out)
+		t.Fatalf("hack/dev/demo.sh: %v\n%s", err, out)
 	}
 	text := string(out)
 	for _, want := range []string{

@@ -28,6 +28,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/images"
 	"github.com/arkadiuss/openfief/internal/platform"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/release/overlay"
 	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
@@ -37,7 +38,7 @@ import (
 // machine's platform (or reused from .cache/e2e-images), pushed to the
 // platform's registry, and deploy/operator, deploy/egress-proxy and
 // deploy/core pinned to their digests by a release overlay
-// (images.WriteReleaseOverlay); deploy/crds and the overlay, rendered with
+// (overlay.WriteRelease); deploy/crds and the overlay, rendered with
 // the kustomize API, are server-side applied. The openfief namespace
 // enforces the restricted Pod Security level, the API server warns of
 // nothing, and the three Deployments become Available running the pinned
@@ -77,9 +78,9 @@ func TestInstallManifests(t *testing.T) {
 	t.Logf("%s and pushed the operator, egress-proxy and openfief-core images of %s in %s: %s, %s, %s", how, src.Version,
 		time.Since(start).Round(100*time.Millisecond), refs["operator"], refs["egress-proxy"], refs["openfief-core"])
 
-	overlay := t.TempDir()
-	must(t, images.WriteReleaseOverlay(overlay, filepath.Join(root, "deploy"), refs, "The end-to-end suite's install: deploy/ pinned to this tree's images."))
-	objs := append(renderKustomization(t, filepath.Join(root, "deploy", "crds")), renderKustomization(t, overlay)...)
+	dir := t.TempDir()
+	must(t, overlay.WriteRelease(dir, filepath.Join(root, "deploy"), refs, "The end-to-end suite's install: deploy/ pinned to this tree's images."))
+	objs := append(renderKustomization(t, filepath.Join(root, "deploy", "crds")), renderKustomization(t, dir)...)
 
 	warnings := &warningLog{}
 	cfg := rest.CopyConfig(stack.Cluster.Config)

@@ -106,7 +106,7 @@ func cleanNode(dir string) error {
 	}
 	if len(errs) > 0 {
 		// Keep the state folder (state.json) so the next start, or
-		// hack/node-leftovers --clean, tries again.
+		// hack/dev/node-leftovers --clean, tries again.
 		return errors.Join(errs...)
 	}
 	return os.RemoveAll(dir)

@@ -15,7 +15,7 @@ import (
 // kube-router's iptables chains and ipsets, kube-proxy's nft tables, cgroup
 // folders of-node-*, and the machine-wide folders the kubelet makes. With a
 // node running it lists that node; after Stop or CleanLeftovers it
-// should be empty. hack/node-leftovers prints it (docs/node.md).
+// should be empty. hack/dev/node-leftovers prints it (docs/node.md).
 func Leftovers() ([]string, error) {
 	var left []string
 	if entries, err := os.ReadDir(StateRoot); err == nil {

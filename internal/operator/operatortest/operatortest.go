@@ -7,7 +7,7 @@
 // instead of importing internal/operator, so that the operator's own
 // in-package tests can use it too (a package's tests cannot import a package
 // that imports it). Only _test.go files import it, tagged cluster
-// (hack/check-test-tags.sh).
+// (hack/check/test-tags.sh).
 package operatortest
 
 import (

@@ -112,20 +112,16 @@ func TestSpreadsheetReadsNoFormula(t *testing.T) {
 	}
 }
 
-// sofficePath finds LibreOffice, installing Debian's Calc without a GUI
-// with hack/apt-install.sh when missing. Without it the test fails: it is
-// the proof that a real spreadsheet reads no formula.
+// sofficePath finds LibreOffice, which make test-deps installs (Debian's
+// Calc without a GUI). Without it the test fails: it is the proof that a
+// real spreadsheet reads no formula.
 func sofficePath(t *testing.T) string {
 	t.Helper()
-	if p, err := exec.LookPath("soffice"); err == nil {
-		return p
+	p, err := exec.LookPath("soffice")
+	if err != nil {
+		t.Fatalf("this test needs Debian's libreoffice-calc-nogui (soffice), which is not installed: run make test-deps (%v)", err)
 	}
-	out, err := exec.Command(filepath.Join("..", "..", "..", "hack", "apt-install.sh"), "libreoffice-calc-nogui").CombinedOutput()
-	if p, lerr := exec.LookPath("soffice"); lerr == nil {
-		return p
-	}
-	t.Fatalf("this test needs Debian's libreoffice-calc-nogui, which is not installed and could not be installed (hack/apt-install.sh libreoffice-calc-nogui: %v: %s)", err, out)
-	return ""
+	return p
 }
 
 // convert has LibreOffice import csvPath with the CSV filter options opts

@@ -42,7 +42,7 @@ func Load(t *testing.T) (plugins.Manifest, []byte) {
 	}
 	want := "LABEL " + plugins.ManifestLabel + "='" + compact.String() + "'"
 	if !slices.Contains(strings.Split(string(df), "\n"), want) {
-		t.Errorf("Dockerfile does not carry manifest.json as its label; run hack/plugin-labels.sh write")
+		t.Errorf("Dockerfile does not carry manifest.json as its label; run hack/build/plugin-labels.sh write")
 	}
 	return m, m.ConfigSchema
 }

@@ -113,7 +113,7 @@ func TestPlatformInCluster(t *testing.T) {
 // pre-made volume, the NBP and WebDAV stand-ins, a registry for plugin images on the
 // node's bridge with the owner's key trusted through
 // openfief-trusted-signers, a release overlay pinning the images
-// (images.WritePlatformOverlay, as `make release-overlay` writes it) and the
+// (overlay.WritePlatform, as `make release-overlay` writes it) and the
 // admin's overlay over it, installed with `openfief platform install
 // --overlay`, in this process. Before the install it adds a second, private
 // registry, whose credentials the operator reads from

@@ -27,6 +27,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/images"
 	"github.com/arkadiuss/openfief/internal/platform"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/release/overlay"
 	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
@@ -96,9 +97,9 @@ func testUpgradeRollback(t *testing.T, e *platformEnv) {
 	}
 	// The same isolation gate (OF-42): a new gate image would change every
 	// plugin's pod template, and this test checks that no plugin restarts.
-	nextRefs[images.ReleaseCheckProbe] = e.gate
+	nextRefs[overlay.CheckProbe] = e.gate
 	t.Logf("%s the platform's images as %s in %s", map[bool]string{true: "reused", false: "built"}[reused], next.Version, time.Since(start).Round(100*time.Millisecond))
-	must(t, images.WritePlatformOverlay(filepath.Join(e.work, "release-next"), filepath.Join(e.root, "deploy"), images.Release{
+	must(t, overlay.WritePlatform(filepath.Join(e.work, "release-next"), filepath.Join(e.root, "deploy"), overlay.Platform{
 		Refs: nextRefs, Version: next.Tag(), Header: "TestPlatformInCluster: this tree as a newer version.",
 	}))
 	nextOverlay := filepath.Join(e.work, "site-next")

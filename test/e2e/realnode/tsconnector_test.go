@@ -36,7 +36,7 @@ const tsInstance = "fx-ts"
 // TestTypeScriptConnectorOnRealNode runs the TypeScript SDK's example
 // connector (sdk/ts/examples/fx-rates) as the operator's pod on the real
 // node, from the image internal/images builds for it (Debian's Node.js
-// and the compiled example, hack/node-runtime.sh and hack/ts-plugin-app.sh),
+// and the compiled example, images.NodeRuntime and images.TSPluginApp),
 // signed by the owner, its CA bundle trusting the bank stand-in
 // (devstack.FakeBank, at a stand-in address of the node's bridge). The
 // platform's core syncs it on schedule: the bank's rates are stored, and a

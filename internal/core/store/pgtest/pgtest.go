@@ -1,5 +1,5 @@
 // Package pgtest starts a real PostgreSQL server for tests: Debian's
-// package (installed by hack/apt-install.sh when missing), initdb into a
+// package (which make test-deps installs; pgtest only finds it), initdb into a
 // temp dir, the server on 127.0.0.1 with a free port, run as the postgres
 // system user when the tests run as root (PostgreSQL refuses root), killed
 // with the test process, removed by Stop.
@@ -84,57 +84,22 @@ func removeStale() {
 }
 
 // binDir finds initdb and postgres under /usr/lib/postgresql/*/bin (the
-// newest version), installing Debian's postgresql package when none is
-// there.
+// newest version). It installs nothing: make test-deps, which the test
+// targets run first, installs Debian's postgresql package.
 func binDir() (string, error) {
-	find := func() string {
-		dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-		slices.SortFunc(dirs, func(a, b string) int { return version(a) - version(b) })
-		for i := len(dirs) - 1; i >= 0; i-- {
-			if _, err := os.Stat(filepath.Join(dirs[i], "initdb")); err == nil {
-				return dirs[i]
-			}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	slices.SortFunc(dirs, func(a, b string) int { return version(a) - version(b) })
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if _, err := os.Stat(filepath.Join(dirs[i], "initdb")); err == nil {
+			return dirs[i], nil
 		}
-		return ""
 	}
-	if d := find(); d != "" {
-		return d, nil
-	}
-	script, err := repoFile("hack/apt-install.sh")
-	if err != nil {
-		return "", fmt.Errorf("PostgreSQL is not installed and %w", err)
-	}
-	if out, err := exec.Command(script, "postgresql").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("PostgreSQL is not installed and hack/apt-install.sh postgresql failed: %v: %s", err, strings.TrimSpace(string(out)))
-	}
-	if d := find(); d != "" {
-		return d, nil
-	}
-	return "", errors.New("hack/apt-install.sh postgresql left no /usr/lib/postgresql/*/bin/initdb")
+	return "", errors.New("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb): run make test-deps, which installs Debian's postgresql")
 }
 
 func version(binDir string) int {
 	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
 	return v
-}
-
-// repoFile finds path relative to the repository root, walking up from the
-// working directory (a test runs in its package's directory).
-func repoFile(path string) (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return filepath.Join(dir, path), nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no repository root (go.work) above the working directory to find %s", path)
-		}
-		dir = parent
-	}
 }
 
 // credential is who runs the server: the postgres system user when we are
