@@ -87,6 +87,10 @@ test-ts: ## The TypeScript SDK (sdk/ts, docs/sdk-typescript.md): npm ci from pac
 	hack/ts-deps.sh
 	cd sdk/ts && npm run build && npm run typecheck && npm run build:test && npm test
 
+.PHONY: test-ts-peers
+test-ts-peers: ## The TypeScript SDK against its peers' lowest versions (needs the npm registry).
+	sdk/ts/scripts/test-lowest-peers.sh
+
 .PHONY: test-unit
 test-unit: test-ts ## The fast tests: every test not tagged cluster, in every package, and the TypeScript SDK's (no control plane, no real node, no root; under 2 minutes warm on two cores, most of it internal/images and the store's PostgreSQL tests).
 	@for m in $(MODULES); do echo "== go test $$m"; (cd $$m && $(TREE_ENV) $(GO) test -count=1 ./...); done
@@ -156,7 +160,7 @@ actionlint: ## actionlint (pinned in hack/tools/actionlint) with shellcheck on .
 verify: generate ## gofmt, go vet (with and without the cluster tag), golangci-lint (make lint), actionlint on the workflows (make actionlint), go mod tidy, buf lint/breaking, decision citations, the cluster tag on tests that need it, no pipe into grep -q, the docs' links and paths (hack/doclinks) and generated files must leave no diff.
 	@test -z "$$(git status --porcelain -- api deploy)" || { git status --short -- api deploy; echo "generated files are stale or uncommitted: run make generate and commit"; exit 1; }
 	hack/proto.sh check
-	cd sdk/ts && npm run --silent format:check && npm run --silent check:src
+	cd sdk/ts && npm run --silent format:check && npm run --silent check:src && npm run --silent lint
 	hack/plugin-labels.sh check
 	hack/check-decisions.sh
 	hack/check-pipes.sh

@@ -7,10 +7,12 @@
 #                                      the .js files as ES modules;
 #   OUT/node_modules/@openfief/sdk/    the SDK compiled from sdk/ts/src,
 #                                      with its package.json and LICENSE;
-#   OUT/node_modules/...               the SDK's production dependencies as
-#                                      npm ci installed them from
-#                                      sdk/ts/package-lock.json (npm ls
-#                                      --omit=dev), nothing else.
+#   OUT/node_modules/...               the SDK's dependencies and its peer
+#                                      dependencies (the protobuf and Connect
+#                                      runtimes, which a plugin installs
+#                                      beside the SDK), with theirs, as npm ci
+#                                      installed them from
+#                                      sdk/ts/package-lock.json; nothing else.
 # It writes nothing under sdk/ts but what hack/ts-deps.sh installs, so it can
 # run while make test-ts builds there. internal/images.NodePluginIndex packs
 # OUT as the image's application layer.
@@ -31,6 +33,40 @@ fi
 mkdir -p "${out}"
 out="$(cd "${out}" && pwd)"
 
+# runtime_deps prints the directory of every package the SDK needs at run
+# time: its dependencies and non-optional peer dependencies, recursively,
+# each resolved as Node.js resolves it from its dependent's directory.
+# shellcheck disable=SC2016 # JavaScript: ${...} in it are template literals
+runtime_deps='
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+const sdk = process.argv[1];
+const seen = new Set();
+function resolve(from, name) {
+  for (let dir = from; ; dir = dirname(dir)) {
+    const p = join(dir, "node_modules", name);
+    if (existsSync(join(p, "package.json"))) return p;
+    if (dir === sdk || dir === dirname(dir)) throw new Error(`${name} is not installed for ${from}`);
+  }
+}
+function walk(dir) {
+  const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
+  const peers = Object.keys(pkg.peerDependencies ?? {});
+  const names = [
+    ...Object.keys(pkg.dependencies ?? {}),
+    ...peers.filter((n) => !pkg.peerDependenciesMeta?.[n]?.optional),
+  ];
+  for (const name of names) {
+    const p = resolve(dir, name);
+    if (seen.has(p)) continue;
+    seen.add(p);
+    console.log(p);
+    walk(p);
+  }
+}
+walk(sdk);
+'
+
 "${root}/hack/ts-deps.sh"
 tsc="${sdk}/node_modules/.bin/tsc"
 mods="${out}/node_modules"
@@ -40,9 +76,12 @@ pkg="${mods}/@openfief/sdk"
 "${tsc}" -p "${sdk}/tsconfig.json" --outDir "${pkg}/dist"
 cp "${sdk}/package.json" "${sdk}/LICENSE" "${sdk}/README.md" "${pkg}/"
 
-# Its production dependencies, copied as installed.
+# Its dependencies and peer dependencies, and theirs, copied as installed:
+# the packages Node.js resolves them to from each dependent's directory. The
+# lock file marks the peers dev (the SDK builds against them), so npm ls
+# --omit=dev would leave them out.
+deps="$(node --input-type=module -e "${runtime_deps}" "${sdk}")"
 while IFS= read -r dep; do
-	[[ "${dep}" == "${sdk}" ]] && continue
 	rel="${dep#"${sdk}/node_modules/"}"
 	if [[ "${rel}" == "${dep}" ]]; then
 		echo "ts-plugin-app: dependency ${dep} is outside ${sdk}/node_modules" >&2
@@ -50,7 +89,7 @@ while IFS= read -r dep; do
 	fi
 	mkdir -p "$(dirname "${mods}/${rel}")"
 	cp -R "${dep}" "${mods}/${rel}"
-done < <(cd "${sdk}" && npm ls --omit=dev --all --parseable)
+done <<<"${deps}"
 
 # The plugin, its "@openfief/sdk" resolved to the copy above.
 tmp="$(mktemp -d)"

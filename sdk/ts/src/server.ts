@@ -3,7 +3,7 @@
 
 import { once } from "node:events";
 import { createServer as createHTTP1Server, type ServerResponse } from "node:http";
-import { createServer as createHTTP2Server, type Http2Session } from "node:http2";
+import { createServer as createHTTP2Server, type Http2Session, type Http2Stream } from "node:http2";
 import { createServer as createNetServer, type AddressInfo, type Socket } from "node:net";
 import { Code, ConnectError, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
@@ -146,7 +146,7 @@ export class PluginServer {
     this.idleTimeoutMs = options.idleTimeoutMs ?? IDLE_TIMEOUT_MS;
     const wrapped: PluginHandler = (req, res) => {
       if (req.httpVersionMajor === 1) {
-        const socket = req.socket as Socket;
+        const socket = req.socket;
         this.http1Active.set(socket, (this.http1Active.get(socket) ?? 0) + 1);
         if (this.draining) {
           // Close the connection once this response is sent.
@@ -278,7 +278,7 @@ function idleCloser(session: Http2Session, idleMs: number): { stop: () => void }
     timer = setTimeout(() => session.close(), idleMs);
     timer.unref();
   };
-  session.on("stream", (stream) => {
+  session.on("stream", (stream: Http2Stream) => {
     open++;
     clearTimeout(timer);
     stream.once("close", () => {
