@@ -13,6 +13,7 @@ var documentPatterns = []string{
 	"docs/*.md",
 	"plugins/README.md",
 	"plugins/*/README.md",
+	"sdk/README.md",
 	"sdk/*/README.md",
 }
 

@@ -4,9 +4,10 @@
 # installs beside the SDK), so the low end of each range is one that was
 # tested; make test-ts tests the versions package.json pins for development,
 # the high end. It works in a temporary copy of the package, with every other
-# package at its locked version (protoc-gen-es left out: it only generates
-# code, and its peer is the pinned runtime), and leaves sdk/ts untouched. It
-# needs the npm registry. make test-ts-peers runs it.
+# package at its locked version, and leaves sdk/ts untouched; the tools that
+# neither build nor test are left out (protoc-gen-es, whose peer is the
+# pinned runtime, the linter, the formatter). It needs the npm registry.
+# make test-ts-peers runs it.
 set -euo pipefail
 
 ts="$(cd "$(dirname "$0")/.." && pwd)"
@@ -30,7 +31,9 @@ for (const [name, range] of Object.entries(p.peerDependencies ?? {})) {
   if (!m) throw new Error(`peer ${name}: range ${range} is not ^X.Y.Z`);
   p.devDependencies[name] = m[1];
 }
-delete p.devDependencies["@bufbuild/protoc-gen-es"];
+for (const tool of ["@bufbuild/protoc-gen-es", "@eslint/js", "eslint", "prettier", "typescript-eslint"]) {
+  delete p.devDependencies[tool];
+}
 writeFileSync("package.json", JSON.stringify(p, null, 2) + "\n");
 '
 echo "installing the lowest peer versions in ${tmp}/ts" >&2
