@@ -125,6 +125,10 @@ test-ts: ## The TypeScript SDK: build, type check and its tests (node --test).
 	hack/build/ts-deps.sh
 	cd sdk/ts && npm run build && npm run typecheck && npm run build:test && npm test
 
+.PHONY: test-ts-peers
+test-ts-peers: ## The TypeScript SDK against its peers' lowest versions (needs the npm registry).
+	sdk/ts/scripts/test-lowest-peers.sh
+
 # The fast tests: every test not tagged cluster, in every package, and the
 # TypeScript SDK's (no control plane, no real node, no root; under 2 minutes
 # warm on two cores, most of it internal/images and the store's PostgreSQL
@@ -263,7 +267,7 @@ actionlint: ## actionlint with shellcheck on .github/workflows/*.yml.
 verify: generate ## Every check and generator of the tree; fails on a problem or a diff.
 	@test -z "$$(git status --porcelain -- api deploy)" || { git status --short -- api deploy; echo "generated files are stale or uncommitted: run make generate and commit"; exit 1; }
 	hack/build/proto.sh check
-	cd sdk/ts && npm run --silent format:check && npm run --silent check:src
+	cd sdk/ts && npm run --silent format:check && npm run --silent check:src && npm run --silent lint
 	hack/build/plugin-labels.sh check
 	hack/check/decisions.sh
 	hack/check/pipes.sh

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -44,10 +47,12 @@ func TSDepsInstalled(root string) error {
 //	                                  the .js files as ES modules;
 //	out/node_modules/@openfief/sdk/   the SDK compiled from sdk/ts/src, with
 //	                                  its package.json, LICENSE and README;
-//	out/node_modules/...              the SDK's production dependencies as
-//	                                  npm ci installed them from
-//	                                  sdk/ts/package-lock.json (npm ls
-//	                                  --omit=dev), nothing else.
+//	out/node_modules/...              the SDK's dependencies and its peer
+//	                                  dependencies (the protobuf and Connect
+//	                                  runtimes, which a plugin installs
+//	                                  beside the SDK), with theirs, as npm ci
+//	                                  installed them from
+//	                                  sdk/ts/package-lock.json; nothing else.
 //
 // It writes nothing under sdk/ts, so it can run while make test-ts builds
 // there. The npm packages must be installed (TSDepsInstalled).
@@ -86,17 +91,15 @@ func TSPluginApp(ctx context.Context, root, src, out string) error {
 		}
 	}
 
-	// Its production dependencies, copied as installed.
-	deps, err := runTool(ctx, sdk, "npm", "ls", "--omit=dev", "--all", "--parseable")
+	// Its dependencies and peer dependencies, and theirs, copied as
+	// installed. The lock file marks the peers dev (the SDK builds against
+	// them), so npm ls --omit=dev would leave them out.
+	deps, err := runtimeDeps(sdk)
 	if err != nil {
 		return err
 	}
 	installed := filepath.Join(sdk, "node_modules") + string(filepath.Separator)
-	for dep := range strings.Lines(deps) {
-		dep = strings.TrimSpace(dep)
-		if dep == "" || dep == sdk {
-			continue
-		}
+	for _, dep := range deps {
 		rel, ok := strings.CutPrefix(dep, installed)
 		if !ok {
 			return fmt.Errorf("ts plugin app: dependency %s is outside %s", dep, installed)
@@ -177,4 +180,98 @@ func copyTree(from, to string) error {
 			return fmt.Errorf("%s is neither a folder, a file nor a link (%v)", p, mode.Type())
 		}
 	})
+}
+
+// runtimeDeps lists the folder of every package the SDK in sdk needs at run
+// time: its dependencies and its peer dependencies that are not optional,
+// and theirs, each resolved as Node.js resolves a bare import from its
+// dependent's folder (node_modules of that folder, then of each parent, up
+// to sdk). The list is sorted.
+func runtimeDeps(sdk string) ([]string, error) {
+	seen := map[string]bool{}
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		names, err := runtimeNames(filepath.Join(dir, "package.json"))
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			p, err := resolvePackage(sdk, dir, name)
+			if err != nil {
+				return err
+			}
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			if err := walk(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(sdk); err != nil {
+		return nil, err
+	}
+	deps := slices.Sorted(maps.Keys(seen))
+	return deps, nil
+}
+
+// runtimeNames reads a package.json and returns the names under
+// dependencies and the peerDependencies peerDependenciesMeta does not mark
+// optional, sorted.
+func runtimeNames(file string) ([]string, error) {
+	b, err := readBounded(file, 1<<20)
+	if err != nil {
+		return nil, err
+	}
+	var pkg struct {
+		Dependencies         map[string]string `json:"dependencies"`
+		PeerDependencies     map[string]string `json:"peerDependencies"`
+		PeerDependenciesMeta map[string]struct {
+			Optional bool `json:"optional"`
+		} `json:"peerDependenciesMeta"`
+	}
+	if err := json.Unmarshal(b, &pkg); err != nil {
+		return nil, fmt.Errorf("ts plugin app: %s: %w", file, err)
+	}
+	names := slices.Collect(maps.Keys(pkg.Dependencies))
+	for n := range pkg.PeerDependencies {
+		if !pkg.PeerDependenciesMeta[n].Optional {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// resolvePackage finds package name as Node.js does from folder from: in
+// from/node_modules, then in each parent's, never above sdk.
+func resolvePackage(sdk, from, name string) (string, error) {
+	for dir := from; ; dir = filepath.Dir(dir) {
+		p := filepath.Join(dir, "node_modules", name)
+		if _, err := os.Stat(filepath.Join(p, "package.json")); err == nil {
+			return p, nil
+		}
+		if dir == sdk || dir == filepath.Dir(dir) {
+			return "", fmt.Errorf("ts plugin app: %s is not installed for %s: run make ts-deps", name, from)
+		}
+	}
+}
+
+// readBounded reads at most limit bytes of file, failing on a longer one.
+func readBounded(file string, limit int64) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", file, limit)
+	}
+	return b, nil
 }

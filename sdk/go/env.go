@@ -48,6 +48,14 @@ const (
 // the operator's default.
 const DefaultListenPort = 8080
 
+// DefaultTokenPath is where the operator mounts the projected openfief-core
+// token of every plugin pod.
+const DefaultTokenPath = "/var/run/secrets/openfief/token"
+
+// DefaultSAJWKSDir is where the operator mounts the openfief-sa-jwks
+// ConfigMap in every plugin pod.
+const DefaultSAJWKSDir = "/var/run/secrets/openfief-sa-jwks"
+
 // CoreURL returns the base URL of the core's API from OPENFIEF_CORE_ADDRESS:
 // http://<ClusterIP>:<port>. The address must be an IP literal with a port,
 // because plugins have no DNS.

@@ -14,6 +14,7 @@ var documentPatterns = []string{
 	"hack/README.md",
 	"plugins/README.md",
 	"plugins/*/README.md",
+	"sdk/README.md",
 	"sdk/*/README.md",
 }
 

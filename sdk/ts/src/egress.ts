@@ -137,7 +137,7 @@ export class EgressAgent extends Agent {
       throw e;
     }
     const servername = options.servername ?? (isIP(host) === 0 ? host : undefined);
-    const tlsOptions: ConnectionOptions = { ...options, socket: raw as Socket };
+    const tlsOptions: ConnectionOptions = { ...options, socket: raw };
     delete (tlsOptions as { host?: unknown }).host;
     delete (tlsOptions as { port?: unknown }).port;
     delete (tlsOptions as { path?: unknown }).path;

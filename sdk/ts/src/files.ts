@@ -56,3 +56,16 @@ function within(dir: string, file: string): boolean {
   const prefix = dir.endsWith(sep) ? dir : dir + sep;
   return file.startsWith(prefix) && file.length > prefix.length;
 }
+
+/**
+ * Describes a file system error by its code and path-free message, never
+ * with content.
+ * @internal
+ */
+export function describe(e: unknown): string {
+  const err = e as NodeJS.ErrnoException;
+  if (typeof err?.code === "string" && typeof err.syscall === "string") {
+    return `${err.syscall}: ${err.code}`;
+  }
+  return err instanceof Error ? err.message : String(e);
+}

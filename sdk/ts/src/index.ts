@@ -47,17 +47,16 @@ export { FILE_TOO_LARGE, receiveFile } from "./importfile.js";
 export type { ReceivedFile } from "./importfile.js";
 export { ALLOWED_ALGORITHMS } from "./keys.js";
 export type { SigningAlgorithm } from "./keys.js";
+export { DRAIN_TIMEOUT_MS, serveConnector, serveView } from "./serve.js";
+export type { ServeOptions } from "./serve.js";
 export {
-  DRAIN_TIMEOUT_MS,
   MAX_MESSAGE_BYTES,
   MAX_VIEW_MESSAGE_BYTES,
+  PluginServer,
   createConnectorServer,
   createViewServer,
-  serveConnector,
-  serveView,
-} from "./serve.js";
-export type { ConnectorHandler, ServeOptions, ServerOptions, ViewHandler } from "./serve.js";
-export { PluginServer } from "./server.js";
+} from "./server.js";
+export type { ConnectorHandler, ServerOptions, ViewHandler } from "./server.js";
 export { TokenFile, coreTokenFile } from "./tokenfile.js";
 export {
   ISSUER_FILE_NAME,

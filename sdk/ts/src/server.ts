@@ -3,9 +3,111 @@
 
 import { once } from "node:events";
 import { createServer as createHTTP1Server, type ServerResponse } from "node:http";
-import { createServer as createHTTP2Server, type Http2Session } from "node:http2";
+import { createServer as createHTTP2Server, type Http2Session, type Http2Stream } from "node:http2";
 import { createServer as createNetServer, type AddressInfo, type Socket } from "node:net";
-import type { PluginHandler } from "./auth.js";
+import { Code, ConnectError, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { requireCore, type PluginHandler } from "./auth.js";
+import { ConnectorService } from "./gen/openfief/connector/v1/connector_pb.js";
+import { ViewService } from "./gen/openfief/view/v1/view_pb.js";
+import type { CoreVerifier } from "./verifier.js";
+
+/**
+ * Bounds one message the connector server reads, such as one ImportFile
+ * chunk. receiveFile's limit bounds the whole file.
+ */
+export const MAX_MESSAGE_BYTES = 4 << 20;
+
+/**
+ * Bounds one page the view server reads: the core's pages hold a bounded
+ * number of entries, each bounded by the store's validation.
+ */
+export const MAX_VIEW_MESSAGE_BYTES = 16 << 20;
+
+/** A connector's implementation of ConnectorService: Sync and ImportFile. */
+export type ConnectorHandler = Partial<ServiceImpl<typeof ConnectorService>>;
+
+/** A view's implementation of ViewService: Export. */
+export type ViewHandler = Partial<ServiceImpl<typeof ViewService>>;
+
+/** Options of the servers; the limits default to the SDK's. */
+export interface ServerOptions {
+  /** Bound on one message read, in bytes. */
+  readMaxBytes?: number;
+  /** Connect interceptors, run after the token check. */
+  interceptors?: Interceptor[];
+  /**
+   * How long a connection without a call in flight is kept, in
+   * milliseconds; two minutes by default. A call in flight is never cut for
+   * being quiet.
+   */
+  idleTimeoutMs?: number;
+}
+
+/**
+ * Returns the server a connector serves the core with: the ConnectorService
+ * routes for handler, behind requireCore with verifier, speaking HTTP/1.1 and
+ * HTTP/2 without TLS (h2c), since ImportFile streams. It serves Connect, gRPC
+ * and gRPC-Web. A null verifier refuses every call.
+ */
+export function createConnectorServer(
+  handler: ConnectorHandler,
+  verifier: CoreVerifier | null,
+  options: ServerOptions = {},
+): PluginServer {
+  return pluginServer(verifier, options, MAX_MESSAGE_BYTES, (router) =>
+    router.service(ConnectorService, handler),
+  );
+}
+
+/**
+ * Returns the server a view serves the core with: the ViewService routes for
+ * handler behind requireCore with verifier, as createConnectorServer does for
+ * a connector. A null verifier refuses every call.
+ */
+export function createViewServer(
+  handler: ViewHandler,
+  verifier: CoreVerifier | null,
+  options: ServerOptions = {},
+): PluginServer {
+  return pluginServer(verifier, options, MAX_VIEW_MESSAGE_BYTES, (router) =>
+    router.service(ViewService, handler),
+  );
+}
+
+/** The longest message of a plain error that plainErrors passes on. */
+const MAX_ERROR_MESSAGE = 1024;
+
+/**
+ * plainErrors passes what a plain (non-Connect) error thrown by a handler
+ * says on to the core, with Code.Unknown, as connect-go does for a Go
+ * plugin's error; Connect-ES alone would answer a bare "internal error", and
+ * the core's status could not say why a sync failed. A ConnectError passes
+ * as it is. The SDK's own errors never hold a token.
+ */
+const plainErrors: Interceptor = (next) => async (req) => {
+  try {
+    return await next(req);
+  } catch (e) {
+    if (e instanceof ConnectError) throw e;
+    const message = e instanceof Error ? e.message : String(e);
+    throw new ConnectError(message.slice(0, MAX_ERROR_MESSAGE), Code.Unknown);
+  }
+};
+
+function pluginServer(
+  verifier: CoreVerifier | null,
+  options: ServerOptions,
+  defaultMax: number,
+  routes: Parameters<typeof connectNodeAdapter>[0]["routes"],
+): PluginServer {
+  const adapter = connectNodeAdapter({
+    routes,
+    readMaxBytes: options.readMaxBytes ?? defaultMax,
+    interceptors: [plainErrors, ...(options.interceptors ?? [])],
+  }) as PluginHandler;
+  return new PluginServer(requireCore(verifier, adapter), { idleTimeoutMs: options.idleTimeoutMs });
+}
 
 /** How long a connection may take to send its request's headers. */
 const READ_HEADER_TIMEOUT_MS = 10_000;
@@ -44,7 +146,7 @@ export class PluginServer {
     this.idleTimeoutMs = options.idleTimeoutMs ?? IDLE_TIMEOUT_MS;
     const wrapped: PluginHandler = (req, res) => {
       if (req.httpVersionMajor === 1) {
-        const socket = req.socket as Socket;
+        const socket = req.socket;
         this.http1Active.set(socket, (this.http1Active.get(socket) ?? 0) + 1);
         if (this.draining) {
           // Close the connection once this response is sent.
@@ -176,7 +278,7 @@ function idleCloser(session: Http2Session, idleMs: number): { stop: () => void }
     timer = setTimeout(() => session.close(), idleMs);
     timer.unref();
   };
-  session.on("stream", (stream) => {
+  session.on("stream", (stream: Http2Stream) => {
     open++;
     clearTimeout(timer);
     stream.once("close", () => {

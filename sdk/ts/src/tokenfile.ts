@@ -3,7 +3,7 @@
 
 import { basename, dirname, normalize } from "node:path";
 import { DEFAULT_TOKEN_PATH, Env, type Environment } from "./env.js";
-import { readInDir } from "./files.js";
+import { describe, readInDir } from "./files.js";
 
 /**
  * Bounds what a token file may hold. Kubernetes tokens are a few kilobytes;
@@ -74,17 +74,4 @@ export class TokenFile {
  */
 export function coreTokenFile(env: Environment = process.env): TokenFile {
   return new TokenFile(env[Env.TokenFile] || DEFAULT_TOKEN_PATH);
-}
-
-/**
- * Describes a file system error by its code and path-free message, never
- * with content.
- * @internal
- */
-export function describe(e: unknown): string {
-  const err = e as NodeJS.ErrnoException;
-  if (typeof err?.code === "string" && typeof err.syscall === "string") {
-    return `${err.syscall}: ${err.code}`;
-  }
-  return err instanceof Error ? err.message : String(e);
 }

@@ -4,7 +4,7 @@
 import { compactVerify } from "jose";
 import { decodeBase64url } from "./base64url.js";
 import { DEFAULT_SA_JWKS_DIR, Env, type Environment } from "./env.js";
-import { readInDir } from "./files.js";
+import { describe, readInDir } from "./files.js";
 import { objectsWithDuplicateMembers } from "./jsondup.js";
 import {
   ALLOWED_ALGORITHMS,
@@ -12,7 +12,6 @@ import {
   type SigningAlgorithm,
   type VerifyKey,
 } from "./keys.js";
-import { describe } from "./tokenfile.js";
 
 /** The file of the openfief-sa-jwks ConfigMap holding the cluster's public keys. */
 export const JWKS_FILE_NAME = "jwks.json";

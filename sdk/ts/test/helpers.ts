@@ -4,12 +4,22 @@
 // Shared test helpers: key material, token signing, and a key directory laid
 // out the way the kubelet writes a ConfigMap volume.
 
+import assert from "node:assert/strict";
 import { generateKeyPairSync, type KeyObject } from "node:crypto";
-import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { connect, createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { SignJWT, exportJWK } from "jose";
 import { ISSUER_FILE_NAME, JWKS_FILE_NAME, instanceAudience } from "../src/index.js";
 
@@ -177,4 +187,52 @@ export class ConnectProxy {
     };
     client.on("data", onData);
   }
+}
+
+/** The call options that send token as the bearer token. */
+export function bearer(token: string): { headers: Record<string, string> } {
+  return { headers: { authorization: `Bearer ${token}` } };
+}
+
+/** Waits for p and checks it fails with a ConnectError of code, which it returns. */
+export async function refusedWith(p: Promise<unknown>, code: Code): Promise<ConnectError> {
+  try {
+    await p;
+  } catch (e) {
+    const err = ConnectError.from(e);
+    assert.equal(Code[err.code], Code[code], err.message);
+    return err;
+  }
+  assert.fail(`resolved, want ${Code[code]}`);
+}
+
+/** A small deterministic generator (xorshift). */
+export function rng(seed: number): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 2 ** 32;
+  };
+}
+
+/** Replaces, inserts or deletes a few characters of s. */
+export function mutate(s: string, next: () => number, alphabet: string): string {
+  let out = s;
+  const n = 1 + Math.floor(next() * 3);
+  for (let i = 0; i < n; i++) {
+    const at = Math.floor(next() * (out.length + 1));
+    const c = alphabet[Math.floor(next() * alphabet.length)] ?? "";
+    const op = next();
+    if (op < 0.4) out = out.slice(0, at) + c + out.slice(at + 1);
+    else if (op < 0.7) out = out.slice(0, at) + c + out.slice(at);
+    else out = out.slice(0, at) + out.slice(at + 1);
+  }
+  return out;
+}
+
+/** Reads the shared conformance vectors of file name. */
+export function readVectors<T>(name: string): T {
+  return JSON.parse(readFileSync(join(conformanceDir, name), "utf8")) as T;
 }
