@@ -126,7 +126,7 @@ test-ts: ## The TypeScript SDK: build, type check and its tests (node --test).
 	cd sdk/ts && npm run build && npm run typecheck && npm run build:test && npm test
 
 .PHONY: test-ts-peers
-test-ts-peers: ## The TypeScript SDK against its peers' lowest versions (needs the npm registry).
+test-ts-peers: ## The TypeScript SDK against its peers' lowest versions (npm registry).
 	sdk/ts/scripts/test-lowest-peers.sh
 
 # The fast tests: every test not tagged cluster, in every package, and the
