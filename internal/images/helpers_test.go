@@ -1,7 +1,9 @@
 package images
 
 import (
+	"archive/tar"
 	"context"
+	"errors"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -9,9 +11,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 )
 
 // The tests build the host's platform only (linux/amd64 here), so `make
@@ -75,4 +79,42 @@ func newRegistry(t *testing.T) string {
 	srv := httptest.NewServer(registry.New(registry.WithReferrersSupport(true), registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// file is a regular file or directory of the flattened image.
+type tarFile struct {
+	hdr  *tar.Header
+	data []byte
+}
+
+// extract flattens img and checks every entry's metadata: owned by 0:0
+// without names, modified at epoch.
+func extract(t *testing.T, img v1.Image, epoch time.Time) map[string]tarFile {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	files := map[string]tarFile{}
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := "/" + strings.TrimSuffix(strings.TrimPrefix(hdr.Name, "./"), "/")
+		files[name] = tarFile{hdr: hdr, data: data}
+		if hdr.Uid != 0 || hdr.Gid != 0 || hdr.Uname != "" || hdr.Gname != "" {
+			t.Errorf("%s owned by %d:%d (%q:%q), want 0:0", name, hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname)
+		}
+		if !hdr.ModTime.Equal(epoch) {
+			t.Errorf("%s modified %s, want %s", name, hdr.ModTime, epoch)
+		}
+	}
+	return files
 }

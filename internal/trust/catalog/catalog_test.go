@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -87,32 +85,5 @@ func TestReleased(t *testing.T) {
 	released = Encode([]byte(`{"plugins": [{"name": "x"}]}`))
 	if _, err := Load(); !errors.Is(err, plugins.ErrInvalidCatalog) {
 		t.Errorf("Load with an invalid release catalog: %v, want ErrInvalidCatalog", err)
-	}
-}
-
-// TestLinkedWithX builds a program with and without -X Symbol=Encode(file)
-// and runs it: Symbol must name the variable Load reads, or a release
-// would silently ship the empty catalog.
-func TestLinkedWithX(t *testing.T) {
-	file := releaseCatalog(t)
-	dir := t.TempDir()
-	for _, tc := range []struct {
-		name, ldflags, want string
-	}{
-		{"development", "-s -w", "entries=0 released=false"},
-		{"release", "-s -w -X " + Symbol + "=" + Encode(file), "nbp-fx sha256:" + strings.Repeat("ab", 32) + "\nentries=1 released=true"},
-	} {
-		bin := filepath.Join(dir, tc.name)
-		build := exec.Command("go", "build", "-ldflags", tc.ldflags, "-o", bin, "./testdata/show")
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("%s: go build: %v\n%s", tc.name, err, out)
-		}
-		out, err := exec.Command(bin).CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", tc.name, err, out)
-		}
-		if got := strings.TrimSpace(string(out)); got != tc.want {
-			t.Errorf("%s build printed %q, want %q", tc.name, got, tc.want)
-		}
 	}
 }
