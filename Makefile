@@ -1,8 +1,8 @@
-# OpenFief plugin platform. `make help` lists the targets. `make test-unit` runs
-# the tests that need no control plane; `make test` runs every test, builds the
-# control plane and the local node first, and its real-node tests need root
-# (docs/node.md). `make verify` checks formatting, vet, lint, tidiness, decision
-# citations, the docs' links and generated files.
+# OpenFief plugin platform. `make help` lists the targets. `make test-unit`
+# runs the fast tests, which need no control plane; `make test` runs every
+# test, builds the control plane and the local node first, and its real-node
+# tests need root (docs/node.md). `make verify` checks formatting, vet, lint,
+# tidiness, decision citations, the docs' links and generated files.
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -21,6 +21,10 @@ CONTROLLER_GEN := .bin/controller-gen
 # Build tag of the tests that need the control plane, the local real node or
 # root: make test passes it, make test-unit does not (hack/check-test-tags.sh).
 CLUSTER_TAG := cluster
+# Build tag of the tests that need no cluster but take long: they build images
+# or a release, start PostgreSQL or run the go command. make test and make
+# test-heavy pass it, make test-unit does not (hack/check-test-tags.sh).
+HEAVY_TAG := heavy
 FUZZTIME ?= 60s
 SCALE_PROFILES ?= .bench/scale
 # Packages with fuzz targets (parsers of outside input).
@@ -77,8 +81,8 @@ TEST_TIMEOUT ?= 45m
 TEST_PARALLEL ?= 2
 
 .PHONY: test
-test: controlplane node ## Run every test of every module, those tagged cluster too (the real-node tests need root: docs/node.md), and the TypeScript SDK's (test-ts); the real-node packages start first, beside the rest (hack/go-test.sh); go test's own vet is off, make verify runs go vet in full.
-	GO=$(GO) TREE_ENV_GOFLAGS="-trimpath -ldflags=-w $(GOFLAGS)" TAGS=$(CLUSTER_TAG) TEST_TIMEOUT=$(TEST_TIMEOUT) \
+test: controlplane node ## Run every test of every module, those tagged cluster or heavy too (the real-node tests need root: docs/node.md), and the TypeScript SDK's (test-ts); the real-node packages start first, beside the rest (hack/go-test.sh); go test's own vet is off, make verify runs go vet in full.
+	GO=$(GO) TREE_ENV_GOFLAGS="-trimpath -ldflags=-w $(GOFLAGS)" TAGS=$(CLUSTER_TAG),$(HEAVY_TAG) TEST_TIMEOUT=$(TEST_TIMEOUT) \
 		TEST_PARALLEL=$(TEST_PARALLEL) MODULES="$(MODULES)" NODE_PACKAGES="$(NODE_PACKAGES)" \
 		TS_TEST="make --no-print-directory test-ts" OPENFIEF_NODE_LOCK_WAIT=$(NODE_LOCK_WAIT) hack/go-test.sh
 
@@ -88,8 +92,16 @@ test-ts: ## The TypeScript SDK (sdk/ts, docs/sdk-typescript.md): npm ci from pac
 	cd sdk/ts && npm run build && npm run typecheck && npm run build:test && npm test
 
 .PHONY: test-unit
-test-unit: test-ts ## The fast tests: every test not tagged cluster, in every package, and the TypeScript SDK's (no control plane, no real node, no root; under 2 minutes warm on two cores, most of it internal/images and the store's PostgreSQL tests).
-	@for m in $(MODULES); do echo "== go test $$m"; (cd $$m && $(TREE_ENV) $(GO) test -count=1 ./...); done
+test-unit: ## Fast tests (no cluster or heavy tag), cached by go test; test-ts beside them.
+	@GO=$(GO) TREE_ENV_GOFLAGS="-trimpath -ldflags=-w $(GOFLAGS)" TEST_TIMEOUT=$(TEST_TIMEOUT) MODULES="$(MODULES)" \
+		TS_TEST="make --no-print-directory test-ts" hack/go-test.sh unit
+
+# The packages with tests tagged heavy, found by their build line.
+HEAVY_PACKAGES = $(sort $(dir $(shell git grep -l -E '^//go:build .*\b$(HEAVY_TAG)\b' -- '*_test.go')))
+
+.PHONY: test-heavy
+test-heavy: ## Tests tagged heavy (image builds, a release, PostgreSQL); in make test too.
+	$(TREE_ENV) $(GO) test -count=1 -tags $(HEAVY_TAG) -timeout $(TEST_TIMEOUT) $(addprefix ./,$(HEAVY_PACKAGES))
 
 .PHONY: soak
 soak: controlplane node ## Run the end-to-end, real-node and fault suites N times (default 10) and print each test's pass rate and the runs it failed in; RUN=regexp narrows it, failed tests' output in .cache/soak (root; about 10 minutes a run).
@@ -105,7 +117,7 @@ bench: ## Run the benchmarks and print them with benchstat: the domain, SDK veri
 
 .PHONY: bench-core
 bench-core: ## The core's store: a 10,000-transaction Sync stored as one batch, SQLite and PostgreSQL side by side (rows/s; PostgreSQL is started by the test, docs/core-storage.md).
-	$(GO) test -run '^$$' -bench BenchmarkImport10k -benchtime 5x -benchmem ./internal/core/store/
+	$(GO) test -tags $(HEAVY_TAG) -run '^$$' -bench BenchmarkImport10k -benchtime 5x -benchmem ./internal/core/store/
 
 .PHONY: bench-core-auth
 bench-core-auth: controlplane ## The core's plugin-token verification on the local API server: cached vs a TokenReview each time (docs/core.md).
@@ -153,7 +165,7 @@ actionlint: ## actionlint (pinned in hack/tools/actionlint) with shellcheck on .
 	hack/actionlint.sh
 
 .PHONY: verify
-verify: generate ## gofmt, go vet (with and without the cluster tag), golangci-lint (make lint), actionlint on the workflows (make actionlint), go mod tidy, buf lint/breaking, decision citations, the cluster tag on tests that need it, no pipe into grep -q, the docs' links and paths (hack/doclinks) and generated files must leave no diff.
+verify: generate ## gofmt, go vet (with and without the cluster and heavy tags), golangci-lint (make lint), actionlint on the workflows (make actionlint), go mod tidy, buf lint/breaking, decision citations, the cluster and heavy tags on tests that need them, no pipe into grep -q, the docs' links and paths (hack/doclinks) and generated files must leave no diff.
 	@test -z "$$(git status --porcelain -- api deploy)" || { git status --short -- api deploy; echo "generated files are stale or uncommitted: run make generate and commit"; exit 1; }
 	hack/proto.sh check
 	cd sdk/ts && npm run --silent format:check && npm run --silent check:src
@@ -165,7 +177,7 @@ verify: generate ## gofmt, go vet (with and without the cluster tag), golangci-l
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(TREE_ENV) hack/lint.sh
 	hack/actionlint.sh
-	@for m in $(MODULES); do (cd $$m && $(TREE_ENV) $(GO) vet ./... && $(TREE_ENV) $(GO) vet -tags $(CLUSTER_TAG) ./...); done
+	@for m in $(MODULES); do (cd $$m && $(TREE_ENV) $(GO) vet ./... && $(TREE_ENV) $(GO) vet -tags $(CLUSTER_TAG),$(HEAVY_TAG) ./...); done
 	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
 	@for m in $(TOOL_MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
 	@git diff --exit-code --stat -- . || { echo "verify left a diff"; exit 1; }
