@@ -22,8 +22,8 @@ CONTROLLER_GEN := .bin/controller-gen
 # root: make test passes it, make test-unit does not (hack/check-test-tags.sh).
 CLUSTER_TAG := cluster
 # Build tag of the tests that need no cluster but take long: they build images
-# or a release, start PostgreSQL or run the go command. make test and make
-# test-heavy pass it, make test-unit does not (hack/check-test-tags.sh).
+# or a release or start PostgreSQL. make test and make test-heavy pass it,
+# make test-unit does not (hack/check-test-tags.sh).
 HEAVY_TAG := heavy
 FUZZTIME ?= 60s
 SCALE_PROFILES ?= .bench/scale

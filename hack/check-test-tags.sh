@@ -5,10 +5,11 @@
 #     internal/devstack or internal/operator/operatortest (it starts a control
 #     plane);
 #   - `//go:build heavy` on one that starts PostgreSQL (imports
-#     internal/core/store/pgtest), builds images or a release
+#     internal/core/store/pgtest) or builds images or a release
 #     (images.Build, images.BuildTSExample, release.Make, or Build(ctx, ...)
-#     and sharedBuild in internal/images' own tests), or whose tests run the
-#     go command: they take long, and a child's reads escape go test's cache.
+#     and sharedBuild in internal/images' own tests): they take minutes, and
+#     the builds read the tree in child processes, which go test's cache
+#     does not see.
 # `make test` passes both tags and runs them; `make verify` runs this check.
 #
 # Usage: hack/check-test-tags.sh
@@ -19,10 +20,9 @@ module=github.com/arkadiuss/openfief
 # An import line of one of the packages, aliased or not.
 imports="^[[:space:]]*(import[[:space:]]+)?([A-Za-z_.][A-Za-z0-9_]*[[:space:]]+)?\"${module}/internal/(devcluster|devstack|operator/operatortest)\""
 # The same for the PostgreSQL test server, and the calls that build images
-# or a release or start the go command.
+# or a release.
 pgtest="^[[:space:]]*(import[[:space:]]+)?([A-Za-z_.][A-Za-z0-9_]*[[:space:]]+)?\"${module}/internal/core/store/pgtest\""
 builds='(^|[^.[:alnum:]_])(sharedBuild\(|Build\((ctx|context\.)|BuildTSExample\()|(images\.Build|images\.BuildTSExample|release\.Make)\('
-gocmd='exec\.Command(Context)?\(([[:alnum:]_.]+, )?"go"'
 
 status=0
 for m in . sdk/go; do
@@ -44,8 +44,6 @@ for m in . sdk/go; do
 		elif call=$(grep -m1 -oE "${builds}" "${f}"); then
 			call=${call#[^[:alnum:]_]}
 			why="builds images or a release (calls ${call%%(*})"
-		elif grep -qE "${gocmd}" "${f}" && grep -qE '^func Test[A-Z0-9_][[:alnum:]_]*\(t \*testing\.T\)' "${f}"; then
-			why="has tests and runs the go command"
 		fi
 		if [[ -n ${why} ]]; then
 			echo "${rel}: ${why} but lacks a build tag: put \`//go:build heavy\` and a blank line above its package clause, in a file of its own if its other tests are fast (make test and make test-heavy run it, make test-unit leaves it out)" >&2

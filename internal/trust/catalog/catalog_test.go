@@ -8,6 +8,9 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -85,5 +88,43 @@ func TestReleased(t *testing.T) {
 	released = Encode([]byte(`{"plugins": [{"name": "x"}]}`))
 	if _, err := Load(); !errors.Is(err, plugins.ErrInvalidCatalog) {
 		t.Errorf("Load with an invalid release catalog: %v, want ErrInvalidCatalog", err)
+	}
+}
+
+// TestLinkedWithX builds a program with and without -X Symbol=Encode(file)
+// and runs it: Symbol must name the variable Load reads, or a release
+// would silently ship the empty catalog.
+func TestLinkedWithX(t *testing.T) {
+	// go test's cache sees the files this process opens, not those the
+	// child go build reads: open the program's so an edit reruns the test.
+	sources, err := filepath.Glob("testdata/show/*.go")
+	if err != nil || len(sources) == 0 {
+		t.Fatalf("the program's files: %v, %d", err, len(sources))
+	}
+	for _, f := range sources {
+		if _, err := os.ReadFile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := releaseCatalog(t)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, ldflags, want string
+	}{
+		{"development", "-s -w", "entries=0 released=false"},
+		{"release", "-s -w -X " + Symbol + "=" + Encode(file), "nbp-fx sha256:" + strings.Repeat("ab", 32) + "\nentries=1 released=true"},
+	} {
+		bin := filepath.Join(dir, tc.name)
+		build := exec.Command("go", "build", "-ldflags", tc.ldflags, "-o", bin, "./testdata/show")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("%s: go build: %v\n%s", tc.name, err, out)
+		}
+		out, err := exec.Command(bin).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", tc.name, err, out)
+		}
+		if got := strings.TrimSpace(string(out)); got != tc.want {
+			t.Errorf("%s build printed %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
