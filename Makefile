@@ -23,6 +23,10 @@ CONTROLLER_GEN := .bin/controller-gen
 # Build tag of the tests that need the control plane, the local real node or
 # root: make test passes it, make test-unit does not (hack/check/test-tags.sh).
 CLUSTER_TAG := cluster
+# Build tag of the tests that need no cluster but take long: they build images
+# or a release or start PostgreSQL. make test and make test-heavy pass it,
+# make test-unit does not (hack/check/test-tags.sh).
+HEAVY_TAG := heavy
 FUZZTIME ?= 60s
 SCALE_PROFILES ?= .bench/scale
 # Packages with fuzz targets (parsers of outside input): every package with a
@@ -112,8 +116,8 @@ TEST_PARALLEL ?= 2
 # real-node packages start first, beside the rest (hack/test/go-test.sh); go
 # test's own vet is off, make verify runs go vet in full.
 .PHONY: test
-test: controlplane node test-deps ## Run every test, those tagged cluster too (the real-node tests need root).
-	GO=$(GO) TREE_ENV_GOFLAGS="-trimpath -ldflags=-w $(GOFLAGS)" TAGS=$(CLUSTER_TAG) TEST_TIMEOUT=$(TEST_TIMEOUT) \
+test: controlplane node test-deps ## Run every test, those tagged cluster or heavy too (root: docs/node.md).
+	GO=$(GO) TREE_ENV_GOFLAGS="-trimpath -ldflags=-w $(GOFLAGS)" TAGS=$(CLUSTER_TAG),$(HEAVY_TAG) TEST_TIMEOUT=$(TEST_TIMEOUT) \
 		TEST_PARALLEL=$(TEST_PARALLEL) MODULES="$(MODULES)" NODE_PACKAGES="$(NODE_PACKAGES)" \
 		TS_TEST="make --no-print-directory test-ts" OPENFIEF_NODE_LOCK_WAIT=$(NODE_LOCK_WAIT) hack/test/go-test.sh
 
@@ -129,28 +133,37 @@ test-ts: ## The TypeScript SDK: build, type check and its tests (node --test).
 test-ts-peers: ## The TypeScript SDK against its peers' lowest versions (npm registry).
 	sdk/ts/scripts/test-lowest-peers.sh
 
-# The fast tests: every test not tagged cluster, in every package, and the
-# TypeScript SDK's (no control plane, no real node, no root; under 2 minutes
-# warm on two cores, most of it internal/images and the store's PostgreSQL
-# tests).
+# The fast tests: every test tagged neither cluster nor heavy, in every
+# package, with go test's cache (hack/test/go-test.sh unit), and the
+# TypeScript SDK's beside them (skipped when its inputs are as at its last
+# pass): no control plane, real node, root, image build or PostgreSQL; under
+# a minute warm on two cores.
 .PHONY: test-unit
-test-unit: test-ts test-deps-unit ## The fast tests: every Go test not tagged cluster, and the TypeScript SDK's.
-	@for m in $(MODULES); do echo "== go test $$m"; (cd $$m && $(TREE_ENV) $(GO) test -count=1 ./...); done
+test-unit: ts-deps ## Fast tests (no cluster or heavy tag), cached by go test; test-ts beside them.
+	@GO=$(GO) TREE_ENV_GOFLAGS="-trimpath -ldflags=-w $(GOFLAGS)" TEST_TIMEOUT=$(TEST_TIMEOUT) MODULES="$(MODULES)" \
+		TS_TEST="make --no-print-directory test-ts" hack/test/go-test.sh unit
+
+# The packages with tests tagged heavy, found by their build line.
+HEAVY_PACKAGES = $(sort $(dir $(shell git grep -l -E '^//go:build .*\b$(HEAVY_TAG)\b' -- '*_test.go')))
+
+.PHONY: test-heavy
+test-heavy: test-deps-heavy ## Tests tagged heavy (image builds, a release, PostgreSQL); in make test too.
+	$(TREE_ENV) $(GO) test -count=1 -tags $(HEAVY_TAG) -timeout $(TEST_TIMEOUT) $(addprefix ./,$(HEAVY_PACKAGES))
 
 # What the tests run besides Go, installed before they start so that a test
 # only finds it and names this target when it is missing: sdk/ts's npm
-# packages and Debian's PostgreSQL (the store's tests) for make test-unit;
+# packages and Debian's PostgreSQL (the store's tests) for make test-heavy;
 # for make test also LibreOffice Calc (webdav-csv's spreadsheet test), the
 # Debian archive keys the TypeScript image's Node.js runtime is checked
 # against and, where it can be installed (root), Chromium for the
 # dashboard's browser test, which skips without it (hack/lib/apt-install.sh:
 # nothing runs apt when all is installed).
-.PHONY: test-deps-unit
-test-deps-unit: ts-deps ## Install what make test-unit runs besides Go: npm packages, PostgreSQL.
+.PHONY: test-deps-heavy
+test-deps-heavy: ts-deps ## Install what make test-heavy runs besides Go: npm packages, PostgreSQL.
 	hack/lib/apt-install.sh postgresql
 
 .PHONY: test-deps
-test-deps: test-deps-unit ## Install what make test runs besides Go (adds LibreOffice, Chromium).
+test-deps: test-deps-heavy ## Install what make test runs besides Go (adds LibreOffice, Chromium).
 	hack/lib/apt-install.sh libreoffice-calc-nogui debian-archive-keyring
 	hack/lib/apt-install.sh chromium || echo "test-deps: no Chromium: the dashboard's browser test will skip"
 
@@ -177,8 +190,8 @@ bench: ## Run the benchmarks and print them with benchstat (docs/performance.md)
 # PostgreSQL side by side (rows/s; PostgreSQL is started by the test,
 # docs/core-storage.md).
 .PHONY: bench-core
-bench-core: test-deps-unit ## The store: a 10,000-transaction Sync, SQLite and PostgreSQL side by side.
-	$(GO) test -run '^$$' -bench BenchmarkImport10k -benchtime 5x -benchmem ./internal/core/store/
+bench-core: test-deps-heavy ## The store: a 10,000-transaction Sync, SQLite and PostgreSQL side by side.
+	$(GO) test -tags $(HEAVY_TAG) -run '^$$' -bench BenchmarkImport10k -benchtime 5x -benchmem ./internal/core/store/
 
 # The core's plugin-token verification on the local API server: cached vs a
 # TokenReview each time (docs/core.md).
@@ -278,7 +291,7 @@ verify: generate ## Every check and generator of the tree; fails on a problem or
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(TREE_ENV) hack/check/lint.sh
 	hack/check/actionlint.sh
-	@for m in $(MODULES); do (cd $$m && $(TREE_ENV) $(GO) vet ./... && $(TREE_ENV) $(GO) vet -tags $(CLUSTER_TAG) ./...); done
+	@for m in $(MODULES); do (cd $$m && $(TREE_ENV) $(GO) vet ./... && $(TREE_ENV) $(GO) vet -tags $(CLUSTER_TAG),$(HEAVY_TAG) ./...); done
 	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
 	@for m in $(TOOL_MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
 	@git diff --exit-code --stat -- . || { echo "verify left a diff"; exit 1; }

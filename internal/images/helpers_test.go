@@ -1,51 +1,20 @@
 package images
 
 import (
+	"archive/tar"
 	"context"
+	"errors"
 	"io"
 	"log"
 	"net/http/httptest"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 )
-
-// The tests build the host's platform only (linux/amd64 here), so `make
-// test` stays bounded; `make images` builds linux/arm64 too. The Go build
-// cache makes every build after the first a link and a compression.
-
-// testPlatform is the platform the tests build: the host's, so the binaries
-// run here.
-func testPlatform() v1.Platform {
-	return v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
-}
-
-var (
-	shared     *Result
-	sharedErr  error
-	sharedOnce sync.Once
-)
-
-// sharedBuild is one build of every image for testPlatform, from this
-// source tree, shared by the tests that only read it.
-func sharedBuild(t *testing.T) *Result {
-	t.Helper()
-	sharedOnce.Do(func() { shared, sharedErr = build(context.Background(), t) })
-	if sharedErr != nil {
-		t.Fatal(sharedErr)
-	}
-	return shared
-}
-
-// build builds every image for testPlatform from this source tree.
-func build(ctx context.Context, t *testing.T) (*Result, error) {
-	src := testSource(t)
-	return Build(ctx, Options{Source: src, Platforms: []v1.Platform{testPlatform()}, Progress: testWriter{t}})
-}
 
 func testSource(t *testing.T) Source {
 	t.Helper()
@@ -75,4 +44,42 @@ func newRegistry(t *testing.T) string {
 	srv := httptest.NewServer(registry.New(registry.WithReferrersSupport(true), registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// file is a regular file or directory of the flattened image.
+type tarFile struct {
+	hdr  *tar.Header
+	data []byte
+}
+
+// extract flattens img and checks every entry's metadata: owned by 0:0
+// without names, modified at epoch.
+func extract(t *testing.T, img v1.Image, epoch time.Time) map[string]tarFile {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	files := map[string]tarFile{}
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := "/" + strings.TrimSuffix(strings.TrimPrefix(hdr.Name, "./"), "/")
+		files[name] = tarFile{hdr: hdr, data: data}
+		if hdr.Uid != 0 || hdr.Gid != 0 || hdr.Uname != "" || hdr.Gname != "" {
+			t.Errorf("%s owned by %d:%d (%q:%q), want 0:0", name, hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname)
+		}
+		if !hdr.ModTime.Equal(epoch) {
+			t.Errorf("%s modified %s, want %s", name, hdr.ModTime, epoch)
+		}
+	}
+	return files
 }

@@ -1,15 +1,14 @@
+//go:build heavy
+
 package images
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/x509"
 	"debug/buildinfo"
 	"debug/elf"
 	"encoding/json"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
@@ -157,44 +155,6 @@ func checkConfig(t *testing.T, s Spec, img v1.Image, src Source) {
 	if _, ok := cf.Config.Labels[plugins.ManifestLabel]; ok != (s.ManifestFile != "") {
 		t.Errorf("manifest label present %v for %s", ok, s.Name)
 	}
-}
-
-// file is a regular file or directory of the flattened image.
-type tarFile struct {
-	hdr  *tar.Header
-	data []byte
-}
-
-// extract flattens img and checks every entry's metadata: owned by 0:0
-// without names, modified at epoch.
-func extract(t *testing.T, img v1.Image, epoch time.Time) map[string]tarFile {
-	t.Helper()
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	files := map[string]tarFile{}
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := "/" + strings.TrimSuffix(strings.TrimPrefix(hdr.Name, "./"), "/")
-		files[name] = tarFile{hdr: hdr, data: data}
-		if hdr.Uid != 0 || hdr.Gid != 0 || hdr.Uname != "" || hdr.Gname != "" {
-			t.Errorf("%s owned by %d:%d (%q:%q), want 0:0", name, hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname)
-		}
-		if !hdr.ModTime.Equal(epoch) {
-			t.Errorf("%s modified %s, want %s", name, hdr.ModTime, epoch)
-		}
-	}
-	return files
 }
 
 // checkFiles checks that the image holds the base and the binary, nothing

@@ -1,40 +1,23 @@
 package store_test
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/arkadiuss/openfief/internal/core/store/pgtest"
 )
 
-// pg is the PostgreSQL server of this test binary, or nil with pgSkip
-// saying why it could not start.
-var (
-	pg     *pgtest.Server
-	pgSkip string
-)
+// startPostgres starts the binary's PostgreSQL server and returns what
+// stops it. Only the heavy build sets it (postgres_main_test.go): a plain
+// go test starts no server, and the PostgreSQL tests are not in it.
+var startPostgres func() (stop func())
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
 func run(m *testing.M) int {
-	if needsPostgres() {
-		srv, err := pgtest.Start(context.Background())
-		if err != nil {
-			pgSkip = fmt.Sprintf("PostgreSQL cannot start here: %v", err)
-		}
-		pg = srv
-		defer func() {
-			if pg != nil {
-				if err := pg.Stop(); err != nil {
-					fmt.Fprintf(os.Stderr, "stop PostgreSQL: %v\n", err)
-				}
-			}
-		}()
+	if startPostgres != nil && needsPostgres() {
+		defer startPostgres()()
 	}
 	return m.Run()
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -94,6 +95,17 @@ func TestReleased(t *testing.T) {
 // and runs it: Symbol must name the variable Load reads, or a release
 // would silently ship the empty catalog.
 func TestLinkedWithX(t *testing.T) {
+	// go test's cache sees the files this process opens, not those the
+	// child go build reads: open the program's so an edit reruns the test.
+	sources, err := filepath.Glob("testdata/show/*.go")
+	if err != nil || len(sources) == 0 {
+		t.Fatalf("the program's files: %v, %d", err, len(sources))
+	}
+	for _, f := range sources {
+		if _, err := os.ReadFile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
 	file := releaseCatalog(t)
 	dir := t.TempDir()
 	for _, tc := range []struct {
