@@ -14,9 +14,10 @@ import (
 // on the machine.
 //
 // What the tests start, and why:
-//   - a shared minimal control plane (kubectl_test.go, token_test.go) and a
-//     shared full one with two kwok nodes (fakenode_test.go,
-//     workloads_test.go): they only use the API and the fake nodes.
+//   - a shared minimal control plane (kubectl_test.go,
+//     cluster_token_test.go) and a shared full one with two kwok nodes
+//     (fakenode_test.go, cluster_workloads_test.go): they only use the API
+//     and the fake nodes.
 //   - one shared real node, with the cluster DNS and one pre-made volume
 //     (sharedNode, sharednode_test.go), for the tests that only use a node:
 //     TestRealNodeClusterDNS, TestRealNodeVolumes,
@@ -32,6 +33,12 @@ import (
 //     node at a time. The sharednode_ files sort after theirs, so go test
 //     runs them after these and starts the shared node once.
 //   - control planes of their own where a test kills, restarts or fails to
-//     start one (orphans_test.go, restart_test.go, output_test.go,
-//     bindir_test.go).
+//     start one (cluster_orphans_test.go, cluster_restart_test.go,
+//     cluster_output_test.go, bindir_test.go).
+//
+// go test runs a package's tests in the order of their files' names. The
+// tests that start only control planes are in files that sort before the
+// real node's (bindir_, cluster_, fakenode_, kubectl_), so they run while
+// the package waits for the machine's node lock (another package's node),
+// and the node's tests run back to back once it has it.
 func TestMain(m *testing.M) { os.Exit(devcluster.Main(m)) }
