@@ -117,6 +117,12 @@ type Options struct {
 	// (OF-42), which shows the window the gate closes: only tests set it.
 	// In the in-cluster mode the installed operator is told so too.
 	DisableIsolationGate bool
+	// IsolationGateDeadline, when set, is how long the isolation gate waits
+	// for isolation before it fails the pod (the operator's
+	// --isolation-gate-deadline; its default is a minute). Tests that stop
+	// the node's NetworkPolicy controller set it short, so a start that
+	// never isolates fails in seconds.
+	IsolationGateDeadline time.Duration
 	// BeforeInstall, in the in-cluster mode, runs once the node, the NBP
 	// stand-in, the registries, the namespace and the owner's signers are
 	// in place, just before the install; what it returns is added to the
@@ -394,6 +400,9 @@ func (s *Stack) startOperator(opts Options) error {
 			return err
 		}
 		o.Cluster.Gate.Settings.Targets = targets
+	}
+	if opts.IsolationGateDeadline > 0 {
+		o.Cluster.Gate.Settings.Deadline = opts.IsolationGateDeadline
 	}
 	o.Cluster.CoreSubject = CoreSubject
 	o.MetricsBindAddress, o.HealthProbeBindAddress, o.LeaderElection = "0", "", false

@@ -268,6 +268,9 @@ func (s *Stack) installPlatform(ctx context.Context, opts *Options) error {
 		o.OperatorArgs = append(o.OperatorArgs, "--isolation-gate=false")
 	} else {
 		o.OperatorArgs = append(o.OperatorArgs, "--isolation-gate-targets="+s.gateTargets().String())
+		if opts.IsolationGateDeadline > 0 {
+			o.OperatorArgs = append(o.OperatorArgs, "--isolation-gate-deadline="+opts.IsolationGateDeadline.String())
+		}
 	}
 	if opts.CoreScheduler.DefaultInterval > 0 {
 		o.SyncInterval = opts.CoreScheduler.DefaultInterval

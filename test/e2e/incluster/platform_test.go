@@ -132,6 +132,10 @@ func installPlatform(t *testing.T) *platformEnv {
 		Dir: filepath.Join(e.work, "dev"), Node: devcluster.NodeReal, InCluster: true,
 		Progress:      testLogWriter{t},
 		CoreScheduler: core.SchedulerOptions{DefaultInterval: testSyncInterval},
+		// The check-isolation phase stops the NetworkPolicy controller and
+		// waits for the probes' gates to give up: 20 s, not a minute
+		// (normal starts pass the gate in about 0.6 s).
+		IsolationGateDeadline: testGateDeadline,
 		BeforeInstall: func(ctx context.Context, s *devstack.Stack) (devstack.DevOverlay, error) {
 			e.c = s.Cluster
 			if e.cs, err = s.Cluster.Clientset(); err != nil {
@@ -176,6 +180,10 @@ func (w testLogWriter) Write(p []byte) (int, error) {
 // testSyncInterval is how often the core syncs each connector in these
 // tests: the admin's overlay sets it, where deploy/core syncs hourly.
 const testSyncInterval = 5 * time.Second
+
+// testGateDeadline is the installed operator's --isolation-gate-deadline in
+// these tests.
+const testGateDeadline = 20 * time.Second
 
 // probeBinary is the probe (internal/devcluster/testdata/probe) built
 // statically, which plays a plugin under nbp-fx's manifest.

@@ -107,7 +107,7 @@ func testUpgradeRollback(t *testing.T, e *platformEnv) {
 		Components:         []string{filepath.Join(e.root, "deploy", "operator", "components", "registry-config")},
 		InsecureRegistries: []string{e.preg.bridge, e.private.bridge},
 		SyncInterval:       testSyncInterval,
-		// The same isolation gate targets as installed: other targets
+		// The same isolation gate targets and deadline as installed: others
 		// would change every plugin's pod template.
 		OperatorArgs: gateTargetArgs(t, e),
 	}))
@@ -492,15 +492,16 @@ func uninstallPlugins(t *testing.T, e *platformEnv, names []string) {
 	}
 }
 
-// gateTargetArgs is the installed operator's --isolation-gate-targets, as
-// its Deployment holds it (OF-42).
+// gateTargetArgs is the installed operator's --isolation-gate-targets and
+// --isolation-gate-deadline, as its Deployment holds them (OF-42): the
+// gate's arguments are in every plugin's pod.
 func gateTargetArgs(t *testing.T, e *platformEnv) []string {
 	t.Helper()
 	d, err := e.cs.AppsV1().Deployments(plugins.Namespace).Get(context.Background(), "openfief-operator", metav1.GetOptions{})
 	must(t, err)
 	var out []string
 	for _, a := range d.Spec.Template.Spec.Containers[0].Args {
-		if strings.HasPrefix(a, "--isolation-gate-targets=") {
+		if strings.HasPrefix(a, "--isolation-gate-targets=") || strings.HasPrefix(a, "--isolation-gate-deadline=") {
 			out = append(out, a)
 		}
 	}
