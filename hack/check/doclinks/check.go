@@ -117,20 +117,12 @@ func (idx *repoIndex) checkDoc(doc string, data []byte) []Problem {
 	var problems []Problem
 	dir := path.Dir(doc)
 	notBuilt := statusParagraphs(data) // paths there name what is not there yet
-	fence := ""
+	var code fences
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
-		trimmed := strings.TrimLeft(line, " \t")
-		if fence != "" {
-			if strings.HasPrefix(trimmed, fence) {
-				fence = ""
-			}
-			continue
-		}
-		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
-			fence = trimmed[:3]
+		if code.in(line) {
 			continue
 		}
 		for _, m := range codeSpan.FindAllStringSubmatch(line, -1) {
@@ -220,17 +212,9 @@ func (idx *repoIndex) anchorsOf(p string) (map[string]bool, error) {
 func headingAnchors(data []byte) map[string]bool {
 	anchors := map[string]bool{}
 	seen := map[string]int{}
-	fence := ""
+	var code fences
 	for _, line := range strings.Split(string(data), "\n") {
-		trimmed := strings.TrimLeft(line, " \t")
-		if fence != "" {
-			if strings.HasPrefix(trimmed, fence) {
-				fence = ""
-			}
-			continue
-		}
-		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
-			fence = trimmed[:3]
+		if code.in(line) {
 			continue
 		}
 		for _, a := range htmlAnchor.FindAllStringSubmatch(line, -1) {
@@ -316,4 +300,24 @@ func (idx *repoIndex) exists(dir, p string) bool {
 
 func hasExtension(p string) bool {
 	return slices.Contains(pathExtensions, path.Ext(p)) || path.Base(p) == "Makefile" || path.Base(p) == "Dockerfile"
+}
+
+// fences follows a Markdown document's fenced code blocks, line by line.
+type fences struct{ open string }
+
+// in reports whether line is code: it opens, is inside or closes a fenced
+// block (``` or ~~~), whose lines are not prose.
+func (f *fences) in(line string) bool {
+	trimmed := strings.TrimLeft(line, " \t")
+	if f.open != "" {
+		if strings.HasPrefix(trimmed, f.open) {
+			f.open = ""
+		}
+		return true
+	}
+	if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
+		f.open = trimmed[:3]
+		return true
+	}
+	return false
 }

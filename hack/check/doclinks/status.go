@@ -43,20 +43,13 @@ var (
 func statusParagraphs(data []byte) map[int]string {
 	lines := map[int]string{}
 	marker, inParagraph := "", false
-	fence := ""
+	var code fences
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
-		trimmed := strings.TrimLeft(line, " \t")
-		if fence != "" {
-			if strings.HasPrefix(trimmed, fence) {
-				fence = ""
-			}
-			continue
-		}
-		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
-			fence, inParagraph = trimmed[:3], false
+		if code.in(line) {
+			inParagraph = false // a fence ends the paragraph
 			continue
 		}
 		switch m := statusMarker.FindStringSubmatch(line); {
