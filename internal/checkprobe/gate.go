@@ -187,6 +187,10 @@ func runGate(ctx context.Context, s plugins.GateSettings, env gateEnv, stdout, s
 		inARow int
 		rounds int
 		last   []gateObservation
+		// lastOpen is the most recent round that found a target reachable:
+		// a round that ends with every target blocked (an attempt timed out
+		// on a loaded machine, say) must not hide what was seen before it.
+		lastOpen []gateObservation
 	)
 	for {
 		obs := gateRound(ctx, attempts, s.AttemptTimeout)
@@ -204,6 +208,7 @@ func runGate(ctx context.Context, s plugins.GateSettings, env gateEnv, stdout, s
 			}
 		} else {
 			inARow = 0
+			lastOpen = obs
 		}
 		select {
 		case <-ctx.Done():
@@ -213,18 +218,35 @@ func runGate(ctx context.Context, s plugins.GateSettings, env gateEnv, stdout, s
 			break
 		}
 	}
-	var open []string
-	for _, o := range last {
-		if !o.blocked() {
-			open = append(open, o.attempt.String()+": "+o.observed+" ("+o.detail+")")
-		}
-	}
-	if len(open) == 0 {
-		open = append(open, "no round ended before the deadline")
-	}
-	fmt.Fprintf(stderr, "isolation gate: isolation not in place after %v (%d rounds); still reachable: %s\n",
-		s.Deadline, rounds, strings.Join(open, "; "))
+	fmt.Fprintf(stderr, "isolation gate: isolation not in place after %v (%d rounds); %s\n",
+		s.Deadline, rounds, notInPlace(last, lastOpen, inARow, s.Rounds))
 	return probewire.ExitFailed
+}
+
+// notInPlace says why the gate gave up: what the last round found
+// reachable or, when the last rounds found everything blocked but too few
+// of them in a row, what the last round with an opening found.
+func notInPlace(last, lastOpen []gateObservation, inARow, need int) string {
+	reachable := func(obs []gateObservation) string {
+		var open []string
+		for _, o := range obs {
+			if !o.blocked() {
+				open = append(open, o.attempt.String()+": "+o.observed+" ("+o.detail+")")
+			}
+		}
+		return strings.Join(open, "; ")
+	}
+	switch {
+	case last == nil:
+		return "no round ended before the deadline"
+	case !allBlocked(last):
+		return "still reachable: " + reachable(last)
+	case lastOpen == nil:
+		return fmt.Sprintf("everything blocked in the last %d round(s), %d needed in a row", inARow, need)
+	default:
+		return fmt.Sprintf("everything blocked in the last %d round(s), %d needed in a row; reachable the round before: %s",
+			inARow, need, reachable(lastOpen))
+	}
 }
 
 // allBlocked says whether every observation of a round is blocked.

@@ -285,3 +285,30 @@ func TestNameservers(t *testing.T) {
 		t.Errorf("readBounded of a missing file: %v", err)
 	}
 }
+
+// TestGateReportKeepsLastOpening: a deadline that falls after a round in
+// which every target looked blocked (an answering target whose attempt
+// timed out on a loaded machine) still names what the round before found
+// reachable, not "no round ended".
+func TestGateReportKeepsLastOpening(t *testing.T) {
+	open := gateObservation{attempt: gateAttempt{kind: plugins.GateTCP, address: "10.0.0.1:443"}, observed: probewire.ObservedOpen, detail: "connected"}
+	timedOut := open
+	timedOut.observed, timedOut.detail = probewire.ObservedTimeout, "i/o timeout"
+	refused := gateObservation{attempt: gateAttempt{kind: plugins.GateTCP, address: "10.0.0.2:80"}, observed: probewire.ObservedRefused, detail: "refused"}
+
+	for _, c := range []struct {
+		name           string
+		last, lastOpen []gateObservation
+		want           string
+	}{
+		{"no round", nil, nil, "no round ended before the deadline"},
+		{"open at the end", []gateObservation{open, refused}, []gateObservation{open, refused}, "still reachable: tcp 10.0.0.1:443: open (connected)"},
+		{"blocked at the end", []gateObservation{timedOut, refused}, []gateObservation{open, refused},
+			"everything blocked in the last 1 round(s), 2 needed in a row; reachable the round before: tcp 10.0.0.1:443: open (connected)"},
+		{"never open", []gateObservation{timedOut, refused}, nil, "everything blocked in the last 1 round(s), 2 needed in a row"},
+	} {
+		if got := notInPlace(c.last, c.lastOpen, 1, 2); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
