@@ -112,7 +112,7 @@ func (v *PolicyVerifier) Narrow(images cosign.ImageVerifier, policy plugins.Trus
 // Check decides whether ref may run with the declared manifest.
 func (v *PolicyVerifier) Check(ctx context.Context, ref plugins.ImageRef, declared *plugins.Manifest) Verification {
 	st := v.state.Load()
-	signed, unverified, err := v.signedImage(ctx, st, ref)
+	signed, found, err := v.signedImage(ctx, st, ref)
 	if err != nil {
 		// A refused read wraps ErrRegistryUnavailable too: test it first.
 		if errors.Is(err, cosign.ErrRegistryUnauthorized) {
@@ -128,14 +128,26 @@ func (v *PolicyVerifier) Check(ctx context.Context, ref plugins.ImageRef, declar
 		return Verification{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalidImage, Message: err.Error()}
 	}
 	res := decide(st.policy, signed, declared)
-	if res.Reason == v1alpha1.ReasonUnsigned && unverified > 0 {
+	if res.Reason == v1alpha1.ReasonUnsigned && found.unverified > 0 {
 		// A reader holds only the trusted keys, so a signature by any other
 		// key looks like none: say that there was one.
 		res.Message += fmt.Sprintf("; %d %s attached to it did not verify with the trusted signers' keys and certificates: "+
-			"it may be signed by a signer not trusted here", unverified, plural(unverified, "signature", "signatures"))
+			"it may be signed by a signer not trusted here", found.unverified, plural(found.unverified, "signature", "signatures"))
+	}
+	if res.Reason == v1alpha1.ReasonUnsigned && found.legacy {
+		res.Message += LegacySignatureHint
 	}
 	return res
 }
+
+// LegacySignatureHint ends the message of an image refused as unsigned that
+// carries a signature in cosign's legacy format: what was found and how to
+// sign in the format that is verified. It is fixed text: nothing the
+// registry sent is in it.
+const LegacySignatureHint = "; it carries a cosign signature in the legacy format (the sha256-<hex>.sig tag, simple signing), " +
+	"which is not accepted: only Sigstore bundles are verified; sign it again with cosign v3 " +
+	"without --new-bundle-format=false, such as offline with a key: " +
+	"cosign sign --key cosign.key --tlog-upload=false --use-signing-config=false --yes IMAGE@sha256:<hex>"
 
 // plural returns one when n is 1 and many otherwise.
 func plural(n int, one, many string) string {
@@ -204,19 +216,28 @@ func SignerFromMessage(reason, message string) string {
 	return name
 }
 
+// notCounted is what an image read now carried besides the signatures that
+// verified.
+type notCounted struct {
+	// unverified is how many signature bundles did not verify (a key or
+	// certificate the state does not trust, or a bad signature).
+	unverified int
+	// legacy is whether a signature in cosign's legacy format was found.
+	legacy bool
+}
+
 // signedImage returns the verified signatures and label of ref's digest
 // under st, from st's cache when an earlier check found it signed, and, for
-// an image read now, how many of its signature bundles did not verify (a key
-// or certificate st does not trust, or a bad signature). Checks of one image
+// an image read now, what it carried that did not count. Checks of one image
 // under one state share a registry round; under different states they do
 // not, so no check sees signatures read with other keys.
-func (v *PolicyVerifier) signedImage(ctx context.Context, st *verifierState, ref plugins.ImageRef) (plugins.SignedImage, int, error) {
+func (v *PolicyVerifier) signedImage(ctx context.Context, st *verifierState, ref plugins.ImageRef) (plugins.SignedImage, notCounted, error) {
 	if img, ok := st.cache.Get(ref.Digest()); ok {
-		return img.(plugins.SignedImage), 0, nil
+		return img.(plugins.SignedImage), notCounted{}, nil
 	}
 	type read struct {
-		img        plugins.SignedImage
-		unverified int
+		img   plugins.SignedImage
+		found notCounted
 	}
 	key := strconv.FormatUint(st.serial, 10) + " " + ref.String()
 	res, err, _ := v.flight.Do(key, func() (any, error) {
@@ -227,17 +248,17 @@ func (v *PolicyVerifier) signedImage(ctx context.Context, st *verifierState, ref
 		if len(img.Signatures) > 0 {
 			st.cache.Add(ref.Digest(), img)
 		}
-		r := read{img: img}
+		r := read{img: img, found: notCounted{legacy: rep.LegacySignature}}
 		for _, s := range rep.Skipped {
 			if errors.Is(s.Reason, cosign.ErrUnverifiedBundle) {
-				r.unverified++
+				r.found.unverified++
 			}
 		}
 		return r, nil
 	})
 	if err != nil {
-		return plugins.SignedImage{}, 0, err
+		return plugins.SignedImage{}, notCounted{}, err
 	}
 	r := res.(read)
-	return r.img, r.unverified, nil
+	return r.img, r.found, nil
 }

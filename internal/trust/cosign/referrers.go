@@ -51,6 +51,9 @@ func listBundles(ctx context.Context, p *remote.Puller, d name.Digest) ([]fetche
 	var found []fetchedBundle
 	read := 0
 	for _, desc := range im.Manifests {
+		if desc.ArtifactType == legacySignatureArtifactType {
+			rep.LegacySignature = true
+		}
 		if !maybeBundle(desc) {
 			rep.Ignored++
 			continue

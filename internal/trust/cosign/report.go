@@ -14,6 +14,13 @@ type Report struct {
 	Verified int
 	// Skipped lists the bundles that did not count, in the order read.
 	Skipped []Skipped
+	// LegacySignature is true when the digest carries a signature in
+	// cosign's legacy format (simple signing, written by cosign sign
+	// --new-bundle-format=false): a referrer of that artifact type, or,
+	// looked for only when no bundle verified, the sha256-<hex>.sig tag.
+	// Such a signature is never verified; it is reported so a refusal can
+	// say how to sign again.
+	LegacySignature bool
 }
 
 // Skipped is one bundle that did not count as a signature.

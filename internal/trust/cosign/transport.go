@@ -30,6 +30,9 @@ type guardedTransport struct {
 
 // RoundTrip implements http.RoundTripper.
 func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := refuseRedirect(req); err != nil {
+		return nil, err
+	}
 	if origin := redirectOrigin(req); origin != "" && !t.plainHTTPAllowed(origin) {
 		if req.URL.Scheme != "https" {
 			return nil, fmt.Errorf("refusing the redirect from %s to plain %s", origin, req.URL.Scheme)

@@ -98,7 +98,9 @@ func NewVerifier(opts ...Option) (*Verifier, error) {
 // that does not parse or verify; one bad bundle never hides a good one.
 //
 // With no verified bundle the image is unsigned: Signatures empty, Manifest
-// nil, error nil; the label is not read (D-57). A registry that cannot be
+// nil, error nil; the label is not read (D-57). Report.LegacySignature then
+// says whether a signature in cosign's legacy format was found instead (one
+// more bounded read, whose failure changes nothing). A registry that cannot be
 // reached or refuses a read yields an error wrapping ErrRegistryUnavailable
 // instead, and also ErrRegistryUnauthorized when it answered 401 or 403. For a signed image whose label does not parse, the error wraps
 // plugins.ErrInvalidLabel and the SignedImage keeps its Signatures; the
@@ -131,6 +133,7 @@ func (v *Verifier) Verify(ctx context.Context, ref plugins.ImageRef) (plugins.Si
 		out.Signatures = append(out.Signatures, id)
 	}
 	if len(out.Signatures) == 0 {
+		rep.LegacySignature = rep.LegacySignature || hasLegacySignature(ctx, p, d)
 		return out, rep, nil
 	}
 	out.Signatures = sortedUnique(out.Signatures)
