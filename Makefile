@@ -74,6 +74,13 @@ controller-gen: ## Build only controller-gen into .bin/ (shared with make contro
 node: ## Build the local real node into .bin/ and install its Debian packages (root).
 	@hack/build/node.sh
 
+# Build stock cosign and crane, pinned in hack/tools/cosign and
+# hack/tools/crane, into .bin/ (cached per user): what a plugin vendor signs
+# and pushes with, and what the heavy tests check the verifier against.
+.PHONY: vendor-tools
+vendor-tools: ## Build stock cosign and crane (pinned in hack/tools) into .bin/.
+	@hack/build/vendor-tools.sh
+
 ##@ Dev
 
 # List what a local real node left on this machine (processes, links, netns,
@@ -152,14 +159,15 @@ test-heavy: test-deps-heavy ## Tests tagged heavy (image builds, a release, Post
 
 # What the tests run besides Go, installed before they start so that a test
 # only finds it and names this target when it is missing: sdk/ts's npm
-# packages and Debian's PostgreSQL (the store's tests) for make test-heavy;
+# packages, Debian's PostgreSQL (the store's tests) and cosign and crane
+# (make vendor-tools: the signing interop tests) for make test-heavy;
 # for make test also LibreOffice Calc (webdav-csv's spreadsheet test), the
 # Debian archive keys the TypeScript image's Node.js runtime is checked
 # against and, where it can be installed (root), Chromium for the
 # dashboard's browser test, which skips without it (hack/lib/apt-install.sh:
 # nothing runs apt when all is installed).
 .PHONY: test-deps-heavy
-test-deps-heavy: ts-deps ## Install what make test-heavy runs besides Go: npm packages, PostgreSQL.
+test-deps-heavy: ts-deps vendor-tools ## Install what make test-heavy runs besides Go: npm, PostgreSQL, cosign, crane.
 	hack/lib/apt-install.sh postgresql
 
 .PHONY: test-deps
