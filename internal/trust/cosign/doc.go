@@ -16,7 +16,8 @@
 //     label, or nil when the image has none;
 //   - unsigned: no bundle over the digest verified; Signatures and Manifest
 //     are empty and the error is nil. Report says which bundles were skipped
-//     and why;
+//     and why, and whether a signature in cosign's legacy format (never
+//     verified) was found instead;
 //   - registry unreachable or refusing: the error wraps
 //     ErrRegistryUnavailable (a *RegistryError), never "unsigned", so the
 //     operator can set SignatureVerified=Unknown and retry; a 401 or 403
