@@ -275,4 +275,3 @@ func openfief(t *testing.T, args ...string) (int, string) {
 	t.Logf("openfief %s: exit %d\n%s", strings.Join(args, " "), code, out.String())
 	return code, out.String()
 }
-
