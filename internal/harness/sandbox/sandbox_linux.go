@@ -37,6 +37,7 @@ type Sandbox struct {
 	mu        sync.Mutex
 	attempts  []Attempt
 	seen      map[string]bool
+	conns     map[net.Conn]bool // DNS clients on loopback; nil once closing
 	lastUsage *Usage
 
 	closeOnce sync.Once
@@ -78,7 +79,7 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	s := &Sandbox{cg: cg, nsFD: -1, release: make(chan struct{}), done: make(chan struct{}), seen: map[string]bool{}}
+	s := &Sandbox{cg: cg, nsFD: -1, release: make(chan struct{}), done: make(chan struct{}), seen: map[string]bool{}, conns: map[net.Conn]bool{}}
 	cfg, err := json.Marshal(initConfig{
 		RootFS: spec.RootFS, Args: spec.Args, Env: spec.Env, Dir: spec.Dir,
 		UID: spec.UID, GID: spec.GID, Hostname: hostname, TmpBytes: lim.TmpBytes,
@@ -389,6 +390,12 @@ func (s *Sandbox) close() error {
 	for _, c := range s.servers {
 		_ = c.Close()
 	}
+	s.mu.Lock()
+	for c := range s.conns {
+		_ = c.Close()
+	}
+	s.conns = nil
+	s.mu.Unlock()
 	s.readers.Wait()
 	s.nsMu.Lock()
 	if s.nsFD >= 0 {

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"encoding/binary"
-	"errors"
 	"io"
 	"net"
 	"strconv"
@@ -107,9 +106,14 @@ func (s *Sandbox) serveDNSTCP(l net.Listener, addr string) {
 			_ = c.Close()
 			continue
 		}
+		if !s.trackConn(c) {
+			_ = c.Close()
+			<-slots
+			return
+		}
 		go func() {
 			defer func() { <-slots }()
-			defer func() { _ = c.Close() }() // a refused client
+			defer s.untrackConn(c) // closes it
 			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 			from := "tcp " + c.RemoteAddr().String()
 			for range 16 {
@@ -128,10 +132,29 @@ func (s *Sandbox) serveDNSTCP(l net.Listener, addr string) {
 				if _, err := c.Write(binary.BigEndian.AppendUint16(nil, uint16(len(out)))); err != nil {
 					return
 				}
-				if _, err := c.Write(out); errors.Is(err, net.ErrClosed) || err != nil {
+				if _, err := c.Write(out); err != nil {
 					return
 				}
 			}
 		}()
 	}
+}
+
+// trackConn keeps a DNS client connection for Close; false once closing.
+func (s *Sandbox) trackConn(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conns == nil {
+		return false
+	}
+	s.conns[c] = true
+	return true
+}
+
+// untrackConn closes a DNS client connection and forgets it.
+func (s *Sandbox) untrackConn(c net.Conn) {
+	_ = c.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
 }
