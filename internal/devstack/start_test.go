@@ -46,11 +46,12 @@ func TestStartPlan(t *testing.T) {
 		opts Options
 		want []string
 	}{
-		"kwok":                   {Options{Dir: "/state"}, always(nil, nil)},
-		"as service accounts":    {Options{Dir: "/state", RunAsServiceAccounts: true}, always([]string{"applying the ServiceAccounts"}, nil)},
-		"local plugins":          {Options{Dir: "/state", LocalPlugins: true}, always(nil, []string{"building nbp-fx and"})},
-		"real node":              {Options{Dir: "/state", Node: devcluster.NodeReal}, always([]string{"pointing the egress"}, nil)},
-		"real node, all of them": {Options{Dir: "/state", Node: devcluster.NodeReal, RunAsServiceAccounts: true, LocalPlugins: true}, always([]string{"pointing the egress", "applying the ServiceAccounts"}, []string{"building nbp-fx and"})},
+		"kwok":                    {Options{Dir: "/state"}, always(nil, nil)},
+		"as service accounts":     {Options{Dir: "/state", RunAsServiceAccounts: true}, always([]string{"applying the ServiceAccounts"}, nil)},
+		"local plugins":           {Options{Dir: "/state", LocalPlugins: true}, always(nil, []string{"building nbp-fx and"})},
+		"real node":               {Options{Dir: "/state", Node: devcluster.NodeReal}, always([]string{"pointing the egress", "standing in for"}, nil)},
+		"real node, its resolver": {Options{Dir: "/state", Node: devcluster.NodeReal, ProxyResolver: fixedResolver{}}, always([]string{"pointing the egress"}, nil)},
+		"real node, all of them":  {Options{Dir: "/state", Node: devcluster.NodeReal, RunAsServiceAccounts: true, LocalPlugins: true}, always([]string{"pointing the egress", "applying the ServiceAccounts"}, []string{"building nbp-fx and"})},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
