@@ -121,6 +121,7 @@ The control-plane binaries come from .bin/ (make controlplane builds them).`,
 			return nil
 		},
 	}
+	cmd.AddCommand(newCopyCommand(env))
 	f := cmd.Flags()
 	f.StringVar(&dir, "state-dir", ".openfief-dev", "directory for the kubeconfig, signers.json, the env file and logs")
 	f.IntVar(&nodes, "nodes", 1, "number of fake nodes")

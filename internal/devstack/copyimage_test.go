@@ -4,12 +4,14 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/cli"
 	"github.com/arkadiuss/openfief/internal/ocisign"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/trust"
@@ -122,4 +124,82 @@ func TestCopyImageRefusesPlainRedirect(t *testing.T) {
 			t.Errorf("redirect to %s: %v; want %q", target, err, want)
 		}
 	}
+}
+
+// TestCopyCommand: `openfief dev copy` reads the registry's two addresses
+// from the state directory's env file, copies the vendor's image with its
+// signature and prints the copy's name alone on standard output.
+func TestCopyCommand(t *testing.T) {
+	ctx := t.Context()
+	vendorReg, devReg := serveRegistry(t, true), serveRegistry(t, true)
+	vendor, err := ocisign.NewKeySigner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := ocisign.PluginImage(plugins.Manifest{Capabilities: []plugins.Capability{plugins.CapabilityConnector}}, map[string][]byte{"plugin": []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := ocisign.Push(ctx, vendorReg, "acme/fx", img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := vendor.Sign(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := (&Stack{RegistryHost: devReg, Images: map[string]plugins.ImageRef{}}).writeEnv(dir); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut strings.Builder
+	code := cli.Main(ctx, []string{"dev", "copy", src.String(), "vendors/acme-fx", "--state-dir", dir},
+		cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, NewCommand)
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d\n%s", code, errOut.String())
+	}
+	want := devReg + "/vendors/acme-fx@" + src.Digest()
+	if out.String() != want+"\n" {
+		t.Errorf("standard output %q, want %q", out.String(), want+"\n")
+	}
+	if !strings.Contains(errOut.String(), "with 1 referrer(s)") {
+		t.Errorf("standard error: %s", errOut.String())
+	}
+	signers, err := vendor.SignersJSON("acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := plugins.ParseImageRef(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := checkAs(t, signers, ref); v.Reason != v1alpha1.ReasonSignedByTrustedSigner {
+		t.Errorf("the copy: %s: %s", v.Reason, v.Message)
+	}
+
+	// No env file: exit 1, naming the state directory.
+	code = cli.Main(ctx, []string{"dev", "copy", src.String(), "vendors/acme-fx", "--state-dir", t.TempDir()},
+		cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, NewCommand)
+	if code != cli.ExitFailure || !strings.Contains(errOut.String(), "--state-dir") {
+		t.Errorf("without an env file: exit %d\n%s", code, errOut.String())
+	}
+}
+
+// FuzzParseEnv: any env file parses without panicking, and the exports
+// writeEnv writes read back as written.
+func FuzzParseEnv(f *testing.F) {
+	f.Add([]byte("export OPENFIEF_REGISTRY=\"127.0.0.1:5000\"\nexport X=\"a\\nb\"\n# comment\nexport Y=unquoted\n"))
+	f.Add([]byte("export =\"\"\nexport"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		vars, err := parseEnv(raw)
+		if err != nil {
+			return
+		}
+		for k, v := range vars {
+			line := "export " + k + "=" + strconv.Quote(v) + "\n"
+			again, err := parseEnv([]byte(line))
+			if err != nil || again[k] != v {
+				t.Errorf("%q read back as %q (%v)", line, again[k], err)
+			}
+		}
+	})
 }
