@@ -154,7 +154,8 @@ func TestStartKwok(t *testing.T) {
 		t.Errorf("kubeconfig %s: %d bytes, %v", s.KubeconfigPath, len(raw), err)
 	}
 
-	// The signed registry: the operator's signers file is the cluster's.
+	// The signed registry: its key is in the cluster's signers, which the
+	// signers file copies.
 	signers, err := os.ReadFile(s.SignersFile)
 	if err != nil {
 		t.Fatal(err)
@@ -230,6 +231,7 @@ func TestStartKwok(t *testing.T) {
 		`export OPENFIEF_CORE_URL="` + s.CoreURL + `"`,
 		`export OPENFIEF_EGRESS_PROXY="` + s.ProxyAddress + `"`,
 		`export OPENFIEF_REGISTRY="` + s.RegistryHost + `"`,
+		`export OPENFIEF_REGISTRY_PUSH="` + s.RegistryHost + `"`,
 	} {
 		if !strings.Contains(string(env), line+"\n") {
 			t.Errorf("env file lacks %s:\n%s", line, env)
