@@ -46,8 +46,8 @@ signatures).
 It writes an admin kubeconfig, signers.json (a copy of that ConfigMap's,
 rewritten on every change, for 'openfief plugin verify --signers') and an env
 file of shell exports into the state directory, prints the commands to try
-next, and stops everything cleanly on Ctrl-C. Pods are played by kwok: they are scheduled and
-become Ready, but no container runs.
+next, and stops everything cleanly on Ctrl-C. Pods are played by kwok: they
+are scheduled and become Ready, but no container runs.
 
 --local-plugins also plays the kubelet for the demo plugins: each Plugin that
 runs a demo image runs as a local process built from this tree (nbp-fx, or the
