@@ -97,7 +97,7 @@ view_steps() {
 	printf '{"url": "%s"}\n' "${OPENFIEF_DEMO_DAV_URL}" >"${view_config}"
 	printf '$ cat %s\n' "${view_config}"
 	cat "${view_config}"
-	run plugin install records --image "${OPENFIEF_DEMO_IMAGE_VIEW}" --signers "${OPENFIEF_SIGNERS}" --config "${view_config}"
+	run plugin install records --image "${OPENFIEF_DEMO_IMAGE_VIEW}" --config "${view_config}"
 	run plugin wait records --for NoGrant --timeout 60s
 
 	# Rates need no data tier, but a first install runs only once nothing it
@@ -131,11 +131,14 @@ view_steps() {
 	head -n 5 "${fx_csv}"
 }
 
+# verify reads no cluster: $OPENFIEF_SIGNERS is openfief dev's copy of the
+# ConfigMap openfief-trusted-signers, which install, upgrade and the
+# operator read.
 step "Check the demo image's signature and read its signed manifest"
 run plugin verify "${OPENFIEF_DEMO_IMAGE_V1}" --signers "${OPENFIEF_SIGNERS}"
 
 step "Install it: the vendor's request, nothing granted yet (NoGrant)"
-run plugin install fx --image "${OPENFIEF_DEMO_IMAGE_V1}" --signers "${OPENFIEF_SIGNERS}"
+run plugin install fx --image "${OPENFIEF_DEMO_IMAGE_V1}"
 run plugin wait fx --for NoGrant --timeout 60s
 run plugin list
 
@@ -163,7 +166,7 @@ run plugin status fx | sed -n '/^Core/,$p'
 view_steps
 
 step "Upgrade nbp-fx to a version that asks for one more host (the previous version keeps running)"
-run plugin upgrade fx --image "${OPENFIEF_DEMO_IMAGE_V2}" --signers "${OPENFIEF_SIGNERS}"
+run plugin upgrade fx --image "${OPENFIEF_DEMO_IMAGE_V2}"
 run plugin wait fx --for RunningPreviousVersion --timeout 60s
 run plugin list
 run plugin status fx | sed -n '/^Pending/,/^Conditions/p' | sed '$d'

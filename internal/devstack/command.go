@@ -37,12 +37,17 @@ kube-apiserver, kube-controller-manager, kube-scheduler and kwok playing the
 kubelets), installs the CRDs and the openfief namespace, runs the operator, the egress
 proxy and openfief-core (SQLite in the state directory) in this process, and
 serves a loopback OCI registry with demo
-plugin images signed by a local owner key that the operator trusts.
+plugin images signed by a local owner key that the operator trusts: the key
+is in the ConfigMap openfief-trusted-signers, which the operator follows live
+as an installed one does, so adding a vendor's key there lets that vendor's
+images run ('openfief dev copy' brings an image into the registry with its
+signatures).
 
-It writes an admin kubeconfig, signers.json and an env file of shell exports
-into the state directory, prints the commands to try next, and stops
-everything cleanly on Ctrl-C. Pods are played by kwok: they are scheduled and
-become Ready, but no container runs.
+It writes an admin kubeconfig, signers.json (a copy of that ConfigMap's,
+rewritten on every change, for 'openfief plugin verify --signers') and an env
+file of shell exports into the state directory, prints the commands to try
+next, and stops everything cleanly on Ctrl-C. Pods are played by kwok: they
+are scheduled and become Ready, but no container runs.
 
 --local-plugins also plays the kubelet for the demo plugins: each Plugin that
 runs a demo image runs as a local process built from this tree (nbp-fx, or the
@@ -55,7 +60,9 @@ view's CSV files appear in the state directory's webdav folder.
 With --node real (root; make node builds it), one real node runs instead:
 containerd, the kubelet, kube-proxy and kube-router's firewall, so plugins run
 as containers and their NetworkPolicies are enforced on real packets; the
-egress proxy then listens on the node's bridge address. It changes the
+egress proxy then listens on the node's bridge address, and resolves
+api.nbp.pl and dav.openfief.test to stand-ins at addresses of the node's
+bridge (the demo images trust their CAs). It changes the
 machine (a bridge, netfilter rules, cgroups, sysctls) and undoes it on exit,
 or at the next start after a kill: see docs/node.md.
 
@@ -72,7 +79,7 @@ The control-plane binaries come from .bin/ (make controlplane builds them).`,
 		Example: `  openfief dev
   # in another terminal:
   source .openfief-dev/env
-  openfief plugin install fx --image "$OPENFIEF_DEMO_IMAGE_V1" --signers "$OPENFIEF_SIGNERS"`,
+  openfief plugin install fx --image "$OPENFIEF_DEMO_IMAGE_V1"`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			abs, err := filepath.Abs(dir)
@@ -121,6 +128,7 @@ The control-plane binaries come from .bin/ (make controlplane builds them).`,
 			return nil
 		},
 	}
+	cmd.AddCommand(newCopyCommand(env))
 	f := cmd.Flags()
 	f.StringVar(&dir, "state-dir", ".openfief-dev", "directory for the kubeconfig, signers.json, the env file and logs")
 	f.IntVar(&nodes, "nodes", 1, "number of fake nodes")
@@ -140,8 +148,8 @@ func printDevSummary(w io.Writer, s *Stack) {
 	fmt.Fprintf(w, `
 The platform is running.
   kubeconfig:      %s
-  trusted signers: %s
-  registry:        %s
+  trusted signers: ConfigMap openfief-trusted-signers (the operator follows it; copied to %s)
+  registry:        %s (copy a vendor's image with its signatures: openfief dev copy IMAGE REPOSITORY)
   egress proxy:    %s (metrics: http://%s/metrics)
   core (owner API): %s (the owner's token required; the CLI mints it)
   demo images:
@@ -168,11 +176,11 @@ func printInClusterSummary(w io.Writer, s *Stack) {
 	fmt.Fprintf(w, `
 The platform is running in the cluster (version %s).
   kubeconfig:      %s
-  trusted signers: %s
+  trusted signers: ConfigMap openfief-trusted-signers (the operator follows it; copied to %s)
   overlay:         %s (on top of the release overlay %s)
-  plugin registry: %s
+  plugin registry: %s (push to %s; openfief dev copy IMAGE REPOSITORY copies one with its signatures)
   platform images:
-`, s.PlatformVersion, s.KubeconfigPath, s.SignersFile, s.OverlayDir, s.ReleaseDir, s.RegistryHost)
+`, s.PlatformVersion, s.KubeconfigPath, s.SignersFile, s.OverlayDir, s.ReleaseDir, s.RegistryHost, s.PushRegistry())
 	for _, name := range PlatformImages {
 		fmt.Fprintf(w, "    %-13s %s\n", name, s.PlatformImages[name])
 	}

@@ -138,10 +138,15 @@ type Stack struct {
 	KubeconfigPath string
 	// RegistryHost is the loopback registry's host:port; in the in-cluster
 	// mode the registry's name on the node's bridge, and RegistryLoopback
-	// the same registry on loopback, where this process pushes.
+	// the same registry on loopback, where this process pushes. Plugins
+	// name images by RegistryHost; PushRegistry is where to push them.
 	RegistryHost     string
 	RegistryLoopback string
-	// SignersFile trusts the local owner key (the operator's signers.json).
+	// SignersFile is a copy of the signers.json of the ConfigMap
+	// openfief-trusted-signers, which the operator follows and the stack
+	// creates trusting the local owner key; the stack rewrites the copy on
+	// every change of the ConfigMap (mirrorSigners), for `openfief plugin
+	// verify --signers`, which reads no cluster.
 	SignersFile string
 	// Images are the demo images by name (see DemoImages).
 	Images map[string]plugins.ImageRef
@@ -285,8 +290,9 @@ func service(name, portName string, port, podPort int32, selector string) *corev
 
 // startRegistry serves an in-memory OCI registry (with the Referrers API) on
 // loopback, pushes the demo images (the real nbp-fx image index, see
-// demoIndexes) and signs them with the owner key.
-func (s *Stack) startRegistry(ctx context.Context, dir string, signer *ocisign.KeySigner, progress io.Writer, realNode bool) error {
+// demoIndexes, each with the CA of cas[its plugin] added when there is
+// one) and signs them with the owner key.
+func (s *Stack) startRegistry(ctx context.Context, signer *ocisign.KeySigner, progress io.Writer, realNode bool, cas map[string][]byte) error {
 	demo, err := demoIndexes(ctx, progress, realNode)
 	if err != nil {
 		return err
@@ -313,7 +319,13 @@ func (s *Stack) startRegistry(ctx context.Context, dir string, signer *ocisign.K
 		s.gateImage = ref.String()
 	}
 	for _, d := range DemoImages() {
-		ref, err := images.PushIndex(ctx, s.RegistryHost+"/"+d.Repository, demo[d.Name], images.PushOptions{})
+		idx := demo[d.Name]
+		if ca, ok := cas[d.Plugin]; ok {
+			if idx, err = images.WithExtraCA(idx, standInCAName, ca); err != nil {
+				return err
+			}
+		}
+		ref, err := images.PushIndex(ctx, s.RegistryHost+"/"+d.Repository, idx, images.PushOptions{})
 		if err != nil {
 			return err
 		}
@@ -322,30 +334,7 @@ func (s *Stack) startRegistry(ctx context.Context, dir string, signer *ocisign.K
 		}
 		s.Images[d.Name] = ref
 	}
-	signers, err := signer.SignersJSON("local-owner")
-	if err != nil {
-		return err
-	}
-	s.SignersFile = filepath.Join(dir, "signers.json")
-	return os.WriteFile(s.SignersFile, signers, 0o600)
-}
-
-// publishSigners writes the owner's signers.json into the ConfigMap
-// openfief-trusted-signers too, where an install keeps it (the operator here
-// reads the file): the CLI and the dashboard read the owner's signers from
-// the cluster, so they trust and name the local owner key as the operator
-// does (D-45).
-func (s *Stack) publishSigners(ctx context.Context, client kubernetes.Interface) error {
-	raw, err := os.ReadFile(s.SignersFile)
-	if err != nil {
-		return err
-	}
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: plugins.OwnerSignersConfigMap, Namespace: plugins.Namespace},
-		Data:       map[string]string{plugins.OwnerSignersKey: string(raw)},
-	}
-	_, err = client.CoreV1().ConfigMaps(plugins.Namespace).Create(ctx, cm, metav1.CreateOptions{})
-	return err
+	return nil
 }
 
 // PublishImage pushes a plugin image with manifest m to the stack's registry
@@ -364,11 +353,7 @@ func (s *Stack) PublishImage(ctx context.Context, repo string, m plugins.Manifes
 // PublishBuiltImage pushes img, a plugin image built elsewhere (its
 // manifest label already set), and signs it as PublishImage does.
 func (s *Stack) PublishBuiltImage(ctx context.Context, repo string, img v1.Image) (plugins.ImageRef, error) {
-	push := s.RegistryHost
-	if s.RegistryLoopback != "" {
-		push = s.RegistryLoopback
-	}
-	ref, err := ocisign.Push(ctx, push, repo, img)
+	ref, err := ocisign.Push(ctx, s.PushRegistry(), repo, img)
 	if err != nil {
 		return plugins.ImageRef{}, err
 	}
@@ -378,18 +363,30 @@ func (s *Stack) PublishBuiltImage(ctx context.Context, repo string, img v1.Image
 	return plugins.ParseImageRef(s.RegistryHost + "/" + repo + "@" + ref.Digest())
 }
 
+// PushRegistry is the stack registry's address on this machine, where
+// images are pushed and signed: RegistryHost, or in the in-cluster mode
+// RegistryLoopback. An image pushed there is named, in a Plugin, under
+// RegistryHost with the same repository and digest.
+func (s *Stack) PushRegistry() string {
+	if s.RegistryLoopback != "" {
+		return s.RegistryLoopback
+	}
+	return s.RegistryHost
+}
+
 // startOperator runs the operator in this process as the binary builds it
-// (operator.Options, ManagerOptions, AddToManager), trusting the local owner
-// key besides OpenFief's CI and the catalog, as OperatorUser when
-// opts.RunAsServiceAccounts. It serves no metrics or probes and elects no
-// leader.
+// (operator.Options, ManagerOptions, AddToManager), as OperatorUser when
+// opts.RunAsServiceAccounts. Like an installed operator it follows the
+// owner's signers in the ConfigMap openfief-trusted-signers live (OF-31),
+// which holds the local owner key when it starts: an owner's edit there
+// applies at once, as on a cluster. It serves no metrics or probes and
+// elects no leader.
 func (s *Stack) startOperator(opts Options) error {
 	scheme, err := apiconv.NewScheme()
 	if err != nil {
 		return err
 	}
 	o := operator.DefaultOptions()
-	o.TrustedSignersFile = s.SignersFile
 	o.Cluster.Gate.Image, o.Cluster.Gate.Disabled = s.gateImage, opts.DisableIsolationGate
 	if s.gateImage == "" {
 		// kwok runs no container: a name that is never pulled.
@@ -488,6 +485,7 @@ func (s *Stack) writeEnv(dir string) error {
 	fmt.Fprintf(&b, "export KUBECONFIG=%q\n", s.KubeconfigPath)
 	fmt.Fprintf(&b, "export OPENFIEF_SIGNERS=%q\n", s.SignersFile)
 	fmt.Fprintf(&b, "export OPENFIEF_REGISTRY=%q\n", s.RegistryHost)
+	fmt.Fprintf(&b, "export %s=%q\n", EnvRegistryPush, s.PushRegistry())
 	if s.PlatformImages != nil {
 		// In-cluster, the CLI reaches the core through the API server and
 		// reads the plugin registry on the node's bridge over plain HTTP.
@@ -515,6 +513,12 @@ func (s *Stack) writeEnv(dir string) error {
 	s.EnvFile = filepath.Join(dir, "env")
 	return os.WriteFile(s.EnvFile, []byte(b.String()), 0o600)
 }
+
+// EnvRegistryPush names, in the env file, where to push and sign an image
+// for the stack's registry (PushRegistry); OPENFIEF_REGISTRY is the
+// registry's name in a Plugin's image, which the node pulls. Both are the
+// same address but in the in-cluster mode.
+const EnvRegistryPush = "OPENFIEF_REGISTRY_PUSH"
 
 // The env file's names for the WebDAV stand-in (writeEnv).
 const (

@@ -190,20 +190,12 @@ func (s *Stack) startBridgeRegistry(ctx context.Context, opts *Options) error {
 	if s.checkProbe, err = s.pushSigned(ctx, CheckProbeRepository, s.checkProbeIndex); err != nil {
 		return fmt.Errorf("the check probe: %w", err)
 	}
-	signers, err := s.signer.SignersJSON("local-owner")
-	if err != nil {
-		return err
-	}
-	s.SignersFile = filepath.Join(opts.Dir, "signers.json")
-	if err := os.WriteFile(s.SignersFile, signers, 0o600); err != nil {
-		return err
-	}
 	// The namespace first: the install applies it again as its own.
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plugins.Namespace}}
 	if _, err := s.admin.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	return s.publishSigners(ctx, s.admin)
+	return s.publishOwnerKey(ctx, *opts)
 }
 
 // pushSigned pushes idx to the bridge registry's repository through its

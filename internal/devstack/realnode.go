@@ -3,6 +3,8 @@ package devstack
 import (
 	"context"
 	"net"
+	"net/netip"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/arkadiuss/openfief/internal/devcluster"
+	"github.com/arkadiuss/openfief/internal/egress"
 	"github.com/arkadiuss/openfief/internal/operator"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
@@ -89,4 +92,56 @@ func (s *Stack) installProxyOnNode(ctx context.Context, client kubernetes.Interf
 		return err
 	}
 	return nil
+}
+
+// startNodeStandIns, with a real node, serves the NBP stand-in and the
+// WebDAV stand-in each at a stand-in address of the node's bridge
+// (devcluster's StandInAddress: public unicast, which the egress proxy's
+// address policy lets through), on port 443, as the in-cluster mode does;
+// and has the in-process egress proxy resolve api.nbp.pl and FakeDAVHost
+// to them, any other name as this machine does. A plugin pod thus reaches
+// its institution's stand-in only through the proxy, as it would the
+// institution; the demo images trust the stand-ins' CAs
+// (startSignedRegistry).
+func (s *Stack) startNodeStandIns(_ context.Context, opts *Options) error {
+	nbpAddr, err := s.Cluster.StandInAddress()
+	if err != nil {
+		return err
+	}
+	nbp, err := StartFakeNBP(net.JoinHostPort(nbpAddr.String(), "443"))
+	if err != nil {
+		return err
+	}
+	s.stops = append(s.stops, nbp.Close)
+	s.FakeNBP = nbp
+	davAddr, err := s.Cluster.StandInAddress()
+	if err != nil {
+		return err
+	}
+	dav, err := StartFakeDAV(net.JoinHostPort(davAddr.String(), "443"), filepath.Join(opts.Dir, "webdav"))
+	if err != nil {
+		return err
+	}
+	s.stops = append(s.stops, dav.Close)
+	s.FakeDAV = dav
+	standIns, dialer, err := standInRoutes(nbp.route(), dav.route())
+	if err != nil {
+		return err
+	}
+	opts.ProxyResolver, opts.ProxyDialer = standInsFirst{standIns: standIns, next: net.DefaultResolver}, dialer
+	return nil
+}
+
+// standInsFirst answers the stand-ins' names from its table and asks next
+// for every other name.
+type standInsFirst struct {
+	standIns fixedResolver
+	next     egress.Resolver
+}
+
+func (r standInsFirst) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	if addrs, err := r.standIns.LookupNetIP(ctx, network, host); err == nil {
+		return addrs, nil
+	}
+	return r.next.LookupNetIP(ctx, network, host)
 }

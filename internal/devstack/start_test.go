@@ -46,11 +46,12 @@ func TestStartPlan(t *testing.T) {
 		opts Options
 		want []string
 	}{
-		"kwok":                   {Options{Dir: "/state"}, always(nil, nil)},
-		"as service accounts":    {Options{Dir: "/state", RunAsServiceAccounts: true}, always([]string{"applying the ServiceAccounts"}, nil)},
-		"local plugins":          {Options{Dir: "/state", LocalPlugins: true}, always(nil, []string{"building nbp-fx and"})},
-		"real node":              {Options{Dir: "/state", Node: devcluster.NodeReal}, always([]string{"pointing the egress"}, nil)},
-		"real node, all of them": {Options{Dir: "/state", Node: devcluster.NodeReal, RunAsServiceAccounts: true, LocalPlugins: true}, always([]string{"pointing the egress", "applying the ServiceAccounts"}, []string{"building nbp-fx and"})},
+		"kwok":                    {Options{Dir: "/state"}, always(nil, nil)},
+		"as service accounts":     {Options{Dir: "/state", RunAsServiceAccounts: true}, always([]string{"applying the ServiceAccounts"}, nil)},
+		"local plugins":           {Options{Dir: "/state", LocalPlugins: true}, always(nil, []string{"building nbp-fx and"})},
+		"real node":               {Options{Dir: "/state", Node: devcluster.NodeReal}, always([]string{"pointing the egress", "standing in for"}, nil)},
+		"real node, its resolver": {Options{Dir: "/state", Node: devcluster.NodeReal, ProxyResolver: fixedResolver{}}, always([]string{"pointing the egress"}, nil)},
+		"real node, all of them":  {Options{Dir: "/state", Node: devcluster.NodeReal, RunAsServiceAccounts: true, LocalPlugins: true}, always([]string{"pointing the egress", "applying the ServiceAccounts"}, []string{"building nbp-fx and"})},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -153,7 +154,8 @@ func TestStartKwok(t *testing.T) {
 		t.Errorf("kubeconfig %s: %d bytes, %v", s.KubeconfigPath, len(raw), err)
 	}
 
-	// The signed registry: the operator's signers file is the cluster's.
+	// The signed registry: its key is in the cluster's signers, which the
+	// signers file copies.
 	signers, err := os.ReadFile(s.SignersFile)
 	if err != nil {
 		t.Fatal(err)
@@ -229,6 +231,7 @@ func TestStartKwok(t *testing.T) {
 		`export OPENFIEF_CORE_URL="` + s.CoreURL + `"`,
 		`export OPENFIEF_EGRESS_PROXY="` + s.ProxyAddress + `"`,
 		`export OPENFIEF_REGISTRY="` + s.RegistryHost + `"`,
+		`export OPENFIEF_REGISTRY_PUSH="` + s.RegistryHost + `"`,
 	} {
 		if !strings.Contains(string(env), line+"\n") {
 			t.Errorf("env file lacks %s:\n%s", line, env)

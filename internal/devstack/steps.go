@@ -22,7 +22,8 @@ type startStep struct {
 }
 
 // startPlan lists Start's steps of s for opts, in order, leaving out those
-// opts does not ask for: the real node's proxy address (Node), the
+// opts does not ask for: the real node's proxy address and stand-ins (Node;
+// the stand-ins unless LocalPlugins or ProxyResolver brings its own), the
 // components' identities (RunAsServiceAccounts) and the local plugin
 // processes (LocalPlugins).
 func (s *Stack) startPlan(opts Options) []startStep {
@@ -36,6 +37,9 @@ func (s *Stack) startPlan(opts Options) []startStep {
 	if opts.Node == devcluster.NodeReal {
 		plan = append(plan, startStep{"pointing the egress proxy's Service at the node's bridge address, and letting plugin pods reach it there",
 			func(ctx context.Context, _ *Options) error { return s.installProxyOnNode(ctx, s.admin) }})
+		if !opts.LocalPlugins && opts.ProxyResolver == nil {
+			plan = append(plan, startStep{"standing in for api.nbp.pl and the owner's WebDAV server (" + FakeDAVHost + ") on the node (the demo needs no internet): HTTPS servers of its own, which the egress proxy resolves the names to", s.startNodeStandIns})
+		}
 	}
 	if opts.RunAsServiceAccounts {
 		plan = append(plan, startStep{"applying the ServiceAccounts and RBAC of deploy/operator, deploy/egress-proxy and deploy/core, to run each as those",
@@ -123,15 +127,23 @@ func (s *Stack) installBasics(ctx context.Context, _ *Options) error {
 
 // startSignedRegistry makes the local owner key, serves the demo images
 // signed with it from a loopback registry (which a real node is told to
-// trust over plain HTTP), and publishes the key in the cluster's
-// openfief-trusted-signers.
+// trust over plain HTTP; the demo images then trust the CAs of the
+// stand-ins on the node, when they run), publishes the key in the cluster's
+// openfief-trusted-signers and mirrors that ConfigMap into signers.json.
 func (s *Stack) startSignedRegistry(ctx context.Context, opts *Options) error {
 	signer, err := ocisign.NewKeySigner()
 	if err != nil {
 		return err
 	}
 	s.signer = signer
-	if err := s.startRegistry(ctx, opts.Dir, signer, opts.Progress, opts.Node == devcluster.NodeReal); err != nil {
+	cas := map[string][]byte{}
+	if s.FakeNBP != nil {
+		cas[DemoPlugin] = s.FakeNBP.CAPEM()
+	}
+	if s.FakeDAV != nil {
+		cas[DemoView] = s.FakeDAV.CAPEM()
+	}
+	if err := s.startRegistry(ctx, signer, opts.Progress, opts.Node == devcluster.NodeReal, cas); err != nil {
 		return err
 	}
 	if opts.Node == devcluster.NodeReal {
@@ -140,7 +152,21 @@ func (s *Stack) startSignedRegistry(ctx context.Context, opts *Options) error {
 			return err
 		}
 	}
-	return s.publishSigners(ctx, s.admin)
+	return s.publishOwnerKey(ctx, *opts)
+}
+
+// publishOwnerKey creates openfief-trusted-signers trusting the local owner
+// key under ownerSignersName and starts mirroring it into signers.json.
+func (s *Stack) publishOwnerKey(ctx context.Context, opts Options) error {
+	signers, err := s.signer.SignersJSON(ownerSignersName)
+	if err != nil {
+		return err
+	}
+	if err := s.publishSigners(ctx, s.admin, opts.Dir, signers); err != nil {
+		return err
+	}
+	s.mirrorSigners(s.admin, slog.New(slog.NewTextHandler(orDiscard(opts.Logs), nil)))
+	return nil
 }
 
 // startEgressProxy starts the egress proxy as its own identity. With
