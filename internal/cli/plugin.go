@@ -20,7 +20,11 @@ signer signed its image.`,
   openfief plugin upgrade nbp-fx --image NEW-IMAGE
   openfief plugin revoke nbp-fx --yes
   openfief plugin uninstall nbp-fx --purge
-  openfief plugin purge-data`,
+  openfief plugin purge-data
+
+  # For plugin authors
+  openfief plugin init acme-rates --lang go
+  openfief plugin label --check registry.example/acme-rates:0.1.0`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -36,6 +40,8 @@ signer signed its image.`,
 		newPurgeDataCommand(env),
 		newWaitCommand(env),
 		newImportCommand(env),
+		newInitCommand(env),
+		newLabelCommand(env),
 	)
 	return cmd
 }

@@ -1,6 +1,7 @@
 package plugininit
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -82,10 +83,12 @@ func (e *OptionError) Unwrap() error { return e.Err }
 // Validate checks o, reading only the SDK folder, and makes SDK absolute.
 func (o *Options) Validate() error {
 	if err := plugins.ValidateName(o.Name); err != nil {
-		return &OptionError{"NAME", fmt.Errorf("%w: a plugin's name is a lower-case DNS label starting with a letter, at most %d characters, as the Plugin resource requires", err, plugins.MaxNameLength)}
+		return &OptionError{"NAME", fmt.Errorf("%w (the rule of a Plugin resource's name: a lower-case DNS label starting with a letter, at most %d characters)", err, plugins.MaxNameLength)}
 	}
 	switch o.Lang {
 	case Go, TypeScript:
+	case "":
+		return &OptionError{"--lang", errors.New("required: go or ts")}
 	default:
 		return &OptionError{"--lang", fmt.Errorf("%q is not a language plugin init writes: go or ts", o.Lang)}
 	}

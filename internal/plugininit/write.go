@@ -5,7 +5,6 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -138,7 +137,7 @@ func Write(dir string, o Options) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	switch {
 	case err == nil && len(entries) > 0:
-		return nil, &OptionError{"--dir", fmt.Errorf("%s: %w", dir, ErrNotEmpty)}
+		return nil, &OptionError{"--dir", ErrNotEmpty}
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return nil, &OptionError{"--dir", err}
 	}

@@ -190,7 +190,7 @@ func TestValidateRefuses(t *testing.T) {
 		"long name":        {Options{Name: strings.Repeat("a", 57), Lang: Go, Kind: Connector}, "NAME", "at most 56"},
 		"digit first":      {Options{Name: "1acme", Lang: Go, Kind: Connector}, "NAME", "starting with a letter"},
 		"unknown language": {Options{Name: "acme", Lang: "rust", Kind: Connector}, "--lang", "go or ts"},
-		"no language":      {Options{Name: "acme", Kind: Connector}, "--lang", "go or ts"},
+		"no language":      {Options{Name: "acme", Kind: Connector}, "--lang", "required: go or ts"},
 		"unknown kind":     {Options{Name: "acme", Lang: Go, Kind: "exporter"}, "--kind", "connector or view"},
 		"not the Go SDK":   {Options{Name: "acme", Lang: Go, Kind: Connector, SDK: root}, "--sdk", "sdk/go"},
 		"not the TS SDK":   {Options{Name: "acme", Lang: TypeScript, Kind: Connector, SDK: filepath.Join(root, "sdk", "go")}, "--sdk", "sdk/ts"},

@@ -66,10 +66,10 @@ func (v *Verifier) ReadLabel(ctx context.Context, image, key string) (string, []
 			return "", nil, err
 		}
 		l.Digest = desc.Digest.String()
-		return desc.Digest.String(), []ImageLabel{l}, nil
+		return ref.Context().Digest(desc.Digest.String()).String(), []ImageLabel{l}, nil
 	case desc.MediaType.IsIndex():
 		labels, err := indexLabels(desc, ref, key)
-		return desc.Digest.String(), labels, err
+		return ref.Context().Digest(desc.Digest.String()).String(), labels, err
 	default:
 		return "", nil, fmt.Errorf("%w: %s is a %s, not an image", plugins.ErrInvalidImage, ref, desc.MediaType)
 	}

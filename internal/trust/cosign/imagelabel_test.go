@@ -44,7 +44,7 @@ func TestReadLabel(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", ref, err)
 		}
-		if d != single.Digest() || len(got) != 1 || got[0] != (ImageLabel{Digest: single.Digest(), Value: "one", Found: true}) {
+		if d != single.String() || len(got) != 1 || got[0] != (ImageLabel{Digest: single.Digest(), Value: "one", Found: true}) {
 			t.Errorf("%s: ReadLabel = %s %+v", ref, d, got)
 		}
 	}
@@ -57,7 +57,7 @@ func TestReadLabel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d != idx.Digest() || len(got) != 2 {
+	if d != idx.String() || len(got) != 2 {
 		t.Fatalf("index: ReadLabel = %s %+v, want 2 platform images (not the attestation)", d, got)
 	}
 	byPlatform := map[string]ImageLabel{}
