@@ -19,7 +19,8 @@ import (
 // would ship it) and runs what a vendor runs in them: npm install (from the
 // npm registry), npm test (the type check and the test) and npm run build.
 // The built program then refuses to start without the environment the
-// operator sets. It needs sdk/ts's npm packages (make ts-deps) to build the
+// operator sets. The skeletons' TypeScript must be formatted by the SDK's
+// prettier and its settings. It needs sdk/ts's npm packages (make ts-deps) to build the
 // SDK, and writes nothing under sdk/ts.
 func TestTSProjects(t *testing.T) {
 	if testing.Short() {
@@ -32,8 +33,10 @@ func TestTSProjects(t *testing.T) {
 	if err := images.TSDepsInstalled(abs); err != nil {
 		t.Skipf("sdk/ts's npm packages are not installed (make ts-deps): %v", err)
 	}
-	sdk := filepath.Join(t.TempDir(), "sdk")
 	src := filepath.Join(abs, "sdk", "ts")
+	// The skeletons are formatted as the SDK's sources are.
+	run(t, abs, filepath.Join(src, "node_modules", ".bin", "prettier"), "--config", filepath.Join(src, ".prettierrc.json"), "--check", filepath.Join("internal", "plugininit", "skeleton", "ts"))
+	sdk := filepath.Join(t.TempDir(), "sdk")
 	run(t, src, filepath.Join(src, "node_modules", ".bin", "tsc"), "-p", filepath.Join(src, "tsconfig.json"), "--outDir", filepath.Join(sdk, "dist"))
 	for _, f := range []string{"package.json", "LICENSE", "README.md"} {
 		raw, err := os.ReadFile(filepath.Join(src, f))

@@ -23,7 +23,10 @@ test("sync answers a delivery by the contract's rules", async () => {
       ConnectorService,
       createConnectTransport({ baseUrl: `http://127.0.0.1:${addr.port}`, httpVersion: "1.1" }),
     );
-    const res = await client.sync({ batchId: "batch-1" }, { headers: { authorization: "Bearer core" } });
+    const res = await client.sync(
+      { batchId: "batch-1" },
+      { headers: { authorization: "Bearer core" } },
+    );
     assert.ok(res.delivery);
     assert.deepEqual(validate(res.delivery), []);
     assert.equal(res.delivery.batchId, "batch-1");

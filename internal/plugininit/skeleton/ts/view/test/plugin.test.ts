@@ -35,7 +35,12 @@ test("a page sent twice is kept once", async () => {
           institution: { id: "example-bank", name: "Example Bank" },
           entry: {
             case: "fxRate" as const,
-            value: { date: "2026-01-02", baseCurrency: "EUR", quoteCurrency: "USD", rate: "1.0350" },
+            value: {
+              date: "2026-01-02",
+              baseCurrency: "EUR",
+              quoteCurrency: "USD",
+              rate: "1.0350",
+            },
           },
         },
       ],
