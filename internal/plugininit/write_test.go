@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -235,5 +236,31 @@ func TestWrite(t *testing.T) {
 	var oe *OptionError
 	if !errors.Is(err, ErrNotEmpty) || !errors.As(err, &oe) || oe.Option != "--dir" {
 		t.Errorf("a folder with files: %v, want ErrNotEmpty of --dir", err)
+	}
+}
+
+// TestNameRuleIsTheCRDs: NAME is refused exactly when the Plugin CRD's
+// validation would refuse it as a Plugin's metadata.name.
+func TestNameRuleIsTheCRDs(t *testing.T) {
+	crd, err := os.ReadFile(filepath.Join(root, "deploy", "crds", "openfief.io_plugins.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`self\.metadata\.name\.matches\('([^']+)'\)`).FindSubmatch(crd)
+	size := regexp.MustCompile(`size\(self\.metadata\.name\) <= ([0-9]+)`).FindSubmatch(crd)
+	if m == nil || size == nil {
+		t.Fatal("the CRD's name rule was not found")
+	}
+	pattern := regexp.MustCompile(string(m[1]))
+	maxLen, err := strconv.Atoi(string(size[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "acme", "acme-rates", "a1", "a-1-b", "", "1a", "-a", "a-", "Acme", "a_b", "a.b", "ä", strings.Repeat("a", 56), strings.Repeat("a", 57)} {
+		crdAccepts := pattern.MatchString(name) && len(name) <= maxLen
+		err := (&Options{Name: name, Lang: Go, Kind: Connector}).Validate()
+		if (err == nil) != crdAccepts {
+			t.Errorf("%q: the CRD accepts it: %v; Validate: %v", name, crdAccepts, err)
+		}
 	}
 }
