@@ -17,13 +17,29 @@ import (
 )
 
 // labelFormats are --format's values: how the label is written for each
-// build tool. Each but "value" is one shell word, single-quoted, ready for
-// eval.
+// build tool. Each but "value" is shell-quoted, ready for eval, and written
+// so that the tool's flag parser reads back exactly the label's value.
 var labelFormats = map[string]func(label string) string{
-	"value":  func(l string) string { return l },
+	"value": func(l string) string { return l },
+	// docker and buildah take --label's value as it is.
 	"docker": func(l string) string { return "--label " + shellQuote(plugins.ManifestLabel+"="+l) },
-	"crane":  func(l string) string { return shellQuote("--label=" + plugins.ManifestLabel + "=" + l) },
-	"ko":     func(l string) string { return shellQuote("--image-label=" + plugins.ManifestLabel + "=" + l) },
+	// crane's --label is a pflag map: a value with one "=" is read as it
+	// is, one with more as a line of CSV.
+	"crane": func(l string) string {
+		kv := plugins.ManifestLabel + "=" + l
+		if strings.Count(kv, "=") > 1 {
+			kv = csvField(kv)
+		}
+		return shellQuote("--label=" + kv)
+	},
+	// ko's --image-label is a pflag list, always read as a line of CSV.
+	"ko": func(l string) string { return shellQuote("--image-label=" + csvField(plugins.ManifestLabel+"="+l)) },
+}
+
+// csvField writes s as one quoted field of a CSV line, as pflag's list and
+// map flags read their values: the JSON's commas and quotes stay in it.
+func csvField(s string) string {
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
 }
 
 // labelOptions are `openfief plugin label`'s flags and argument.
@@ -53,11 +69,12 @@ byte for byte. The operator reads a plugin's manifest only from that label,
 which the image's signature covers; first-party images carry exactly this
 value.
 
---format writes it for a build tool, as one shell-quoted word:
+--format writes it for a build tool, shell-quoted, as the tool's flag
+parser reads it back:
   value   the label's value alone (default)
   docker  --label 'KEY=VALUE', for docker build and buildah
-  crane   '--label=KEY=VALUE', for crane mutate
-  ko      '--image-label=KEY=VALUE', for ko build
+  crane   '--label=KEY=VALUE', for crane mutate (VALUE as CSV when it holds a "=")
+  ko      '--image-label="KEY=VALUE"', for ko build (as CSV, quotes doubled)
 
 --check IMAGE reads IMAGE (by tag or digest) from its registry, each platform
 image of an index, and exits 1 naming the first difference when a label is

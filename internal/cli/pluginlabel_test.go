@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
+
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/trust/cosign/cosigntest"
 )
@@ -54,29 +56,58 @@ const quoted = `{
 }`
 
 // TestPluginLabelFormats runs each format's output through a real shell and
-// checks that it reads the words the build tool expects.
+// then through the flag parser the tool uses (docker's takes the word as it
+// is; crane's --label is a pflag map, ko's --image-label a pflag list), and
+// checks that the label read back is the value, for a manifest with a
+// single quote and one with an "=" too (which crane reads as CSV).
 func TestPluginLabelFormats(t *testing.T) {
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "manifest.json"), quoted)
-	value := `{"capabilities":["connector"],"egress":["api.example.com"],"configSchema":{"title":"acme's config","type":"object"}}`
-	r := openfief(t, nil, runOpts{}, "plugin", "label", dir)
-	expect(t, r, ExitOK)
-	if r.out != value+"\n" {
-		t.Fatalf("value: %s", r.out)
-	}
-	for format, words := range map[string][]string{
-		"docker": {"--label", plugins.ManifestLabel + "=" + value},
-		"crane":  {"--label=" + plugins.ManifestLabel + "=" + value},
-		"ko":     {"--image-label=" + plugins.ManifestLabel + "=" + value},
-	} {
-		r := openfief(t, nil, runOpts{}, "plugin", "label", dir, "--format", format)
-		expect(t, r, ExitOK)
-		out, err := exec.Command("sh", "-c", `eval "set -- $1"; printf '%s\n' "$@"`, "sh", strings.TrimSuffix(r.out, "\n")).Output()
+	eq := `{"capabilities":["connector"],"configSchema":{"title":"a=b, c's","type":"object"}}`
+	for name, manifest := range map[string]string{"a quote": quoted, "an equals sign": eq} {
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "manifest.json"), manifest)
+		value, err := plugins.ManifestLabelValue([]byte(manifest))
 		if err != nil {
-			t.Fatalf("%s: sh: %v", format, err)
+			t.Fatal(err)
 		}
-		if got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n"); strings.Join(got, "\x00") != strings.Join(words, "\x00") {
-			t.Errorf("--format %s through a shell gives %q, want %q", format, got, words)
+		r := openfief(t, nil, runOpts{}, "plugin", "label", dir)
+		expect(t, r, ExitOK)
+		if r.out != value+"\n" {
+			t.Fatalf("%s: value %s", name, r.out)
+		}
+		for _, format := range []string{"docker", "crane", "ko"} {
+			r := openfief(t, nil, runOpts{}, "plugin", "label", dir, "--format", format)
+			expect(t, r, ExitOK)
+			out, err := exec.Command("sh", "-c", `eval "set -- $1"; printf '%s\n' "$@"`, "sh", strings.TrimSuffix(r.out, "\n")).Output()
+			if err != nil {
+				t.Fatalf("%s: sh: %v", format, err)
+			}
+			words := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+			fs := pflag.NewFlagSet(format, pflag.ContinueOnError)
+			docker := fs.StringArray("label-docker", nil, "")
+			crane := fs.StringToString("label", nil, "")
+			ko := fs.StringSlice("image-label", nil, "")
+			if format == "docker" && len(words) == 2 && words[0] == "--label" {
+				words = []string{"--label-docker=" + words[1]}
+			}
+			if err := fs.Parse(words); err != nil || fs.NArg() != 0 {
+				t.Fatalf("%s %s: %q does not parse as one flag: %v", name, format, words, err)
+			}
+			var got string
+			switch format {
+			case "docker":
+				if len(*docker) == 1 {
+					got, _ = strings.CutPrefix((*docker)[0], plugins.ManifestLabel+"=")
+				}
+			case "crane":
+				got = (*crane)[plugins.ManifestLabel]
+			case "ko":
+				if len(*ko) == 1 {
+					got, _ = strings.CutPrefix((*ko)[0], plugins.ManifestLabel+"=")
+				}
+			}
+			if got != value {
+				t.Errorf("%s: --format %s reads back as %q, want %q", name, format, got, value)
+			}
 		}
 	}
 }
