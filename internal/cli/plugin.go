@@ -11,7 +11,8 @@ func newPluginCommand(env *Env) *cobra.Command {
 		Long: `Manage plugin instances: Plugin resources (the vendor's request, copied from the
 image's signed manifest label) and PluginGrant resources (what you approved).
 The operator runs a plugin only with what both hold, and only when a trusted
-signer signed its image.`,
+signer signed its image. For plugin authors, init writes a new plugin project
+and label writes or checks the manifest label of its image.`,
 		Example: `  openfief plugin verify IMAGE --signers signers.json
   openfief plugin install nbp-fx --image IMAGE --config config.yaml
   openfief plugin approve nbp-fx
@@ -20,7 +21,11 @@ signer signed its image.`,
   openfief plugin upgrade nbp-fx --image NEW-IMAGE
   openfief plugin revoke nbp-fx --yes
   openfief plugin uninstall nbp-fx --purge
-  openfief plugin purge-data`,
+  openfief plugin purge-data
+
+  # For plugin authors
+  openfief plugin init acme-rates --lang go
+  openfief plugin label --check registry.example/acme-rates:0.1.0`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -36,6 +41,8 @@ signer signed its image.`,
 		newPurgeDataCommand(env),
 		newWaitCommand(env),
 		newImportCommand(env),
+		newInitCommand(env),
+		newLabelCommand(env),
 	)
 	return cmd
 }

@@ -43,6 +43,12 @@ func (f *trustFlags) register(fs *pflag.FlagSet, clusterDefault bool) {
 	}
 	fs.StringVar(&f.signersFile, "signers", "", help)
 	fs.StringVar(&f.catalogFile, "catalog-file", "", "a release's catalog, its plugins.json, used only with the release's signature beside it (FILE"+plugins.CatalogSignatureSuffix+") by OpenFief's CI or a publisher of this CLI's own catalog (default: this CLI's built-in catalog, the one its release built into the operator)")
+	f.registerRegistry(fs)
+}
+
+// registerRegistry registers only the flags that say how registries are
+// read: --insecure-registry and --registry-config.
+func (f *trustFlags) registerRegistry(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.insecure, "insecure-registry", insecureFromEnv(), "a registry host[:port] read over plain HTTP (repeatable; loopback registries always are; default: $"+EnvInsecureRegistries+", comma-separated)")
 	fs.StringVar(&f.registryConfig, "registry-config", "", "a docker config.json with registry credentials (default: the owner's docker config, ~/.docker/config.json or $DOCKER_CONFIG, with its credential helpers, as crane and cosign read it)")
 }

@@ -70,6 +70,9 @@ func FuzzParseManifestLabel(f *testing.F) {
 		if errB == nil && ma.Equal(mb) != mb.Equal(ma) {
 			t.Fatalf("Equal is not symmetric for %q and %q", a, b)
 		}
+		if errB == nil && (ma.FirstDifference(mb) == "") != ma.Equal(mb) {
+			t.Fatalf("FirstDifference says %q where Equal says %v for %q and %q", ma.FirstDifference(mb), ma.Equal(mb), a, b)
+		}
 	})
 }
 

@@ -10,7 +10,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -147,16 +146,13 @@ func one(write bool, manifestPath, dockerfilePath string) error {
 	return os.WriteFile(dockerfilePath, want, 0o644)
 }
 
-// Label returns the label value for a manifest.json: the JSON compacted,
-// byte for byte otherwise, after checking that ParseManifestLabel accepts
-// it and that it can sit inside a Dockerfile's single quotes.
+// Label returns the label value for a manifest.json, as `openfief plugin
+// label` prints it (plugins.ManifestLabelValue: the JSON compacted, byte for
+// byte otherwise, accepted by ParseManifestLabel), after checking that it
+// can sit inside a Dockerfile's single quotes.
 func Label(manifest []byte) (string, error) {
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, manifest); err != nil {
-		return "", err
-	}
-	label := buf.String()
-	if _, err := plugins.ParseManifestLabel(label); err != nil {
+	label, err := plugins.ManifestLabelValue(manifest)
+	if err != nil {
 		return "", err
 	}
 	// Inside single quotes a Dockerfile takes everything literally, but a
