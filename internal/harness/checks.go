@@ -65,6 +65,10 @@ func describeManifest(m plugins.Manifest) string {
 	return clean(out, 300)
 }
 
+// needsOwner reports whether the plugin depends on what only an owner
+// gives: Secrets, or hosts of the owner's choosing.
+func (r *run) needsOwner() bool { return len(r.manifest.Secrets) > 0 || r.manifest.OwnerSlots() > 0 }
+
 func (r *run) has(c plugins.Capability) bool { return slices.Contains(r.manifest.Capabilities, c) }
 
 // checkServes waits for the plugin's port, then makes one call with the
@@ -90,9 +94,13 @@ func (r *run) checkServes(ctx context.Context) bool {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	waited := time.Since(start).Round(10 * time.Millisecond)
+	waited := time.Since(start).Round(time.Millisecond)
 	if err := r.probe(ctx, r.rightToken()); err != nil && !connect.IsWireError(err) {
-		r.set(CheckServes, Fail, "port %d accepts connections but answered no Connect RPC: %s", r.workload.PluginPort, clean(err.Error(), 300))
+		if st, done := r.hasExited(); done {
+			r.set(CheckServes, Fail, "the plugin exited before serving (%s)%s", describeExit(st), r.outputTail())
+			return false
+		}
+		r.set(CheckServes, Fail, "port %d accepts connections but answered no Connect RPC: %s%s", r.workload.PluginPort, clean(err.Error(), 300), r.outputTail())
 		return false
 	}
 	r.set(CheckServes, Pass, "serves the contract on port %d, %s after the start", r.workload.PluginPort, waited)
@@ -198,6 +206,11 @@ func (r *run) judgeCallError(check, method string, err error) {
 			method, describeAnswer(err))
 		return
 	}
+	if connect.IsWireError(err) && connect.CodeOf(err) == connect.CodeFailedPrecondition && r.needsOwner() {
+		r.set(check, Skip, "%s answered failed_precondition (%s): the harness mounts the manifest's Secrets empty and grants no host of the owner's",
+			method, describeAnswer(err))
+		return
+	}
 	r.set(check, Fail, "%s answered %s, where the contract allows a delivery or unavailable", method, describeAnswer(err))
 }
 
@@ -285,6 +298,9 @@ func (r *run) checkPages(ctx context.Context) {
 		case err == nil:
 		case connect.IsWireError(err) && connect.CodeOf(err) == connect.CodeUnavailable:
 			r.set(CheckPages, Skip, "Export of %s answered unavailable (%s): the place it exports to is a stand-in that completes no TLS", p.what, describeAnswer(err))
+			return
+		case connect.IsWireError(err) && connect.CodeOf(err) == connect.CodeFailedPrecondition && r.needsOwner():
+			r.set(CheckPages, Skip, "Export of %s answered failed_precondition (%s): the harness mounts the manifest's Secrets empty and grants no host of the owner's", p.what, describeAnswer(err))
 			return
 		default:
 			r.set(CheckPages, Fail, "Export of %s answered %s, where the contract wants OK for a page kept (again)", p.what, describeAnswer(err))
@@ -389,7 +405,7 @@ func (r *run) stop(ctx context.Context) {
 		select {
 		case <-r.exitDone:
 			r.set(CheckSigterm, Pass, "exited %s after SIGTERM (%s), within the %s grace period",
-				time.Since(start).Round(10*time.Millisecond), describeExit(r.exitStatus), r.opts.GracePeriod)
+				time.Since(start).Round(time.Millisecond), describeExit(r.exitStatus), r.opts.GracePeriod)
 		case <-time.After(r.opts.GracePeriod):
 			r.set(CheckSigterm, Fail, "still running %s after SIGTERM, when the kubelet would kill it", r.opts.GracePeriod)
 		case <-ctx.Done():

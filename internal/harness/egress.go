@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -57,13 +56,13 @@ func (r *egressRecord) LookupNetIP(_ context.Context, _, host string) ([]netip.A
 }
 
 // DialContext implements egress.Dialer: the stand-in for every host reads
-// what the plugin sends first (its TLS ClientHello) and closes, so no
+// the first bytes the plugin sends (its TLS ClientHello) and closes, so no
 // institution is ever reached and the plugin sees a failed handshake.
 func (r *egressRecord) DialContext(context.Context, string, string) (net.Conn, error) {
 	proxySide, standIn := net.Pipe()
 	go func() {
 		_ = standIn.SetDeadline(time.Now().Add(5 * time.Second))
-		_, _ = io.CopyN(io.Discard, standIn, 16<<10)
+		_, _ = standIn.Read(make([]byte, 16<<10))
 		_ = standIn.Close()
 	}()
 	return proxySide, nil

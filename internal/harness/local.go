@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,7 +32,8 @@ import (
 // inherited listener (OPENFIEF_LISTEN_FD, which only the Go SDK reads). It
 // has no namespace, no cgroup and no other user: it cannot see a direct
 // connection or a DNS query (Blind), and measures memory as the process's
-// maximum resident set, after it exits.
+// high-water mark of its resident set
+// (VmHWM), sampled while it runs.
 var LocalProcess Starter = startLocal
 
 // maxLocalBinary bounds the entrypoint LocalProcess copies out of an image.
@@ -122,6 +124,7 @@ func startLocal(ctx context.Context, pod Pod) (Runtime, error) {
 		r.waitErr = cmd.Wait()
 		close(r.done)
 	}()
+	go r.watchMemory(cmd.Process.Pid)
 	return r, nil
 }
 
@@ -173,6 +176,42 @@ type localRuntime struct {
 	done    chan struct{}
 	waitErr error
 	once    sync.Once
+
+	// peak is the largest VmHWM seen, in bytes: the process's own
+	// high-water mark, read from /proc while it runs (the exit's rusage
+	// would count this process's memory too, kept across the exec).
+	peak atomic.Int64
+}
+
+// watchMemory reads the process's VmHWM every 50ms until it exits.
+func (r *localRuntime) watchMemory(pid int) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if hwm, ok := readVmHWM(pid); ok && hwm > r.peak.Load() {
+			r.peak.Store(hwm)
+		}
+		select {
+		case <-r.done:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// readVmHWM returns the VmHWM line of /proc/PID/status in bytes.
+func readVmHWM(pid int) (int64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb * 1024, err == nil
+		}
+	}
+	return 0, false
 }
 
 // CannotSee implements Blind.
@@ -233,7 +272,7 @@ func (r *localRuntime) Usage() (Usage, error) {
 		return Usage{}, errors.New("no resource usage on this system")
 	}
 	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	return Usage{PeakMemoryBytes: ru.Maxrss * 1024, CPUSeconds: cpu.Seconds()}, nil
+	return Usage{PeakMemoryBytes: r.peak.Load(), CPUSeconds: cpu.Seconds()}, nil
 }
 
 func (r *localRuntime) Close() error {

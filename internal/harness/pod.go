@@ -35,16 +35,25 @@ const pidsLimit = 1024
 
 // grantAll is the grant of an owner who approves everything m asks for, so
 // the harness runs the plugin with its whole request (D-16). The owner's own
-// hosts (ownerEgress) are not known; the egress check allows for them.
+// hosts (ownerEgress) are not known: each slot is filled with a placeholder
+// (ownerHost), which gives the plugin the proxy as an owner's host would,
+// and the egress check allows for the hosts its config names.
 func grantAll(m plugins.Manifest) plugins.Grant {
 	g := plugins.Grant{
 		Name: Instance, Capabilities: m.Capabilities, Egress: m.Egress, DataTiers: m.DataTiers, Resources: m.Resources,
+	}
+	for i := range m.OwnerSlots() {
+		g.OwnerEgress = append(g.OwnerEgress, ownerHost(i))
 	}
 	for _, s := range m.Secrets {
 		g.Secrets = append(g.Secrets, plugins.SecretGrant{Name: s.Name})
 	}
 	return g
 }
+
+// ownerHost is the placeholder for the owner's host of slot i, under the
+// reserved top-level domain .test (RFC 2606).
+func ownerHost(i int) string { return fmt.Sprintf("owner-%d.harness.openfief.test", i+1) }
 
 // compileWorkload runs the operator's own compilation of m under grantAll.
 func compileWorkload(m plugins.Manifest) (plugins.Workload, error) {
