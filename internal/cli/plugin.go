@@ -20,7 +20,8 @@ signer signed its image.`,
   openfief plugin upgrade nbp-fx --image NEW-IMAGE
   openfief plugin revoke nbp-fx --yes
   openfief plugin uninstall nbp-fx --purge
-  openfief plugin purge-data`,
+  openfief plugin purge-data
+  openfief plugin test IMAGE --signers signers.json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -36,6 +37,7 @@ signer signed its image.`,
 		newPurgeDataCommand(env),
 		newWaitCommand(env),
 		newImportCommand(env),
+		newPluginTestCommand(env),
 	)
 	return cmd
 }
