@@ -4,6 +4,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -188,6 +189,39 @@ func TestBrokenPluginsFailTheirCheck(t *testing.T) {
 				if other.Name != check && other.Status == Fail {
 					t.Errorf("%s: %s failed too: %s", b.dir, other.Name, other.Reason)
 				}
+			}
+		})
+	}
+}
+
+// TestSandboxBrokenPluginsFailTheirCheck runs the broken plugins in the
+// sandbox (NewRuntime), which sees the network too: each must fail its
+// check, directnet's network check included. It is skipped where the
+// sandbox is not built in or the test does not run as root.
+func TestSandboxBrokenPluginsFailTheirCheck(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the sandbox needs root")
+	}
+	dir := binaries(t)
+	for check, b := range broken {
+		t.Run(b.dir, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+			defer cancel()
+			rep, err := Run(ctx, Options{
+				Image: pluginImage(t, dir, b.dir, b.label), Name: b.dir, Start: NewRuntime,
+				GracePeriod: 5 * time.Second, ServeTimeout: 20 * time.Second,
+			})
+			if errors.Is(err, ErrNoSandbox) {
+				t.Skip(err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			_ = rep.WriteText(&out)
+			t.Logf("report:\n%s", out.String())
+			if res, _ := rep.Get(check); res.Status != Fail {
+				t.Errorf("%s: %s is %s (%s), want fail", b.dir, check, res.Status, res.Reason)
 			}
 		})
 	}
