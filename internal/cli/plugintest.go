@@ -126,6 +126,9 @@ func (o *pluginTestOptions) Run(ctx context.Context) error {
 		start = harness.NewRuntime
 	}
 	rep, err := harness.Run(ctx, harness.Options{Image: img, Name: o.ref.String(), Signature: sig, Config: config, Start: start})
+	if errors.Is(err, harness.ErrConfig) {
+		return exitf(ExitInvalid, "--config: %w", err)
+	}
 	if errors.Is(err, harness.ErrNoSandbox) {
 		return exitf(ExitFailure, "%w", err)
 	}

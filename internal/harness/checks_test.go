@@ -1,12 +1,16 @@
 package harness
 
 import (
+	"context"
 	"encoding/base64"
+	"errors"
 	"net"
 	"strings"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"github.com/arkadiuss/openfief/internal/egress"
 	"github.com/arkadiuss/openfief/internal/plugins"
@@ -128,3 +132,48 @@ func TestProxyRecordsWhatThePluginAsked(t *testing.T) {
 }
 
 func basic(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// labelled is an empty image with the manifest label and an entrypoint.
+func labelled(t *testing.T, label string) v1.Image {
+	t.Helper()
+	img, err := mutate.Config(empty.Image, v1.Config{Entrypoint: []string{"/plugin"}, Labels: map[string]string{plugins.ManifestLabel: label}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+func neverStart(t *testing.T) Starter {
+	return func(context.Context, Pod) (Runtime, error) {
+		t.Error("the plugin was started")
+		return nil, ErrNoSandbox
+	}
+}
+
+// TestRunStopsBeforeStarting: an invalid label fails the label check and
+// skips the rest; a config outside the schema is an error; neither starts
+// the plugin. Without a sandbox the run says so.
+func TestRunStopsBeforeStarting(t *testing.T) {
+	rep, err := Run(t.Context(), Options{Image: labelled(t, `{"capabilities":[]}`), Name: "x", Start: neverStart(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := rep.Get(CheckLabel); got.Status != Fail || !strings.Contains(got.Reason, "label.capabilities") {
+		t.Errorf("label: %+v", got)
+	}
+	if got, _ := rep.Get(CheckResources); got.Status != Skip || len(rep.Checks) != len(Checks) {
+		t.Errorf("report: %+v", rep)
+	}
+
+	schema := `{"capabilities":["connector"],"configSchema":{"type":"object","required":["url"]}}`
+	if _, err := Run(t.Context(), Options{Image: labelled(t, schema), Start: neverStart(t)}); !errors.Is(err, ErrConfig) {
+		t.Errorf("config outside the schema: %v", err)
+	}
+
+	if sandboxBuiltIn {
+		return
+	}
+	if _, err := Run(t.Context(), Options{Image: labelled(t, `{"capabilities":["connector"]}`)}); !errors.Is(err, ErrNoSandbox) {
+		t.Errorf("without a sandbox: %v", err)
+	}
+}

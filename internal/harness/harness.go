@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"connectrpc.com/connect"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/arkadiuss/openfief/internal/configschema"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	openfief "github.com/arkadiuss/openfief/sdk/go"
 	"github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1/connectorv1connect"
@@ -65,6 +67,10 @@ type Options struct {
 	// Now is the clock of the tokens; nil is time.Now.
 	Now func() time.Time
 }
+
+// ErrConfig is wrapped when Options.Config does not match the manifest's
+// configSchema: the operator would not run the plugin with it.
+var ErrConfig = errors.New("the config does not match the manifest's configSchema")
 
 // run is the state of one run: what the checks share.
 type run struct {
@@ -143,6 +149,9 @@ func (r *run) all(ctx context.Context) error {
 	if !r.checkLabel(cfg) {
 		r.skipRest("not run: the image has no valid manifest label")
 		return nil
+	}
+	if err := configschema.Validate(r.manifest.ConfigSchema, r.opts.Config); err != nil {
+		return fmt.Errorf("%w: %s", ErrConfig, clean(err.Error(), 400))
 	}
 	if r.workload, err = compileWorkload(r.manifest); err != nil {
 		r.set(CheckLabel, Fail, "the operator would not run this manifest: %s", clean(err.Error(), 300))

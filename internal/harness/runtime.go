@@ -114,3 +114,6 @@ var ErrNoSandbox = errors.New("this build of openfief has no plugin sandbox for 
 // internal/harness/sandbox (sandboxrt.go) where it is built in, else a
 // Starter that returns ErrNoSandbox.
 var NewRuntime Starter = func(context.Context, Pod) (Runtime, error) { return nil, ErrNoSandbox }
+
+// sandboxBuiltIn is true when sandboxrt.go set NewRuntime.
+var sandboxBuiltIn bool

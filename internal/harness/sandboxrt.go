@@ -16,7 +16,10 @@ import (
 	"github.com/arkadiuss/openfief/internal/harness/sandbox"
 )
 
-func init() { NewRuntime = startSandbox }
+func init() {
+	NewRuntime = startSandbox
+	sandboxBuiltIn = true
+}
 
 // maxRootFSBytes bounds the file content Unpack writes of an image.
 const maxRootFSBytes = 2 << 30
