@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/harness"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/trust/cosign"
 	"github.com/arkadiuss/openfief/internal/trust/cosign/cosigntest"
@@ -94,6 +95,8 @@ type runOpts struct {
 	verifier    []cosign.Option
 	// builtinCatalog stands for the catalog a release links into the CLI.
 	builtinCatalog []byte
+	// pluginRuntime runs `plugin test`'s plugin (the local-process stand-in).
+	pluginRuntime harness.Starter
 }
 
 // openfief runs the CLI in-process with args, against k's cluster when k is
@@ -107,6 +110,7 @@ func openfief(t *testing.T, k *kube, o runOpts, args ...string) result {
 	}
 	env.verifierOptions = o.verifier
 	env.builtinCatalog = o.builtinCatalog
+	env.pluginRuntime = o.pluginRuntime
 	if k != nil {
 		args = append([]string{"--kubeconfig", k.kubeconfig}, args...)
 	}

@@ -88,6 +88,11 @@ func TestValidate(t *testing.T) {
 		"purge-data: a bad KEY":       {&purgeDataOptions{env: env}, []string{"NBP FX"}, ExitUsage, []string{"KEY ", "only lower-case letters"}},
 		"verify: an image":            {&verifyOptions{env: env}, []string{pinned}, ExitOK, nil},
 		"verify: an image by tag":     {&verifyOptions{env: env}, []string{"ghcr.io/example/nbp-fx:latest"}, ExitInvalidImage, []string{"IMAGE: "}},
+		"test: an image":              {&pluginTestOptions{env: env, output: "text", timeout: time.Minute}, []string{pinned}, ExitOK, nil},
+		"test: an image by tag":       {&pluginTestOptions{env: env, output: "text", timeout: time.Minute}, []string{"ghcr.io/example/nbp-fx:latest"}, ExitInvalidImage, []string{"IMAGE: "}},
+		"test: -o yaml":               {&pluginTestOptions{env: env, output: "yaml", timeout: time.Minute}, []string{pinned}, ExitUsage, []string{"-o", "text or json"}},
+		"test: no --timeout":          {&pluginTestOptions{env: env, output: "json"}, []string{pinned}, ExitUsage, []string{"--timeout"}},
+		"test: --key and --signers":   {&pluginTestOptions{env: env, output: "text", timeout: time.Minute, key: "k.pem", trust: trustFlags{signersFile: "s.json"}}, []string{pinned}, ExitUsage, []string{"--key", "--signers"}},
 		"wait: a reason":              {&waitOptions{env: env, reason: "Running", timeout: time.Minute}, []string{"fx"}, ExitOK, nil},
 		"wait: no --for":              {&waitOptions{env: env, timeout: time.Minute}, []string{"fx"}, ExitUsage, []string{"--for is required"}},
 	} {

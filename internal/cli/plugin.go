@@ -12,7 +12,8 @@ func newPluginCommand(env *Env) *cobra.Command {
 image's signed manifest label) and PluginGrant resources (what you approved).
 The operator runs a plugin only with what both hold, and only when a trusted
 signer signed its image. For plugin authors, init writes a new plugin project
-and label writes or checks the manifest label of its image.`,
+label writes or checks the manifest label of its image, and test runs an
+image through the conformance checks as the platform would run it.`,
 		Example: `  openfief plugin verify IMAGE --signers signers.json
   openfief plugin install nbp-fx --image IMAGE --config config.yaml
   openfief plugin approve nbp-fx
@@ -25,7 +26,8 @@ and label writes or checks the manifest label of its image.`,
 
   # For plugin authors
   openfief plugin init acme-rates --lang go
-  openfief plugin label --check registry.example/acme-rates:0.1.0`,
+  openfief plugin label --check registry.example/acme-rates:0.1.0
+  openfief plugin test registry.example/acme-rates@sha256:<hex> --key cosign.pub`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -43,6 +45,7 @@ and label writes or checks the manifest label of its image.`,
 		newImportCommand(env),
 		newInitCommand(env),
 		newLabelCommand(env),
+		newPluginTestCommand(env),
 	)
 	return cmd
 }

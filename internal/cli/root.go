@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/arkadiuss/openfief/internal/display"
+	"github.com/arkadiuss/openfief/internal/harness"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/trust/cosign"
 )
@@ -61,6 +62,9 @@ type Env struct {
 	// builtinCatalog, when set, stands for the catalog a release links into
 	// the binary (catalog.File); tests use it as a release's CLI.
 	builtinCatalog []byte
+	// pluginRuntime, when set, runs `plugin test`'s plugin instead of
+	// harness.NewRuntime; tests use the local-process stand-in.
+	pluginRuntime harness.Starter
 }
 
 // NewEnv returns an Env on s with the default namespace and the system clock.

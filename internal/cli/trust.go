@@ -108,17 +108,23 @@ type trust struct {
 // catalog of catalogFile (verified, catalogFromFile), else this binary's.
 // Unlike the operator, a file the owner names must exist.
 func (e *Env) policyFromFile(file, catalogFile string) (trust, error) {
+	if file == "" {
+		return e.policyFromBytes(nil, "no owner signers", catalogFile)
+	}
+	owner, err := readBounded(file, maxSignersFile)
+	if err != nil {
+		return trust{}, exitf(ExitUsage, "--signers: %w", err)
+	}
+	return e.policyFromBytes(owner, "owner signers from "+file, catalogFile)
+}
+
+// policyFromBytes builds the trust policy with the owner signers of owner
+// (a signers.json; nil for none), which source names for the report, and
+// the catalog of catalogFile as policyFromFile does.
+func (e *Env) policyFromBytes(owner []byte, source, catalogFile string) (trust, error) {
 	cat, catSource, version, err := e.catalogFromFile(catalogFile)
 	if err != nil {
 		return trust{}, err
-	}
-	var owner []byte
-	source := "no owner signers"
-	if file != "" {
-		if owner, err = readBounded(file, maxSignersFile); err != nil {
-			return trust{}, exitf(ExitUsage, "--signers: %w", err)
-		}
-		source = "owner signers from " + file
 	}
 	p, err := imagetrust.NewPolicyWithCatalog(cat, owner)
 	if err != nil {

@@ -8,29 +8,19 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/arkadiuss/openfief/internal/core/store/deliveryrules"
 	connectorv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1"
 )
 
-// Kind says how a delivery reached the core (D-49).
-type Kind int
+// Kind says how a delivery reached the core (D-49); the delivery rules
+// define it, since they check it.
+type Kind = deliveryrules.Kind
 
+// The two kinds of delivery.
 const (
-	// KindSync is a delivery a Sync answered; its watermark is saved with it.
-	KindSync Kind = iota + 1
-	// KindFile is a delivery an ImportFile answered; its watermark is ignored.
-	KindFile
+	KindSync = deliveryrules.KindSync
+	KindFile = deliveryrules.KindFile
 )
-
-// String names the kind as the batches table records it.
-func (k Kind) String() string {
-	switch k {
-	case KindSync:
-		return "sync"
-	case KindFile:
-		return "file"
-	}
-	return fmt.Sprintf("Kind(%d)", int(k))
-}
 
 // ImportResult counts the rows an import newly stored; rows that were
 // already there count nothing (D-18).
