@@ -11,7 +11,7 @@ func newPluginCommand(env *Env) *cobra.Command {
 		Long: `Manage plugin instances: Plugin resources (the vendor's request, copied from the
 image's signed manifest label) and PluginGrant resources (what you approved).
 The operator runs a plugin only with what both hold, and only when a trusted
-signer signed its image. For plugin authors, init writes a new plugin project
+signer signed its image. For plugin authors: init writes a new plugin project,
 label writes or checks the manifest label of its image, and test runs an
 image through the conformance checks as the platform would run it.`,
 		Example: `  openfief plugin verify IMAGE --signers signers.json
