@@ -163,7 +163,8 @@ test-heavy: test-deps-heavy ## Tests tagged heavy (image builds, a release, Post
 # (make vendor-tools: the signing interop tests) for make test-heavy;
 # for make test also LibreOffice Calc (webdav-csv's spreadsheet test), the
 # Debian archive keys the TypeScript image's Node.js runtime is checked
-# against and, where it can be installed (root), Chromium for the
+# against, jq (the plugin authors' guide, run by the in-cluster suite) and,
+# where it can be installed (root), Chromium for the
 # dashboard's browser test, which skips without it (hack/lib/apt-install.sh:
 # nothing runs apt when all is installed).
 .PHONY: test-deps-heavy
@@ -172,7 +173,7 @@ test-deps-heavy: ts-deps vendor-tools ## Install what make test-heavy runs besid
 
 .PHONY: test-deps
 test-deps: test-deps-heavy ## Install what make test runs besides Go (adds LibreOffice, Chromium).
-	hack/lib/apt-install.sh libreoffice-calc-nogui debian-archive-keyring
+	hack/lib/apt-install.sh libreoffice-calc-nogui debian-archive-keyring jq
 	hack/lib/apt-install.sh chromium || echo "test-deps: no Chromium: the dashboard's browser test will skip"
 
 

@@ -1,4 +1,4 @@
-//go:build linux && sandboxready
+//go:build linux
 
 // The sandbox of internal/harness/sandbox as the harness's Runtime. Once that
 // package is merged, deleting "&& sandboxready" above makes it what
@@ -50,6 +50,7 @@ func startSandbox(ctx context.Context, pod Pod) (Runtime, error) {
 		RootFS: rootfs, Args: pod.Args, Env: pod.Env, Dir: pod.Dir, UID: pod.UID, GID: pod.GID,
 		Limits:     sandbox.Limits{MemoryBytes: pod.Limits.MemoryBytes, CPUMilli: pod.Limits.CPUMilli, Pids: pod.Limits.Pids},
 		ResolvConf: pod.ResolvConf, Stdout: pod.Stdout, Stderr: pod.Stderr,
+		Listen: pod.Listen,
 	})
 	if err != nil {
 		return fail(err)

@@ -39,6 +39,11 @@ type Spec struct {
 	// Hostname is the UTS name the process sees; "plugin" when empty.
 	Hostname       string
 	Stdout, Stderr io.Writer // the plugin's output (bounded by the caller); discarded when nil
+	// Listen are TCP addresses on the sandbox's loopback opened before the
+	// process starts, so a plugin that calls the egress proxy or the core
+	// in its first instruction finds them listening; Sandbox.Listen hands
+	// each out once.
+	Listen []string
 }
 
 // Attempt is one thing the plugin tried outside loopback, or one DNS query.

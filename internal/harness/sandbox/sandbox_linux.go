@@ -26,6 +26,9 @@ type Sandbox struct {
 	cg      *cgroup
 	tun     *os.File
 	servers []io.Closer // the DNS listeners on loopback
+	// early are Spec.Listen's listeners, opened before the process, until
+	// Listen hands them out.
+	early   map[string]net.Listener
 	release chan struct{}
 	done    chan struct{} // closed when the process was reaped
 	state   *os.ProcessState
@@ -79,7 +82,7 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	s := &Sandbox{cg: cg, nsFD: -1, release: make(chan struct{}), done: make(chan struct{}), seen: map[string]bool{}, conns: map[net.Conn]bool{}}
+	s := &Sandbox{cg: cg, nsFD: -1, early: map[string]net.Listener{}, release: make(chan struct{}), done: make(chan struct{}), seen: map[string]bool{}, conns: map[net.Conn]bool{}}
 	cfg, err := json.Marshal(initConfig{
 		RootFS: spec.RootFS, Args: spec.Args, Env: spec.Env, Dir: spec.Dir,
 		UID: spec.UID, GID: spec.GID, Hostname: hostname, TmpBytes: lim.TmpBytes,
@@ -115,7 +118,7 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 		},
 	}
 	started := make(chan error, 1)
-	go onOwnThread(func() { s.netnsThread(started) })
+	go onOwnThread(func() { s.netnsThread(started, spec.Listen) })
 	err = <-started
 	_, _ = cfgR.Close(), errW.Close()
 	if err != nil {
@@ -162,7 +165,7 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 // process is born in the namespace, with the trap already in place) and
 // keeps the thread until Close. It runs under onOwnThread: the thread ends
 // with it instead of going back to the runtime in another namespace.
-func (s *Sandbox) netnsThread(started chan<- error) {
+func (s *Sandbox) netnsThread(started chan<- error, early []string) {
 	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 		started <- fmt.Errorf("new network namespace: %w", err)
 		return
@@ -182,6 +185,16 @@ func (s *Sandbox) netnsThread(started chan<- error) {
 	if err := s.listenDNS(ipv6); err != nil {
 		started <- err
 		return
+	}
+	for _, a := range early {
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			started <- fmt.Errorf("listening on %s before the start: %w", a, err)
+			return
+		}
+		s.mu.Lock()
+		s.early[a] = l
+		s.mu.Unlock()
 	}
 	if err := s.cmd.Start(); err != nil {
 		started <- fmt.Errorf("starting the init: %w", err)
@@ -269,6 +282,15 @@ func (s *Sandbox) inNetns(f func()) error {
 // Listen opens a listener inside the sandbox's network namespace (the harness
 // puts the egress proxy and the core's stand-in there, on loopback).
 func (s *Sandbox) Listen(network, address string) (net.Listener, error) {
+	if network == "tcp" {
+		s.mu.Lock()
+		l, ok := s.early[address]
+		delete(s.early, address)
+		s.mu.Unlock()
+		if ok {
+			return l, nil
+		}
+	}
 	var (
 		l   net.Listener
 		err error
@@ -391,6 +413,10 @@ func (s *Sandbox) close() error {
 		_ = c.Close()
 	}
 	s.mu.Lock()
+	for a, l := range s.early {
+		_ = l.Close()
+		delete(s.early, a)
+	}
 	for c := range s.conns {
 		_ = c.Close()
 	}
