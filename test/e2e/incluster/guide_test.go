@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/arkadiuss/openfief/internal/plugininit"
 	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // guideDoc is the plugin authors' guide, whose marked blocks testGuide runs.
@@ -92,7 +94,8 @@ func sdkProxy(t *testing.T, root, version string) string {
 // (plugin init, a build with crane, stock cosign, openfief plugin test) in
 // a folder of their own with REGISTRY set to the plugin registry, then the
 // owner's blocks against the cluster; the core then syncs the new plugin.
-// The signers ConfigMap the guide replaces is put back afterwards.
+// Putting back the signers ConfigMap the guide replaced (without the
+// vendor's key) then stops the plugin, as on any cluster (OF-50).
 func testGuide(t *testing.T, e *platformEnv) {
 	ctx := context.Background()
 	doc, err := os.ReadFile(filepath.Join(e.root, guideDoc))
@@ -113,14 +116,22 @@ func testGuide(t *testing.T, e *platformEnv) {
 
 	saved, err := e.cs.CoreV1().ConfigMaps(plugins.Namespace).Get(ctx, "openfief-trusted-signers", metav1.GetOptions{})
 	must(t, err)
-	t.Cleanup(func() {
+	restored := false
+	restore := func() error {
 		cm, err := e.cs.CoreV1().ConfigMaps(plugins.Namespace).Get(ctx, saved.Name, metav1.GetOptions{})
-		if err == nil {
-			cm.Data = saved.Data
-			_, err = e.cs.CoreV1().ConfigMaps(plugins.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
-		}
 		if err != nil {
-			t.Errorf("putting back %s: %v", saved.Name, err)
+			return err
+		}
+		cm.Data = saved.Data
+		_, err = e.cs.CoreV1().ConfigMaps(plugins.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
+		restored = err == nil
+		return err
+	}
+	t.Cleanup(func() {
+		if !restored {
+			if err := restore(); err != nil {
+				t.Errorf("putting back %s: %v", saved.Name, err)
+			}
 		}
 	})
 
@@ -159,6 +170,21 @@ func testGuide(t *testing.T, e *platformEnv) {
 	if !strings.Contains(string(out), "acme") {
 		t.Errorf("the guide's output never names the signer acme:\n%s", out)
 	}
+
+	// The owner's signers as they were, without acme: the operator stops
+	// the vendor's plugin.
+	must(t, restore())
+	testutil.Eventually(t, time.Minute, "acme-rates refused and its pod gone once acme is no longer trusted", func() (bool, string) {
+		_, status := e.cli(ctx, "plugin", "status", "acme-rates")
+		pods, err := e.cs.CoreV1().Pods(plugins.Namespace).List(ctx, metav1.ListOptions{LabelSelector: plugins.LabelPluginName + "=acme-rates"})
+		if err != nil {
+			return false, err.Error()
+		}
+		// UntrustedSigner from an operator that kept the signature it read,
+		// Unsigned from one that reads it again (docs/operator.md).
+		refused := regexp.MustCompile(`SignatureVerified\s+False\s+(UntrustedSigner|Unsigned)\s`).MatchString(status)
+		return refused && len(pods.Items) == 0, fmt.Sprintf("%d pods; %s", len(pods.Items), lastLines(status, "SignatureVerified"))
+	})
 }
 
 // goEnv is one `go env` value of this machine.

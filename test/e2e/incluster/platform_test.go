@@ -84,7 +84,7 @@ var phases = []phase{
 	{"check-isolation", testCheckIsolation},
 	{"upgrade", testUpgradeRollback},
 	{"faults", testFaults},
-	{"guide", testGuide}, // docs/plugin-authors.md as written
+	{"guide", testGuide},         // docs/plugin-authors.md as written
 	{"uninstall", testUninstall}, // the platform is gone afterwards
 	{"release", testRelease},     // installs a release on the empty node, and uninstalls it
 }
