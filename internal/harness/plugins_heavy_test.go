@@ -67,6 +67,33 @@ var (
 	buildErr  error
 )
 
+// shared are the folders the tests' shared builds made, removed once every
+// test ran.
+var shared struct {
+	sync.Mutex
+	dirs []string
+}
+
+// sharedDir makes a temporary folder that lives until the package's tests
+// end.
+func sharedDir(pattern string) (string, error) {
+	dir, err := os.MkdirTemp("", pattern)
+	if err == nil {
+		shared.Lock()
+		shared.dirs = append(shared.dirs, dir)
+		shared.Unlock()
+	}
+	return dir, err
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, dir := range shared.dirs {
+		_ = os.RemoveAll(dir)
+	}
+	os.Exit(code)
+}
+
 // binaries builds every test plugin once for the package's tests, in one go
 // build, and returns the directory holding them by name.
 func binaries(t *testing.T) string {
@@ -77,7 +104,7 @@ func binaries(t *testing.T) string {
 			buildErr = err
 			return
 		}
-		if buildDir, buildErr = os.MkdirTemp("", "openfief-harness-bins-"); buildErr != nil {
+		if buildDir, buildErr = sharedDir("openfief-harness-bins-"); buildErr != nil {
 			return
 		}
 		args := []string{"build", "-o", buildDir + string(filepath.Separator)}
@@ -107,21 +134,27 @@ func pluginImage(t *testing.T, dir, name, label string) v1.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := images.ToolImage(name, "github.com/arkadiuss/openfief/internal/harness/test", bin, time.Unix(1767225600, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := cf.Config
-	cfg.Labels = map[string]string{plugins.ManifestLabel: label}
-	img, err = mutate.Config(img, cfg)
+	img, err := packBinary(name, bin, label)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return img
+}
+
+// packBinary packs a static binary as internal/images packs a Go plugin
+// (ToolImage), with the manifest label label.
+func packBinary(name string, bin []byte, label string) (v1.Image, error) {
+	img, err := images.ToolImage(name, "github.com/arkadiuss/openfief/internal/harness/test", bin, time.Unix(1767225600, 0))
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cfg := cf.Config
+	cfg.Labels = map[string]string{plugins.ManifestLabel: label}
+	return mutate.Config(img, cfg)
 }
 
 // firstPartyLabel is the label internal/images gives plugin name.

@@ -4,8 +4,8 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,52 +30,35 @@ func tsSource(t *testing.T) images.Source {
 	return images.Source{Root: root, Commit: strings.Repeat("ab", 20), Epoch: time.Unix(1767225600, 0).UTC(), Version: "v0.0.0-test"}
 }
 
-// hostImage is the image of idx for this machine's platform.
-func hostImage(t *testing.T, idx v1.ImageIndex) v1.Image {
-	t.Helper()
+// indexImage is the image of idx for arch.
+func indexImage(idx v1.ImageIndex, arch string) (v1.Image, error) {
 	im, err := idx.IndexManifest()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	arch := images.HostPlatform().Architecture
 	for _, d := range im.Manifests {
 		if d.Platform != nil && d.Platform.Architecture == arch {
-			img, err := idx.Image(d.Digest)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return img
+			return idx.Image(d.Digest)
 		}
 	}
-	t.Fatalf("the index has no image for %s", arch)
-	return nil
+	return nil, fmt.Errorf("the index has no image for %s", arch)
 }
 
-var (
-	tsExampleOnce sync.Once
-	tsExampleImg  v1.Image
-	tsExampleErr  error
-)
+// tsExampleBuild is the TypeScript example connector's image for this
+// machine, built once for the package's tests.
+var tsExampleBuild build
 
-// tsExample builds the TypeScript example connector's image for this
-// machine once for the package's tests.
 func tsExample(t *testing.T) v1.Image {
 	t.Helper()
-	tsExampleOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		began := time.Now()
-		var idx v1.ImageIndex
-		if idx, tsExampleErr = images.BuildTSExample(ctx, tsSource(t), []string{images.HostPlatform().Architecture}, nil); tsExampleErr != nil {
-			return
+	src := tsSource(t)
+	return tsExampleBuild.get(t, "the TypeScript example", func(ctx context.Context) (v1.Image, error) {
+		arch := images.HostPlatform().Architecture
+		idx, err := images.BuildTSExample(ctx, src, []string{arch}, nil)
+		if err != nil {
+			return nil, err
 		}
-		tsExampleImg = hostImage(t, idx)
-		t.Logf("built the TypeScript example's image in %s", time.Since(began).Round(time.Millisecond))
+		return indexImage(idx, arch)
 	})
-	if tsExampleErr != nil {
-		t.Fatal(tsExampleErr)
-	}
-	return tsExampleImg
 }
 
 // TestTSExamplePasses runs the TypeScript SDK's example connector
