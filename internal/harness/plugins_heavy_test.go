@@ -31,17 +31,21 @@ import (
 // brokenManifest is the label of every broken plugin but badlabel's.
 const brokenManifest = `{"capabilities":["connector"]}`
 
-// testPlugin is one plugin the tests build: its package, label and config.
+// testPlugin is one plugin the tests build: its package and config, and,
+// for one with a Secret, the check that reads it and the Secret's mount.
 type testPlugin struct {
-	pkg, label, config string
+	pkg, config         string
+	secretCheck, secret string
 }
 
 // firstParty are the first-party plugins, with a config each would be
 // installed with.
 var firstParty = map[string]testPlugin{
-	"nbp-fx":     {pkg: "./plugins/nbp-fx", config: `{"currencies":["EUR"]}`},
-	"ibkr-flex":  {pkg: "./plugins/ibkr-flex", config: `{"accounts":{"U1234567":{"cash":{"USD":"ibkr-usd"}}}}`},
-	"webdav-csv": {pkg: "./plugins/webdav-csv", config: `{"url":"https://dav.example.test/records/"}`},
+	"nbp-fx": {pkg: "./plugins/nbp-fx", config: `{"currencies":["EUR"]}`},
+	"ibkr-flex": {pkg: "./plugins/ibkr-flex", config: `{"accounts":{"U1234567":{"cash":{"USD":"ibkr-usd"}}}}`,
+		secretCheck: CheckSync, secret: "/etc/openfief/ibkr-flex"},
+	"webdav-csv": {pkg: "./plugins/webdav-csv", config: `{"url":"https://dav.example.test/records/"}`,
+		secretCheck: CheckPages, secret: "/etc/openfief/webdav-csv"},
 }
 
 // broken are the plugins written to break one rule each, by the check that
@@ -226,7 +230,9 @@ func wantPass(t *testing.T, rep Report, must ...string) {
 // TestFirstPartyPluginsPass runs the first-party Go plugins in the sandbox,
 // as `openfief plugin test` does: no check fails, and the network check,
 // which only the sandbox judges, passes. Their hosts are stand-ins, so
-// sync is skipped (unavailable) or passes.
+// sync is skipped (unavailable) or passes; a plugin's Secret is mounted
+// empty, so the check that reads it is skipped for the missing key, its
+// folder there.
 func TestFirstPartyPluginsPass(t *testing.T) {
 	needSandbox(t)
 	dir := binaries(t)
@@ -234,6 +240,13 @@ func TestFirstPartyPluginsPass(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			rep := runPlugin(t, NewRuntime, pluginImage(t, dir, name, firstPartyLabel(t, name)), name, p.config)
 			wantPass(t, rep, CheckServes, CheckAuth, CheckSigterm, CheckResources, CheckEgress, CheckNetwork)
+			if p.secretCheck == "" {
+				return
+			}
+			res, _ := rep.Get(p.secretCheck)
+			if res.Status != Skip || !strings.Contains(res.Reason, "no such file") || strings.Contains(res.Reason, p.secret+"/: no such file") {
+				t.Errorf("%s: %s is %s (%s), want a skip for a key missing from the empty mount %s", name, p.secretCheck, res.Status, res.Reason, p.secret)
+			}
 		})
 	}
 }
