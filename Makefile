@@ -159,21 +159,22 @@ test-heavy: test-deps-heavy ## Tests tagged heavy (image builds, a release, Post
 
 # What the tests run besides Go, installed before they start so that a test
 # only finds it and names this target when it is missing: sdk/ts's npm
-# packages, Debian's PostgreSQL (the store's tests) and cosign and crane
-# (make vendor-tools: the signing interop tests) for make test-heavy;
-# for make test also LibreOffice Calc (webdav-csv's spreadsheet test), the
-# Debian archive keys the TypeScript image's Node.js runtime is checked
-# against, jq (the plugin authors' guide, run by the in-cluster suite) and,
+# packages, Debian's PostgreSQL (the store's tests), cosign and crane
+# (make vendor-tools: the signing interop tests) and the Debian archive keys
+# the TypeScript images' Node.js runtime is checked against (the harness's
+# tests build those images) for make test-heavy;
+# for make test also LibreOffice Calc (webdav-csv's spreadsheet test),
+# jq (the plugin authors' guide, run by the in-cluster suite) and,
 # where it can be installed (root), Chromium for the
 # dashboard's browser test, which skips without it (hack/lib/apt-install.sh:
 # nothing runs apt when all is installed).
 .PHONY: test-deps-heavy
 test-deps-heavy: ts-deps vendor-tools ## Install what make test-heavy runs besides Go: npm, PostgreSQL, cosign, crane.
-	hack/lib/apt-install.sh postgresql
+	hack/lib/apt-install.sh postgresql debian-archive-keyring
 
 .PHONY: test-deps
 test-deps: test-deps-heavy ## Install what make test runs besides Go (adds LibreOffice, Chromium).
-	hack/lib/apt-install.sh libreoffice-calc-nogui debian-archive-keyring jq
+	hack/lib/apt-install.sh libreoffice-calc-nogui jq
 	hack/lib/apt-install.sh chromium || echo "test-deps: no Chromium: the dashboard's browser test will skip"
 
 

@@ -15,6 +15,8 @@ import (
 
 	"github.com/arkadiuss/openfief/internal/harness"
 	imagebuild "github.com/arkadiuss/openfief/internal/images"
+	"github.com/arkadiuss/openfief/internal/ocisign"
+	"github.com/arkadiuss/openfief/internal/plugininit"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -26,10 +28,17 @@ func (im *images) pushPlugin(t *testing.T, repo, pkg, label string) plugins.Imag
 	if err != nil {
 		t.Fatal(err)
 	}
+	return im.pushBinary(t, repo, goBuild(t, root, pkg, "CGO_ENABLED=0"), label)
+}
+
+// goBuild builds the Go main pkg of the module in dir, with env added to
+// this process's, and returns the binary.
+func goBuild(t *testing.T, dir, pkg string, env ...string) []byte {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "plugin")
-	cmd := exec.Command("go", "build", "-o", bin, pkg)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, pkg)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
@@ -37,7 +46,14 @@ func (im *images) pushPlugin(t *testing.T, repo, pkg, label string) plugins.Imag
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := imagebuild.ToolImage(repo, "github.com/arkadiuss/openfief/internal/cli/test", b, time.Unix(1767225600, 0))
+	return b
+}
+
+// pushBinary packs a static binary as internal/images packs a Go plugin
+// (ToolImage), labelled label, and pushes it to im's registry.
+func (im *images) pushBinary(t *testing.T, repo string, bin []byte, label string) plugins.ImageRef {
+	t.Helper()
+	img, err := imagebuild.ToolImage(repo, "github.com/arkadiuss/openfief/internal/cli/test", bin, time.Unix(1767225600, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,4 +135,69 @@ func decodeReport(t *testing.T, out string) harness.Report {
 		t.Errorf("checks %v, want %v", names, harness.Checks)
 	}
 	return rep
+}
+
+// TestPluginTestSkeletonInSandbox runs `openfief plugin test --key` as a
+// vendor would on the connector plugin init writes in Go: built as its own
+// module against this tree's SDK, pushed to a registry, signed with a key
+// (internal/ocisign, the format cosign v3 writes) and run in the sandbox,
+// as root. Every check it can judge passes, the label's signature half
+// included, and the command exits 0.
+func TestPluginTestSkeletonInSandbox(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the sandbox needs root")
+	}
+	root, err := imagebuild.FindRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := plugininit.Options{Name: "acme", Lang: plugininit.Go, Kind: plugininit.Connector, SDK: filepath.Join(root, "sdk", "go")}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := plugininit.Write(dir, o); err != nil {
+		t.Fatal(err)
+	}
+	bin := goBuild(t, dir, ".", "GOWORK=off", "GOFLAGS=-mod=mod", "CGO_ENABLED=0")
+	manifest, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	label, err := imagebuild.ManifestLabel(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := newImages(t)
+	ref := im.pushBinary(t, "vendor/acme", bin, label)
+	signer, err := ocisign.NewKeySigner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := signer.Sign(t.Context(), ref); err != nil {
+		t.Fatal(err)
+	}
+	pem, err := signer.PublicKeyPEM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := filepath.Join(t.TempDir(), "cosign.pub")
+	writeFile(t, pub, pem)
+
+	r := openfief(t, nil, runOpts{}, "plugin", "test", ref.String(), "--key", pub, "-o", "json")
+	expect(t, r, ExitOK)
+	rep := decodeReport(t, r.out)
+	for _, c := range rep.Checks {
+		if c.Status == harness.Fail {
+			t.Errorf("%s failed: %s", c.Name, c.Reason)
+		}
+	}
+	for _, name := range []string{harness.CheckLabel, harness.CheckServes, harness.CheckAuth, harness.CheckSync, harness.CheckNetwork, harness.CheckSigterm} {
+		if got, _ := rep.Get(name); got.Status != harness.Pass {
+			t.Errorf("%s is %s, want pass: %s", name, got.Status, got.Reason)
+		}
+	}
+	if got, _ := rep.Get(harness.CheckLabel); !strings.Contains(got.Reason, "SignedByTrustedSigner by key") {
+		t.Errorf("label: %s, want the key named as the signer", got.Reason)
+	}
 }

@@ -207,7 +207,7 @@ func (r *run) judgeCallError(check, method string, err error) {
 		return
 	}
 	if connect.IsWireError(err) && connect.CodeOf(err) == connect.CodeFailedPrecondition && r.needsOwner() {
-		r.set(check, Skip, "%s answered failed_precondition (%s): the harness mounts the manifest's Secrets empty and grants no host of the owner's",
+		r.set(check, Skip, "%s answered failed_precondition (%s): the harness mounts the manifest's Secrets empty (only an owner has their keys) and grants no host of the owner's",
 			method, describeAnswer(err))
 		return
 	}
@@ -300,7 +300,7 @@ func (r *run) checkPages(ctx context.Context) {
 			r.set(CheckPages, Skip, "Export of %s answered unavailable (%s): the place it exports to is a stand-in that completes no TLS", p.what, describeAnswer(err))
 			return
 		case connect.IsWireError(err) && connect.CodeOf(err) == connect.CodeFailedPrecondition && r.needsOwner():
-			r.set(CheckPages, Skip, "Export of %s answered failed_precondition (%s): the harness mounts the manifest's Secrets empty and grants no host of the owner's", p.what, describeAnswer(err))
+			r.set(CheckPages, Skip, "Export of %s answered failed_precondition (%s): the harness mounts the manifest's Secrets empty (only an owner has their keys) and grants no host of the owner's", p.what, describeAnswer(err))
 			return
 		default:
 			r.set(CheckPages, Fail, "Export of %s answered %s, where the contract wants OK for a page kept (again)", p.what, describeAnswer(err))

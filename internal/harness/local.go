@@ -57,6 +57,11 @@ func startLocal(ctx context.Context, pod Pod) (Runtime, error) {
 		return fail(err)
 	}
 	fsDir := filepath.Join(dir, "fs")
+	for _, d := range pod.Dirs {
+		if err := os.MkdirAll(filepath.Join(fsDir, filepath.FromSlash(path.Clean(d))), 0o700); err != nil {
+			return fail(err)
+		}
+	}
 	for _, f := range pod.Files {
 		p := filepath.Join(fsDir, filepath.FromSlash(path.Clean(f.Path)))
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {

@@ -72,8 +72,8 @@ type podTokens struct{ core, egress string }
 // buildPod makes the Pod of workload w for an image with config cfg: the
 // image's command and environment, the operator's environment on top (as a
 // container's env overrides its image's), OPENFIEF_CONFIG, the projected
-// tokens and openfief-sa-jwks as files, the resources as limits, and the
-// user 65532:65532.
+// tokens and openfief-sa-jwks as files, the Secrets' mounts as empty
+// folders, the resources as limits, and the user 65532:65532.
 func buildPod(img v1.Image, cfg *v1.ConfigFile, w plugins.Workload, config []byte, jwks []byte, tokens podTokens) (Pod, error) {
 	args := append(slices.Clone(cfg.Config.Entrypoint), cfg.Config.Cmd...)
 	if len(args) == 0 {
@@ -122,6 +122,9 @@ func buildPod(img v1.Image, cfg *v1.ConfigFile, w plugins.Workload, config []byt
 			pod.Files = append(pod.Files, File{Path: t.Path, Data: []byte(tokens.egress)})
 			pod.Listen = append(pod.Listen, proxyAddress)
 		}
+	}
+	for _, s := range w.Secrets {
+		pod.Dirs = append(pod.Dirs, s.MountPath)
 	}
 	slices.SortFunc(pod.Files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	return pod, nil

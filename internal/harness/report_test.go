@@ -92,6 +92,24 @@ func TestBuildPodIsTheOperatorsEnvironment(t *testing.T) {
 	if strings.Join(pod.Listen, ",") != proxyAddress {
 		t.Errorf("listen %v", pod.Listen)
 	}
+	if len(pod.Dirs) != 0 {
+		t.Errorf("dirs %v for a manifest without Secrets", pod.Dirs)
+	}
+
+	// The manifest's Secrets are mounted where it says, empty.
+	m, err = plugins.ParseManifestLabel(`{"capabilities":["connector"],"secrets":[{"name":"creds","mountPath":"/etc/acme/creds"},{"name":"api","mountPath":"/var/run/api"}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err = compileWorkload(m); err != nil {
+		t.Fatal(err)
+	}
+	if pod, err = buildPod(nil, cfg, w, []byte(`{}`), []byte(`{"keys":[]}`), podTokens{core: "C"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(pod.Dirs, " "); got != "/etc/acme/creds /var/run/api" {
+		t.Errorf("dirs %q, want the Secrets' mount paths", got)
+	}
 }
 
 // FuzzClean: whatever a plugin writes, clean gives one bounded line

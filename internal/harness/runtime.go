@@ -29,6 +29,9 @@ type Pod struct {
 	// Files are written before the start, read-only, where the kubelet would
 	// mount them: the projected tokens and the openfief-sa-jwks ConfigMap.
 	Files []File
+	// Dirs are empty read-only folders made before the start: the mounts of
+	// the manifest's Secrets, whose keys only an owner could give.
+	Dirs []string
 	// Limits bound the process as the operator's container resources do.
 	Limits Limits
 	// ResolvConf is the resolver configuration the kubelet would write.

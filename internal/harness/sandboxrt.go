@@ -1,8 +1,7 @@
 //go:build linux
 
-// The sandbox of internal/harness/sandbox as the harness's Runtime. Once that
-// package is merged, deleting "&& sandboxready" above makes it what
-// `openfief plugin test` runs.
+// The sandbox of internal/harness/sandbox as the harness's Runtime: what
+// `openfief plugin test` runs on Linux.
 
 package harness
 
@@ -43,7 +42,7 @@ func startSandbox(ctx context.Context, pod Pod) (Runtime, error) {
 	if _, err := sandbox.Unpack(ctx, pod.Image, rootfs, maxRootFSBytes); err != nil {
 		return fail(fmt.Errorf("unpack the image: %w", err))
 	}
-	if err := writeFiles(rootfs, pod.Files, pod.UID, pod.GID); err != nil {
+	if err := writeFiles(rootfs, pod.Files, pod.Dirs, pod.UID, pod.GID); err != nil {
 		return fail(err)
 	}
 	sb, err := sandbox.Start(ctx, sandbox.Spec{
@@ -59,13 +58,24 @@ func startSandbox(ctx context.Context, pod Pod) (Runtime, error) {
 }
 
 // writeFiles writes each file under root, its directories made as needed,
-// owned by uid:gid as the kubelet gives projected tokens to RunAsUser.
-func writeFiles(rootfs string, files []File, uid, gid uint32) error {
+// owned by uid:gid as the kubelet gives projected tokens to RunAsUser, and
+// makes each of dirs an empty folder the plugin can read but not write (a
+// Secret's read-only mount without its keys).
+func writeFiles(rootfs string, files []File, dirs []string, uid, gid uint32) error {
 	root, err := os.OpenRoot(rootfs)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
+	for _, d := range dirs {
+		rel := filepath.Clean("." + d)
+		if err := root.MkdirAll(rel, 0o755); err != nil {
+			return fmt.Errorf("mount %s: %w", d, err)
+		}
+		if err := root.Chmod(rel, 0o555); err != nil {
+			return fmt.Errorf("mount %s: %w", d, err)
+		}
+	}
 	for _, f := range files {
 		rel := filepath.Clean("." + f.Path)
 		if err := root.MkdirAll(filepath.Dir(rel), 0o755); err != nil {

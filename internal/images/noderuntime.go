@@ -211,15 +211,16 @@ func fileSHA256(path string) (string, error) {
 }
 
 // runTool runs an installed program (found on PATH, or a path) in dir (""
-// for the current one) and returns its standard output; its standard error
-// is kept for the error.
+// for the current one) and returns its standard output; the end of its
+// output is kept for the error.
 func runTool(ctx context.Context, dir, name string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, lastBytes(stderr.Bytes(), 4096))
+		// Some tools (tsc) write their diagnostics to standard output.
+		return "", fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, lastBytes(append(stdout.Bytes(), stderr.Bytes()...), 4096))
 	}
 	return stdout.String(), nil
 }

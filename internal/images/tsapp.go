@@ -109,7 +109,12 @@ func TSPluginApp(ctx context.Context, root, src, out string) error {
 		}
 	}
 
-	// The plugin, its "@openfief/sdk" resolved to the copy above.
+	// The plugin, its "@openfief/sdk" and the SDK's subpaths
+	// ("@openfief/sdk/delivery") resolved to the copy above.
+	paths, err := sdkTypePaths(filepath.Join(sdk, "package.json"), pkg)
+	if err != nil {
+		return err
+	}
 	tmp, err := os.MkdirTemp("", "openfief-ts-app-config-")
 	if err != nil {
 		return err
@@ -122,7 +127,7 @@ func TSPluginApp(ctx context.Context, root, src, out string) error {
 			"outDir":      out,
 			"declaration": false,
 			"typeRoots":   []string{filepath.Join(sdk, "node_modules", "@types")},
-			"paths":       map[string][]string{"@openfief/sdk": {filepath.Join(pkg, "dist", "index.d.ts")}},
+			"paths":       paths,
 		},
 		"include": []string{filepath.Join(src, "*.ts")},
 	}, "", "  ")
@@ -136,6 +141,43 @@ func TSPluginApp(ctx context.Context, root, src, out string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(out, "package.json"), []byte("{\n  \"private\": true,\n  \"type\": \"module\"\n}\n"), 0o644)
+}
+
+// sdkTypePaths maps every import the SDK's package.json (file) exports
+// with types, such as "@openfief/sdk" and "@openfief/sdk/delivery", to
+// its declarations under pkg, the SDK's copy: TypeScript's "paths" for a
+// plugin whose sources sit outside any node_modules that holds the SDK.
+func sdkTypePaths(file, pkg string) (map[string][]string, error) {
+	b, err := readBounded(file, 1<<20)
+	if err != nil {
+		return nil, err
+	}
+	var sdk struct {
+		Name    string                     `json:"name"`
+		Exports map[string]json.RawMessage `json:"exports"`
+	}
+	if err := json.Unmarshal(b, &sdk); err != nil {
+		return nil, fmt.Errorf("ts plugin app: %s: %w", file, err)
+	}
+	paths := map[string][]string{}
+	for sub, raw := range sdk.Exports {
+		var cond struct {
+			Types string `json:"types"`
+		}
+		if json.Unmarshal(raw, &cond) != nil || cond.Types == "" {
+			continue // "./package.json": a file, no declarations
+		}
+		rel, ok := strings.CutPrefix(sub, ".")
+		decl := filepath.FromSlash(strings.TrimPrefix(cond.Types, "./"))
+		if !ok || (rel != "" && !strings.HasPrefix(rel, "/")) || !filepath.IsLocal(decl) {
+			return nil, fmt.Errorf("ts plugin app: %s: exports %q names types %q: want \"./SUBPATH\" and a path inside the package", file, sub, cond.Types)
+		}
+		paths[sdk.Name+rel] = []string{filepath.Join(pkg, decl)}
+	}
+	if len(paths[sdk.Name]) == 0 {
+		return nil, fmt.Errorf("ts plugin app: %s exports no types for %q", file, sdk.Name)
+	}
+	return paths, nil
 }
 
 // copyTree copies the file, link or folder from into to, as cp -R does:

@@ -82,3 +82,46 @@ func TestRuntimeDepsOfTheSDK(t *testing.T) {
 		}
 	}
 }
+
+// TestSDKTypePaths checks the "paths" a plugin is compiled with: every
+// import the SDK exports with types, its subpaths too, points at the
+// declarations in the SDK's copy; an export that would leave the package is
+// refused.
+func TestSDKTypePaths(t *testing.T) {
+	root, err := FindRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkg := filepath.Join(t.TempDir(), "node_modules", "@openfief", "sdk")
+	got, err := sdkTypePaths(filepath.Join(root, tsSDK, "package.json"), pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for imp, decl := range map[string]string{
+		"@openfief/sdk":              "dist/index.d.ts",
+		"@openfief/sdk/delivery":     "dist/delivery/index.d.ts",
+		"@openfief/sdk/connector/v1": "dist/gen/openfief/connector/v1/connector_pb.d.ts",
+		"@openfief/sdk/view/v1":      "dist/gen/openfief/view/v1/view_pb.d.ts",
+	} {
+		if want := filepath.Join(pkg, filepath.FromSlash(decl)); len(got[imp]) != 1 || got[imp][0] != want {
+			t.Errorf("paths[%q] = %q, want %q", imp, got[imp], want)
+		}
+	}
+	if _, ok := got["@openfief/sdk/package.json"]; ok {
+		t.Error("paths maps ./package.json, which has no declarations")
+	}
+
+	file := filepath.Join(t.TempDir(), "package.json")
+	for name, manifest := range map[string]string{
+		"a path out of the package": `{"name": "x", "exports": {".": {"types": "./../../etc/x.d.ts"}}}`,
+		"a subpath without ./":      `{"name": "x", "exports": {".": {"types": "./a.d.ts"}, "sub": {"types": "./b.d.ts"}}}`,
+		"no types for the package":  `{"name": "x", "exports": {"./sub": {"types": "./b.d.ts"}}}`,
+	} {
+		if err := os.WriteFile(file, []byte(manifest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sdkTypePaths(file, pkg); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}

@@ -47,6 +47,7 @@ const asked: string[] = [];
 let plugin: ChildProcess;
 let stderr = "";
 let base: string;
+let proxy: ConnectProxy;
 const closers: (() => void)[] = [];
 
 async function freePort(): Promise<number> {
@@ -95,7 +96,7 @@ before(async () => {
   bankServer.listen(0, "127.0.0.1");
   await once(bankServer, "listening");
   closers.push(() => bankServer.close());
-  const proxy = new ConnectProxy((bankServer.address() as AddressInfo).port, bank);
+  proxy = new ConnectProxy((bankServer.address() as AddressInfo).port, bank);
   proxy.server.listen(0, "127.0.0.1");
   await once(proxy.server, "listening");
   closers.push(() => proxy.server.close());
@@ -196,6 +197,21 @@ test("a statement file is imported over ImportFile", async () => {
     res.delivery?.fxRates.map((r) => `${r.date} ${r.baseCurrency} ${r.rate}`),
     ["2026-03-31 CHF 4.7712"],
   );
+});
+
+test("a bank it cannot reach is unavailable, so the core tries the batch again", async () => {
+  proxy.refuse = true;
+  try {
+    await assert.rejects(
+      client().sync(
+        { batchId: "b-3" },
+        { headers: { authorization: `Bearer ${await signToken(key)}` } },
+      ),
+      (e: unknown) => ConnectError.from(e).code === Code.Unavailable,
+    );
+  } finally {
+    proxy.refuse = false;
+  }
 });
 
 test("SIGTERM stops the plugin cleanly", async () => {

@@ -51,7 +51,11 @@ export function fxConnector(config: Config, egress: EgressClient): ConnectorHand
     async sync(req) {
       const since = isDate(req.watermark) ? req.watermark : "";
       const url = `https://${config.host}/rates?quote=${config.quote}&since=${since}`;
-      const res = await egress.request(url, { maxResponseBytes: 4 << 20 });
+      const res = await egress.request(url, { maxResponseBytes: 4 << 20 }).catch((e: unknown) => {
+        // The bank could not be reached: Unavailable too, as the contract
+        // asks, not the Unknown a thrown Error would give the core.
+        throw new ConnectError(`reach the bank: ${(e as Error).message}`, Code.Unavailable);
+      });
       if (res.status !== 200) {
         // Unavailable: the core tries the batch again later.
         throw new ConnectError(`the bank answered ${res.status}`, Code.Unavailable);
