@@ -60,4 +60,3 @@ func (s *Store) ViewLag(ctx context.Context, view string, kinds []EntryKind) (in
 	}
 	return total, nil
 }
-
