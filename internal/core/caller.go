@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"connectrpc.com/connect"

@@ -87,9 +87,9 @@ type Core struct {
 	log     *slog.Logger
 
 	pluginLn, ownerLn, metricsLn net.Listener
-	servers           []*http.Server
-	cancel            context.CancelFunc
-	done              chan struct{}
+	servers                      []*http.Server
+	cancel                       context.CancelFunc
+	done                         chan struct{}
 }
 
 // Start opens the store, starts watching Plugins, the scheduler and both
