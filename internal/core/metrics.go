@@ -17,7 +17,8 @@ import (
 
 // Metrics are the core's Prometheus metrics, served on a port of their own
 // (--metrics-listen; docs/operations.md#metrics lists each one). Their
-// labels hold instance names (Plugins the core calls now), the fixed
+// labels hold instance names (the label plugin: Prometheus keeps the label
+// instance for the scraped target), the fixed
 // reasons of Reason, call methods and entry kinds: never anything a plugin
 // delivered or answered. A nil *Metrics records nothing.
 type Metrics struct {
@@ -106,7 +107,7 @@ func NewMetrics(log *slog.Logger) *Metrics {
 		Help: "Duration of the core's calls to plugins (Sync, ImportFile, Export of one page), answered or not.",
 		// Up to the default call timeout, two minutes.
 		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120},
-	}, []string{"instance", "method"})
+	}, []string{"plugin", "method"})
 	m := &Metrics{
 		reg: reg, calls: calls, log: log,
 		sync:   newRunMetrics("sync", "syncs", "connector", calls, methodSync, methodImportFile),
@@ -124,19 +125,19 @@ func newRunMetrics(run, runs, who string, calls *prometheus.HistogramVec, method
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "openfief_core_" + runs + "_total",
 			Help: "Scheduled " + runs + " of each " + who + " that ended, by reason (succeeded or what failed), retries included in one.",
-		}, []string{"instance", "reason"}),
+		}, []string{"plugin", "reason"}),
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "openfief_core_" + run + "_last_success_timestamp_seconds",
 			Help: "When the " + who + "'s last successful " + run + " ended (Unix time); absent until one is known.",
-		}, []string{"instance"}),
+		}, []string{"plugin"}),
 		failing: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "openfief_core_" + run + "_failing",
 			Help: "1 when the " + who + "'s last " + run + " failed, 0 when it succeeded.",
-		}, []string{"instance"}),
+		}, []string{"plugin"}),
 		interval: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "openfief_core_" + run + "_interval_seconds",
 			Help: "The longest the core waits between two " + runs + " of the " + who + ".",
-		}, []string{"instance"}),
+		}, []string{"plugin"}),
 		methods: methods,
 		calls:   calls,
 	}
@@ -182,7 +183,7 @@ func (r *runMetrics) stop(instance string) {
 		return
 	}
 	for _, v := range []*prometheus.MetricVec{r.total.MetricVec, r.lastSuccess.MetricVec, r.failing.MetricVec, r.interval.MetricVec} {
-		v.DeletePartialMatch(prometheus.Labels{"instance": instance})
+		v.DeletePartialMatch(prometheus.Labels{"plugin": instance})
 	}
 	for _, m := range r.methods {
 		r.calls.DeleteLabelValues(instance, m)
@@ -254,9 +255,9 @@ type storeCollector struct {
 
 var (
 	rowsDesc = prometheus.NewDesc("openfief_core_stored_rows",
-		"Rows the store holds of each live instance, by kind.", []string{"instance", "kind"}, nil)
+		"Rows the store holds of each live instance, by kind.", []string{"plugin", "kind"}, nil)
 	lagDesc = prometheus.NewDesc("openfief_core_view_lag_entries",
-		"Entries of the kinds a view may be sent that it has not kept yet: what its next export would send.", []string{"instance"}, nil)
+		"Entries of the kinds a view may be sent that it has not kept yet: what its next export would send.", []string{"plugin"}, nil)
 	sizeDesc = prometheus.NewDesc("openfief_core_store_size_bytes",
 		"Bytes the record takes: the SQLite file and its write-ahead log, or the PostgreSQL database's size.", nil, nil)
 )

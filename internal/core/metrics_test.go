@@ -201,10 +201,10 @@ func TestMetricsScrapedOverHTTP(t *testing.T) {
 		{Instance: "down", UID: "0000000a-0004", View: true},
 	})
 	fams := eventually(t, h.url, "both syncs, and an export of the rates", func(f map[string]*dto.MetricFamily) bool {
-		ok, _ := value(f, "openfief_core_syncs_total", "instance=fx", "reason=succeeded")
-		failed, _ := value(f, "openfief_core_syncs_total", "instance=broken", "reason=failed_precondition")
-		lag, seen := value(f, "openfief_core_view_lag_entries", "instance=csv")
-		_, down := value(f, "openfief_core_export_failing", "instance=down")
+		ok, _ := value(f, "openfief_core_syncs_total", "plugin=fx", "reason=succeeded")
+		failed, _ := value(f, "openfief_core_syncs_total", "plugin=broken", "reason=failed_precondition")
+		lag, seen := value(f, "openfief_core_view_lag_entries", "plugin=csv")
+		_, down := value(f, "openfief_core_export_failing", "plugin=down")
 		return ok >= 1 && failed >= 1 && seen && lag == 0 && down
 	})
 	checks := []struct {
@@ -213,22 +213,22 @@ func TestMetricsScrapedOverHTTP(t *testing.T) {
 		want   func(float64) bool
 		what   string
 	}{
-		{"openfief_core_sync_failing", []string{"instance=fx"}, eq(0), "0"},
-		{"openfief_core_sync_failing", []string{"instance=broken"}, eq(1), "1"},
-		{"openfief_core_sync_last_success_timestamp_seconds", []string{"instance=fx"}, func(v float64) bool {
+		{"openfief_core_sync_failing", []string{"plugin=fx"}, eq(0), "0"},
+		{"openfief_core_sync_failing", []string{"plugin=broken"}, eq(1), "1"},
+		{"openfief_core_sync_last_success_timestamp_seconds", []string{"plugin=fx"}, func(v float64) bool {
 			return v >= float64(before.Unix()) && v <= float64(time.Now().Unix()+1)
 		}, "the time of the sync"},
-		{"openfief_core_sync_interval_seconds", []string{"instance=fx"}, eq(3600), "3600"},
-		{"openfief_core_syncs_total", []string{"instance=broken", "reason=succeeded"}, eq(0), "0 (set at start)"},
-		{"openfief_core_plugin_call_duration_seconds", []string{"instance=fx", "method=Sync"}, atLeast(1), "at least one call"},
-		{"openfief_core_plugin_call_duration_seconds", []string{"instance=csv", "method=Export"}, atLeast(1), "at least one call"},
-		{"openfief_core_stored_rows", []string{"instance=fx", "kind=fx_rates"}, atLeast(1), "the rates stored"},
-		{"openfief_core_stored_rows", []string{"instance=fx", "kind=transactions"}, eq(0), "0"},
-		{"openfief_core_exports_total", []string{"instance=csv", "reason=succeeded"}, atLeast(1), "at least one"},
-		{"openfief_core_exports_total", []string{"instance=down", "reason=unavailable"}, atLeast(1), "at least one"},
-		{"openfief_core_export_failing", []string{"instance=csv"}, eq(0), "0"},
-		{"openfief_core_export_failing", []string{"instance=down"}, eq(1), "1"},
-		{"openfief_core_export_interval_seconds", []string{"instance=down"}, eq(3600), "3600"},
+		{"openfief_core_sync_interval_seconds", []string{"plugin=fx"}, eq(3600), "3600"},
+		{"openfief_core_syncs_total", []string{"plugin=broken", "reason=succeeded"}, eq(0), "0 (set at start)"},
+		{"openfief_core_plugin_call_duration_seconds", []string{"plugin=fx", "method=Sync"}, atLeast(1), "at least one call"},
+		{"openfief_core_plugin_call_duration_seconds", []string{"plugin=csv", "method=Export"}, atLeast(1), "at least one call"},
+		{"openfief_core_stored_rows", []string{"plugin=fx", "kind=fx_rates"}, atLeast(1), "the rates stored"},
+		{"openfief_core_stored_rows", []string{"plugin=fx", "kind=transactions"}, eq(0), "0"},
+		{"openfief_core_exports_total", []string{"plugin=csv", "reason=succeeded"}, atLeast(1), "at least one"},
+		{"openfief_core_exports_total", []string{"plugin=down", "reason=unavailable"}, atLeast(1), "at least one"},
+		{"openfief_core_export_failing", []string{"plugin=csv"}, eq(0), "0"},
+		{"openfief_core_export_failing", []string{"plugin=down"}, eq(1), "1"},
+		{"openfief_core_export_interval_seconds", []string{"plugin=down"}, eq(3600), "3600"},
 		{"openfief_core_store_size_bytes", nil, atLeast(1), "positive"},
 	}
 	for _, c := range checks {
@@ -237,11 +237,11 @@ func TestMetricsScrapedOverHTTP(t *testing.T) {
 			t.Errorf("%s%v = %v (present %v), want %s", c.name, c.labels, got, ok, c.what)
 		}
 	}
-	if _, ok := value(fams, "openfief_core_sync_last_success_timestamp_seconds", "instance=broken"); ok {
+	if _, ok := value(fams, "openfief_core_sync_last_success_timestamp_seconds", "plugin=broken"); ok {
 		t.Error("a connector that never synced has a last success")
 	}
-	rates, _ := value(fams, "openfief_core_stored_rows", "instance=fx", "kind=fx_rates")
-	if lag, _ := value(fams, "openfief_core_view_lag_entries", "instance=down"); lag != rates {
+	rates, _ := value(fams, "openfief_core_stored_rows", "plugin=fx", "kind=fx_rates")
+	if lag, _ := value(fams, "openfief_core_view_lag_entries", "plugin=down"); lag != rates {
 		t.Errorf("the down view's lag is %v entries, want the %v rates it never kept", lag, rates)
 	}
 	checkLabels(t, fams)
@@ -257,13 +257,13 @@ func TestMetricsScrapedOverHTTP(t *testing.T) {
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "instance" && (l.GetValue() == "broken" || l.GetValue() == "down") {
+				if l.GetName() == "plugin" && (l.GetValue() == "broken" || l.GetValue() == "down") {
 					t.Errorf("%s still has a series of %s, which stopped", f.GetName(), l.GetValue())
 				}
 			}
 		}
 	}
-	if _, ok := value(fams, "openfief_core_sync_failing", "instance=fx"); !ok {
+	if _, ok := value(fams, "openfief_core_sync_failing", "plugin=fx"); !ok {
 		t.Error("fx's series went with the others")
 	}
 }
@@ -281,10 +281,10 @@ func labelValues() map[string][]string {
 	reasons = append(reasons, ReasonSucceeded, ReasonOutsideTiers, ReasonBatchMismatch, ReasonInvalidDelivery,
 		ReasonAnswerTooLarge, ReasonRedirectRefused, ReasonCompressedAnswer, ReasonGrantChanged, ReasonStore)
 	return map[string][]string{
-		"instance": {"fx", "broken", "csv", "down"},
-		"reason":   reasons,
-		"method":   {methodSync, methodImportFile, methodExport},
-		"kind":     {rowBatches, rowTransactions, rowPostings, rowBalances, rowPrices, rowFxRates, rowIndexReadings, rowProblems},
+		"plugin": {"fx", "broken", "csv", "down"},
+		"reason": reasons,
+		"method": {methodSync, methodImportFile, methodExport},
+		"kind":   {rowBatches, rowTransactions, rowPostings, rowBalances, rowPrices, rowFxRates, rowIndexReadings, rowProblems},
 	}
 }
 
@@ -349,8 +349,8 @@ func TestRulesUseOnlyExportedMetrics(t *testing.T) {
 	h := newMetricsHarness(t)
 	h.update([]Target{{Instance: "fx", UID: "0000000a-0001", Connector: true}, {Instance: "csv", UID: "0000000a-0003", View: true}})
 	fams := eventually(t, h.url, "a sync and an export", func(f map[string]*dto.MetricFamily) bool {
-		ok, _ := value(f, "openfief_core_syncs_total", "instance=fx", "reason=succeeded")
-		exp, _ := value(f, "openfief_core_exports_total", "instance=csv", "reason=succeeded")
+		ok, _ := value(f, "openfief_core_syncs_total", "plugin=fx", "reason=succeeded")
+		exp, _ := value(f, "openfief_core_exports_total", "plugin=csv", "reason=succeeded")
 		return ok >= 1 && exp >= 1
 	})
 	used := 0
