@@ -36,14 +36,21 @@ func Rules() ([]Rule, error) {
 		return nil, err
 	}
 	var pr struct {
-		Spec struct {
+		APIVersion string         `json:"apiVersion"`
+		Kind       string         `json:"kind"`
+		Metadata   map[string]any `json:"metadata"`
+		Spec       struct {
 			Groups []struct {
+				Name  string `json:"name"`
 				Rules []Rule `json:"rules"`
 			} `json:"groups"`
 		} `json:"spec"`
 	}
 	if err := yaml.UnmarshalStrict(raw, &pr, yaml.DisallowUnknownFields); err != nil {
 		return nil, fmt.Errorf("%s: %w", RulesFile, err)
+	}
+	if pr.Kind != "PrometheusRule" {
+		return nil, fmt.Errorf("%s: kind %q, want PrometheusRule", RulesFile, pr.Kind)
 	}
 	var out []Rule
 	for _, g := range pr.Spec.Groups {
