@@ -81,6 +81,10 @@ node: ## Build the local real node into .bin/ and install its Debian packages (r
 vendor-tools: ## Build stock cosign and crane (pinned in hack/tools) into .bin/.
 	@hack/build/vendor-tools.sh
 
+.PHONY: promtool
+promtool: ## Build Prometheus' promtool (pinned in hack/tools/promtool) into .bin/: the alert rules' tests.
+	@hack/build/promtool.sh
+
 ##@ Dev
 
 # List what a local real node left on this machine (processes, links, netns,
@@ -159,8 +163,9 @@ test-heavy: test-deps-heavy ## Tests tagged heavy (image builds, a release, Post
 
 # What the tests run besides Go, installed before they start so that a test
 # only finds it and names this target when it is missing: sdk/ts's npm
-# packages, Debian's PostgreSQL (the store's tests) and cosign and crane
-# (make vendor-tools: the signing interop tests) for make test-heavy;
+# packages, Debian's PostgreSQL (the store's tests), cosign and crane
+# (make vendor-tools: the signing interop tests) and promtool (make
+# promtool: deploy/monitoring's alert rules) for make test-heavy;
 # for make test also LibreOffice Calc (webdav-csv's spreadsheet test), the
 # Debian archive keys the TypeScript image's Node.js runtime is checked
 # against, jq (the plugin authors' guide, run by the in-cluster suite) and,
@@ -168,7 +173,7 @@ test-heavy: test-deps-heavy ## Tests tagged heavy (image builds, a release, Post
 # dashboard's browser test, which skips without it (hack/lib/apt-install.sh:
 # nothing runs apt when all is installed).
 .PHONY: test-deps-heavy
-test-deps-heavy: ts-deps vendor-tools ## Install what make test-heavy runs besides Go: npm, PostgreSQL, cosign, crane.
+test-deps-heavy: ts-deps vendor-tools promtool ## Install what make test-heavy runs besides Go: npm, PostgreSQL, cosign, crane, promtool.
 	hack/lib/apt-install.sh postgresql
 
 .PHONY: test-deps
