@@ -81,8 +81,10 @@ node: ## Build the local real node into .bin/ and install its Debian packages (r
 vendor-tools: ## Build stock cosign and crane (pinned in hack/tools) into .bin/.
 	@hack/build/vendor-tools.sh
 
+# Prometheus' promtool, pinned in hack/tools/promtool: the heavy test of
+# deploy runs it on deploy/monitoring's alert rules.
 .PHONY: promtool
-promtool: ## Build Prometheus' promtool (pinned in hack/tools/promtool) into .bin/: the alert rules' tests.
+promtool: ## Build Prometheus' promtool (pinned in hack/tools) into .bin/.
 	@hack/build/promtool.sh
 
 ##@ Dev
@@ -173,7 +175,7 @@ test-heavy: test-deps-heavy ## Tests tagged heavy (image builds, a release, Post
 # dashboard's browser test, which skips without it (hack/lib/apt-install.sh:
 # nothing runs apt when all is installed).
 .PHONY: test-deps-heavy
-test-deps-heavy: ts-deps vendor-tools promtool ## Install what make test-heavy runs besides Go: npm, PostgreSQL, cosign, crane, promtool.
+test-deps-heavy: ts-deps vendor-tools promtool ## Install what make test-heavy runs besides Go (npm, PostgreSQL, tools).
 	hack/lib/apt-install.sh postgresql
 
 .PHONY: test-deps
