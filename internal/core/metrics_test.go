@@ -367,3 +367,26 @@ func TestRulesUseOnlyExportedMetrics(t *testing.T) {
 		t.Errorf("the rules read none of the core's metrics: %v", names)
 	}
 }
+
+// TestMetricsServeTheRestWhenTheStoreFails: with the database gone, a
+// scrape still answers with what the core holds in memory (the outcomes,
+// the calls), leaving out what it reads from the database (the SQLite
+// file's size is still read from the file).
+func TestMetricsServeTheRestWhenTheStoreFails(t *testing.T) {
+	h := newMetricsHarness(t)
+	h.update([]Target{{Instance: "fx", UID: "0000000a-0001", Connector: true}})
+	eventually(t, h.url, "a sync", func(f map[string]*dto.MetricFamily) bool {
+		ok, _ := value(f, "openfief_core_syncs_total", "plugin=fx", "reason=succeeded")
+		return ok >= 1
+	})
+	if err := h.st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fams := scrape(t, h.url)
+	if _, ok := value(fams, "openfief_core_sync_interval_seconds", "plugin=fx"); !ok {
+		t.Error("the series held in memory are gone with the store")
+	}
+	if _, ok := fams["openfief_core_stored_rows"]; ok {
+		t.Error("rows served from a closed store")
+	}
+}
