@@ -106,7 +106,8 @@ func promtoolCases(t *testing.T) map[string]promtoolCase {
 // TestMonitoringReachesOnlyMetricsPorts: deploy/monitoring's Services and
 // NetworkPolicies lead to the ports the core and the operator serve their
 // metrics on (the flags of their Deployments), and to nothing else: the
-// core's plugin API port stays closed to the scraper.
+// core's plugin API port stays closed to the scraper; and without it the
+// metrics ports admit no one.
 func TestMonitoringReachesOnlyMetricsPorts(t *testing.T) {
 	objs, err := Render("monitoring")
 	if err != nil {
@@ -162,6 +163,34 @@ func TestMonitoringReachesOnlyMetricsPorts(t *testing.T) {
 	for _, k := range []string{"Service openfief-core", "Service openfief-operator", "NetworkPolicy openfief-core", "NetworkPolicy openfief-operator"} {
 		if seen[k] != 1 {
 			t.Errorf("%d of %s, want 1", seen[k], k)
+		}
+	}
+	// Without deploy/monitoring no one reaches a metrics port: the core's
+	// and the operator's own policies admit no peer to it.
+	for _, dir := range []string{"core", "operator"} {
+		objs, err := Render(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range objs {
+			if u.GetKind() != "NetworkPolicy" {
+				continue
+			}
+			var np networkingv1.NetworkPolicy
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &np); err != nil {
+				t.Fatal(err)
+			}
+			port := want[np.Spec.PodSelector.MatchLabels["app.kubernetes.io/name"]]
+			for _, in := range np.Spec.Ingress {
+				if len(in.Ports) == 0 && port != 0 {
+					t.Errorf("deploy/%s: NetworkPolicy %s admits %v to every port, the metrics port %d too", dir, np.Name, in.From, port)
+				}
+				for _, p := range in.Ports {
+					if p.Port != nil && p.Port.IntVal == port {
+						t.Errorf("deploy/%s: NetworkPolicy %s admits %v to the metrics port %d", dir, np.Name, in.From, port)
+					}
+				}
+			}
 		}
 	}
 }
