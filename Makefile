@@ -81,6 +81,12 @@ node: ## Build the local real node into .bin/ and install its Debian packages (r
 vendor-tools: ## Build stock cosign and crane (pinned in hack/tools) into .bin/.
 	@hack/build/vendor-tools.sh
 
+# Prometheus' promtool, pinned in hack/tools/promtool: the heavy test of
+# deploy runs it on deploy/monitoring's alert rules.
+.PHONY: promtool
+promtool: ## Build Prometheus' promtool (pinned in hack/tools) into .bin/.
+	@hack/build/promtool.sh
+
 ##@ Dev
 
 # List what a local real node left on this machine (processes, links, netns,
@@ -160,16 +166,17 @@ test-heavy: test-deps-heavy ## Tests tagged heavy (image builds, a release, Post
 # What the tests run besides Go, installed before they start so that a test
 # only finds it and names this target when it is missing: sdk/ts's npm
 # packages, Debian's PostgreSQL (the store's tests), cosign and crane
-# (make vendor-tools: the signing interop tests) and the Debian archive keys
-# the TypeScript images' Node.js runtime is checked against (the harness's
-# tests build those images) for make test-heavy;
+# (make vendor-tools: the signing interop tests), promtool (make promtool:
+# deploy/monitoring's alert rules) and the Debian archive keys the
+# TypeScript images' Node.js runtime is checked against (the harness's tests
+# build those images) for make test-heavy;
 # for make test also LibreOffice Calc (webdav-csv's spreadsheet test),
 # jq (the plugin authors' guide, run by the in-cluster suite) and,
 # where it can be installed (root), Chromium for the
 # dashboard's browser test, which skips without it (hack/lib/apt-install.sh:
 # nothing runs apt when all is installed).
 .PHONY: test-deps-heavy
-test-deps-heavy: ts-deps vendor-tools ## Install what make test-heavy runs besides Go: npm, PostgreSQL, cosign, crane.
+test-deps-heavy: ts-deps vendor-tools promtool ## Install what make test-heavy runs besides Go (npm, PostgreSQL, tools).
 	hack/lib/apt-install.sh postgresql debian-archive-keyring
 
 .PHONY: test-deps

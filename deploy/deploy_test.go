@@ -34,6 +34,14 @@ func TestKustomizationsRender(t *testing.T) {
 			"ValidatingAdmissionPolicyBinding/openfief-service-account-tokens",
 			"ValidatingAdmissionPolicyBinding/openfief-workload-identities",
 		},
+		"monitoring": {
+			"NetworkPolicy/openfief-core-metrics",
+			"NetworkPolicy/openfief-operator-metrics",
+			"PrometheusRule/openfief",
+			"Service/openfief-core-metrics",
+			"Service/openfief-operator-metrics",
+			"ServiceMonitor/openfief",
+		},
 		"egress-proxy": {
 			"Deployment/openfief-egress-proxy",
 			"NetworkPolicy/openfief-egress-proxy",

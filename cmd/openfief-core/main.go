@@ -51,6 +51,7 @@ func main() {
 	fs.StringVar(&o.DSN, "database", o.DSN, "a SQLite file path, or a postgres:// DSN (PostgreSQL)")
 	fs.StringVar(&o.PluginAddr, "plugin-listen", o.PluginAddr, "address plugins call the core on (their openfief-core token required)")
 	fs.StringVar(&o.OwnerAddr, "owner-listen", o.OwnerAddr, "address of the owner API (status, imports), reached through the API server's service proxy; every request but /healthz needs the owner's token")
+	fs.StringVar(&o.MetricsAddr, "metrics-listen", o.MetricsAddr, "address of the Prometheus metrics (/metrics), served without authentication like the operator's; empty serves none")
 	fs.IntVar(&o.PluginPort, "plugin-port", o.PluginPort, "port every plugin's Service serves on (the operator's plugin port)")
 	fs.DurationVar(&o.Scheduler.DefaultInterval, "sync-interval", o.Scheduler.DefaultInterval, "how often each connector is synced")
 	fs.Var(intervals(o.Scheduler.Intervals), "sync-interval-for", "NAME=DURATION: the sync interval of one instance (repeatable)")

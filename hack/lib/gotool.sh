@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # gotool.sh: build one Go tool pinned in a tool module into the per-user tools
 # cache and link it into .bin/, sourced by hack/check/lint.sh (golangci-lint),
-# hack/check/actionlint.sh (actionlint) and hack/build/vendor-tools.sh (cosign,
-# crane).
+# hack/check/actionlint.sh (actionlint), hack/build/vendor-tools.sh (cosign,
+# crane) and hack/build/promtool.sh (promtool).
 #
 # The binary is built from the module proxy's cache (the tool module's go.mod
 # and go.sum pin every dependency) into a folder keyed by a hash of those pins,

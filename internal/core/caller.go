@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"connectrpc.com/connect"
@@ -47,6 +48,8 @@ type Caller struct {
 	// zero means DefaultMaxAnswerBytes and DefaultMaxAnswerMemory.
 	MaxAnswerBytes  int
 	MaxAnswerMemory int64
+	// Metrics, when set, time every call.
+	Metrics *Metrics
 }
 
 // fileChunk is the size of the chunks ImportFile streams.
@@ -93,6 +96,7 @@ func (c *Caller) limits() (maxBytes int, budget int64) {
 
 // Sync calls the instance's Sync.
 func (c *Caller) Sync(ctx context.Context, instance string, req *connectorv1.SyncRequest) (*connectorv1.Delivery, error) {
+	defer c.Metrics.observeCall(instance, methodSync, time.Now())
 	cl, auth, err := c.client(ctx, instance)
 	if err != nil {
 		return nil, err
@@ -111,6 +115,7 @@ func (c *Caller) Sync(ctx context.Context, instance string, req *connectorv1.Syn
 
 // ImportFile streams file to the instance's ImportFile after header.
 func (c *Caller) ImportFile(ctx context.Context, instance string, header *connectorv1.FileHeader, file io.Reader) (*connectorv1.Delivery, error) {
+	defer c.Metrics.observeCall(instance, methodImportFile, time.Now())
 	cl, auth, err := c.client(ctx, instance)
 	if err != nil {
 		return nil, err

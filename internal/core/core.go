@@ -48,6 +48,11 @@ type Options struct {
 	// PluginAddr and OwnerAddr are the two listeners; "127.0.0.1:0" picks a
 	// free port (Core.PluginAddr and Core.OwnerAddr tell which).
 	PluginAddr, OwnerAddr string
+	// MetricsAddr, when set, serves the core's Prometheus metrics at
+	// /metrics, without authentication like the operator's: the core's
+	// NetworkPolicy admits only the scraper deploy/monitoring names
+	// (Core.MetricsAddr tells the port).
+	MetricsAddr string
 	// PluginPort is the port plugins serve on (the operator's Topology).
 	PluginPort int
 	// Resolve replaces the plugin Service address (the local mode and the
@@ -81,10 +86,10 @@ type Core struct {
 	plugins *Plugins
 	log     *slog.Logger
 
-	pluginLn, ownerLn net.Listener
-	servers           []*http.Server
-	cancel            context.CancelFunc
-	done              chan struct{}
+	pluginLn, ownerLn, metricsLn net.Listener
+	servers                      []*http.Server
+	cancel                       context.CancelFunc
+	done                         chan struct{}
 }
 
 // Start opens the store, starts watching Plugins, the scheduler and both
@@ -120,7 +125,7 @@ func Start(ctx context.Context, cfg *rest.Config, o Options) (c *Core, err error
 		if err != nil {
 			cancel()
 			_ = c.closeDB()
-			for _, ln := range []net.Listener{c.pluginLn, c.ownerLn} {
+			for _, ln := range []net.Listener{c.pluginLn, c.ownerLn, c.metricsLn} {
 				if ln != nil {
 					_ = ln.Close()
 				}
@@ -134,18 +139,22 @@ func Start(ctx context.Context, cfg *rest.Config, o Options) (c *Core, err error
 		}
 		c.store, c.closeDB = st, st.Close
 	}
+	var metrics *Metrics
+	if o.MetricsAddr != "" {
+		metrics = NewMetrics(o.Log)
+	}
 	tokens := NewTokens(cs.CoreV1(), o.Namespace, o.ServiceAccount, nil)
-	caller := &Caller{Tokens: tokens, Resolve: o.Resolve}
+	caller := &Caller{Tokens: tokens, Resolve: o.Resolve, Metrics: metrics}
 	vs, ok := c.store.(ViewStore)
 	if !ok {
 		return nil, errors.New("the store cannot read pages for views")
 	}
 	vo := o.Views
 	vo.Exporter = &Exporter{Store: vs, Caller: caller, CallTimeout: o.Scheduler.CallTimeout}
-	vo.Store, vo.Log = c.store, o.Log
+	vo.Store, vo.Log, vo.Metrics = c.store, o.Log, metrics
 	c.views = NewViews(ctx, vo)
 	so := o.Scheduler
-	so.Store, so.Connector, so.Log = c.store, caller, o.Log
+	so.Store, so.Connector, so.Log, so.Metrics = c.store, caller, o.Log, metrics
 	so.OnStop = tokens.Forget
 	so.OnStored = c.views.Poke
 	c.sched = NewScheduler(ctx, so)
@@ -170,7 +179,17 @@ func Start(ctx context.Context, cfg *rest.Config, o Options) (c *Core, err error
 	if c.ownerLn, err = net.Listen("tcp", o.OwnerAddr); err != nil {
 		return nil, fmt.Errorf("owner listener: %w", err)
 	}
-	for ln, h := range map[net.Listener]http.Handler{c.pluginLn: c.pluginHandler(verifier, o.Log), c.ownerLn: c.ownerHandler(owner, o.Log)} {
+	handlers := map[net.Listener]http.Handler{c.pluginLn: c.pluginHandler(verifier, o.Log), c.ownerLn: c.ownerHandler(owner, o.Log)}
+	if metrics != nil {
+		if err := metrics.watchStore(c.store, c.views); err != nil {
+			return nil, err
+		}
+		if c.metricsLn, err = net.Listen("tcp", o.MetricsAddr); err != nil {
+			return nil, fmt.Errorf("metrics listener: %w", err)
+		}
+		handlers[c.metricsLn] = metricsHandler(metrics)
+	}
+	for ln, h := range handlers {
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 		c.servers = append(c.servers, srv)
 		go func() {
@@ -220,6 +239,14 @@ func (c *Core) PluginAddr() string { return c.pluginLn.Addr().String() }
 
 // OwnerAddr is the owner listener's address.
 func (c *Core) OwnerAddr() string { return c.ownerLn.Addr().String() }
+
+// MetricsAddr is the metrics listener's address, "" when it serves none.
+func (c *Core) MetricsAddr() string {
+	if c.metricsLn == nil {
+		return ""
+	}
+	return c.metricsLn.Addr().String()
+}
 
 // Scheduler is the core's scheduler.
 func (c *Core) Scheduler() *Scheduler { return c.sched }

@@ -34,6 +34,7 @@ func ViewKinds(tiers []string) []store.EntryKind {
 // Export calls the view instance's Export with one page, with a token for
 // that instance alone; an answer is bounded as a connector's is.
 func (c *Caller) Export(ctx context.Context, instance string, req *viewv1.ExportRequest) error {
+	defer c.Metrics.observeCall(instance, methodExport, time.Now())
 	h, opts, auth, err := c.conn(ctx, instance)
 	if err != nil {
 		return err

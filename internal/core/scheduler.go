@@ -83,6 +83,8 @@ type SchedulerOptions struct {
 	OnStop func(instance string)
 	// OnStored is called after an import stored new rows (Views.Poke).
 	OnStored func()
+	// Metrics, when set, count each sync and hold its outcome by instance.
+	Metrics *Metrics
 }
 
 // Scheduler calls Sync on every running connector on its schedule (D-49):
@@ -203,6 +205,7 @@ func (s *Scheduler) Update(targets []Target) {
 		if t, ok := want[name]; !ok || t.UID != w.getTarget().UID {
 			w.cancel()
 			delete(s.workers, name)
+			s.o.Metrics.syncs().stop(name)
 			stopped = append(stopped, name)
 			changed = append(changed, change{w: w})
 		}
@@ -314,12 +317,14 @@ func (s *Scheduler) run(ctx context.Context, instance string, w *worker) {
 	// A restarted core (or worker) keeps the schedule it recorded, so a
 	// restart does not call every connector at once; never later than one
 	// interval from now.
-	if st, err := s.o.Store.Status(ctx, instance); err == nil && st.NextSync.After(start) {
+	st, serr := s.o.Store.Status(ctx, instance)
+	if serr == nil && st.NextSync.After(start) {
 		start = st.NextSync
 		if limit := now.Add(s.interval(instance)); start.After(limit) {
 			start = limit
 		}
 	}
+	s.current(instance, w, func(m *runMetrics) { m.start(instance, s.interval(instance), st, serr == nil) })
 	w.setNext(start)
 	for {
 		wait := w.getNext().Sub(s.o.Clock.Now())
@@ -345,6 +350,21 @@ func (s *Scheduler) run(ctx context.Context, instance string, w *worker) {
 		if rerr := s.o.Store.RecordSync(ctx, instance, rec); rerr != nil {
 			s.o.Log.Error("recording the sync", "plugin", instance, "error", rerr.Error())
 		}
+		s.current(instance, w, func(m *runMetrics) { m.done(instance, err, rec.At) })
+	}
+}
+
+// current runs f on the sync metrics while w is still instance's worker,
+// under the lock Update stops workers with, so that a worker's last
+// outcome never brings back the series of an instance that stopped.
+func (s *Scheduler) current(instance string, w *worker, f func(*runMetrics)) {
+	if s.o.Metrics == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.workers[instance] == w {
+		f(s.o.Metrics.sync)
 	}
 }
 

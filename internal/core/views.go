@@ -51,6 +51,8 @@ type ViewOptions struct {
 	Rand                func() float64
 	NewRunID            func() string
 	Log                 *slog.Logger
+	// Metrics, when set, count each export and hold its outcome by view.
+	Metrics *Metrics
 }
 
 // Views runs every view instance's exports (OF-35): one worker per view, so
@@ -218,6 +220,7 @@ func (v *Views) Update(targets []Target) {
 		if t, ok := want[name]; !ok || t.UID != w.uid {
 			w.cancel()
 			delete(v.workers, name)
+			v.o.Metrics.exports().stop(name)
 			stopped = append(stopped, w)
 			v.o.Log.Info("no longer exporting to the view", "plugin", name)
 		}
@@ -303,6 +306,8 @@ func (v *Views) run(ctx context.Context, instance string, w *viewWorker) {
 		first = time.Duration(v.o.Rand() * float64(v.o.FirstDelay))
 	}
 	wait := first
+	last, lerr := v.o.Store.Status(ctx, instance)
+	v.current(instance, w, func(m *runMetrics) { m.start(instance, v.o.Interval, last, lerr == nil) })
 	for {
 		w.setNext(v.o.Clock.Now().Add(wait))
 		select {
@@ -340,6 +345,20 @@ func (v *Views) run(ctx context.Context, instance string, w *viewWorker) {
 		if rerr := v.o.Store.RecordSync(ctx, instance, rec); rerr != nil {
 			v.o.Log.Error("recording the export", "plugin", instance, "error", rerr.Error())
 		}
+		v.current(instance, w, func(m *runMetrics) { m.done(instance, err, rec.At) })
+	}
+}
+
+// current runs f on the export metrics while w is still instance's worker
+// (Scheduler.current).
+func (v *Views) current(instance string, w *viewWorker, f func(*runMetrics)) {
+	if v.o.Metrics == nil {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.workers[instance] == w {
+		f(v.o.Metrics.export)
 	}
 }
 

@@ -66,7 +66,8 @@ type Reconcilers struct {
 // Plugin reconciler with mgr's events.k8s.io/v1 recorder
 // (EventReportingController), the PluginGrant reconciler, the allow-list
 // pruner, the signing-key publisher reading the API server mgr connects to,
-// and a /healthz and /readyz check. A signers file that can't be read or
+// the Plugins' conditions on the metrics endpoint (metrics.go) and a
+// /healthz and /readyz check. A signers file that can't be read or
 // parsed is an error, so the operator refuses to start rather than trust
 // less or more than the owner said; so is an isolation gate without an
 // image (ErrNoIsolationGate) unless it is disabled (OF-42).
@@ -103,6 +104,9 @@ func AddToManager(mgr ctrl.Manager, o Options) (*Reconcilers, error) {
 		return nil, err
 	}
 	c := mgr.GetClient()
+	if err := registerPluginMetrics(c); err != nil {
+		return nil, fmt.Errorf("register the plugin metrics: %w", err)
+	}
 	allowList := &AllowListWriter{Client: c}
 	if err := mgr.Add(allowList); err != nil {
 		return nil, fmt.Errorf("add allow-list writer: %w", err)

@@ -19,6 +19,8 @@ import (
 type Store struct {
 	db *sql.DB
 	d  dialect
+	// path is the SQLite file, "" on PostgreSQL (Size).
+	path string
 	// hook, set only by tests, runs between the statements of an import
 	// (its argument counts the statements so far); an error it returns
 	// fails the import there.
@@ -70,7 +72,7 @@ func openAt(ctx context.Context, dsn string, upTo int) (*Store, error) {
 		}
 		db.SetMaxOpenConns(4)
 		db.SetMaxIdleConns(4)
-		s = &Store{db: db, d: sqliteDialect}
+		s = &Store{db: db, d: sqliteDialect, path: t.dsn}
 	}
 	if err := s.db.PingContext(ctx); err != nil {
 		_ = s.db.Close()

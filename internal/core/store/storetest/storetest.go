@@ -73,6 +73,7 @@ func Run(t *testing.T, b Backend) {
 		{"DeclaredImbalanceStored", testDeclaredImbalance},
 	}
 	cases = append(cases, exportCases...)
+	cases = append(cases, metricsCases...)
 	for _, c := range append(cases, removedCases...) {
 		t.Run(c.name, func(t *testing.T) { c.run(t, b) })
 	}
