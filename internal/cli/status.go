@@ -99,7 +99,7 @@ func (o *attentionOptions) Run(ctx context.Context) error {
 	}
 	in := attention.Input{
 		Now: env.Now(), Plugins: list.Items,
-		Commands: attention.Commands{Approve: env.ApproveCommand, Status: env.pluginStatusCommand, Platform: env.platformStatusCommand()},
+		Commands: attention.Commands{Approve: env.ApproveCommand, Status: env.PluginStatusCommand, Platform: env.platformStatusCommand()},
 	}
 	api, err := env.coreAPI(o.coreURL, coreStatusTimeout)
 	if err != nil {
@@ -161,9 +161,10 @@ func (e *Env) platformComponents(ctx context.Context, c client.Client) ([]attent
 // platformStatusTimeout bounds reading the platform's Deployments.
 const platformStatusTimeout = 20 * time.Second
 
-// pluginStatusCommand is the openfief command that shows the plugin name,
-// with the --kubeconfig, --context and -n this command was given.
-func (e *Env) pluginStatusCommand(name string) string {
+// PluginStatusCommand is the openfief command that shows the plugin name,
+// with the --kubeconfig, --context and -n this command was given; `openfief
+// status` and the dashboard's attention list name it.
+func (e *Env) PluginStatusCommand(name string) string {
 	return strings.Join(append([]string{"openfief", "plugin", "status", shellQuote(name)}, e.clusterArgs()...), " ")
 }
 
