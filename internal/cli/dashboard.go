@@ -126,7 +126,7 @@ func (o *dashboardOptions) serverOptions() (dashboard.Options, error) {
 		return dashboard.Options{}, err
 	}
 	opts := dashboard.Options{
-		Config: cfg, Namespace: env.Namespace, Catalog: cat, ApproveCommand: env.ApproveCommand, Now: env.Now,
+		Config: cfg, Namespace: env.Namespace, Catalog: cat, ApproveCommand: env.ApproveCommand, StatusCommand: env.PluginStatusCommand, Now: env.Now,
 		CoreStatus: coreStatus, PurgeCommand: func(key string) string { return env.PurgeDataCommand(key, o.coreURL) },
 	}
 	if o.allowApprove {

@@ -44,7 +44,17 @@ const (
 	// SignatureVerified reason RegistryUnauthorized): the image is private
 	// or the reader has no access, so whether it is signed is unknown.
 	ExitRegistryUnauthorized = 12
+	// ExitAttention: `openfief status` found something that needs the
+	// owner's attention; the list is its output.
+	ExitAttention = 13
 )
+
+// quietError is an error whose exit code says it all, its output having
+// said the rest: Main prints no "Error:" line for it.
+type quietError interface {
+	error
+	quiet()
+}
 
 // ExitError is a command's failure with the exit code it maps to. Every
 // error a command returns is one; anything else comes from argument parsing

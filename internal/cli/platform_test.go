@@ -316,6 +316,19 @@ data:
 		}
 	}
 
+	// The version, as kubectl version shows the server's, and what needs
+	// attention: every component is Available, but no core answers here
+	// (kwok runs no container), which is the one line.
+	r = run("version")
+	expect(t, r, ExitOK, "Client Version:", "Platform Version:  v0.1.0", "  openfief-core: v0.1.0", "  openfief-operator: v0.1.0")
+	r = run("version", "-o", "json")
+	expect(t, r, ExitOK, `"platformVersion": {`, `"installed": true`, `"version": "v0.1.0"`, `"name": "openfief-egress-proxy"`)
+	r = run("status")
+	expect(t, r, ExitAttention, "CoreUnreachable", "openfief platform status --kubeconfig")
+	if strings.Contains(r.out, "PlatformUnavailable") || strings.Contains(r.errOut, "Note:") {
+		t.Errorf("status of an Available platform:\n%s", r)
+	}
+
 	// A plugin's workload, as the operator makes it (as the operator, whom
 	// the admission policy lets write plugin Deployments), and its Plugin.
 	plugin := testutil.MakePlugin("fx", testutil.Image("fx")).Obj()
@@ -394,6 +407,7 @@ data:
 		}
 	}
 	expect(t, run("platform", "status"), ExitNotFound, "not installed")
+	expect(t, run("version"), ExitOK, "Platform Version:  not installed")
 
 	// Uninstall --delete-data: the claim, the CRDs with the Plugin and the
 	// namespace go too.

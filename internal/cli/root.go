@@ -79,7 +79,7 @@ type CommandFactory func(env *Env) *cobra.Command
 // Commands that live outside this package (`openfief dev`, in
 // internal/devstack, which links the operator) are passed as extra
 // factories by cmd/openfief.
-var commandFactories = []CommandFactory{newPluginCommand, newCatalogCommand, newDashboardCommand, newPlatformCommand, newCheckCommand}
+var commandFactories = []CommandFactory{newPluginCommand, newCatalogCommand, newDashboardCommand, newPlatformCommand, newCheckCommand, newAttentionCommand, newVersionCommand}
 
 // NewRootCommand builds `openfief` with its global flags, the registered
 // top-level commands and any extra ones, all on env.
@@ -104,6 +104,11 @@ anything is written, and shows what a plugin asks for before you grant it.`,
 		Args:          noArgs,
 		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	// --version prints the client's part of `openfief version` on one
+	// line, as `flux --version` does; defined here so it has no -v.
+	root.Version = Client().String()
+	root.SetVersionTemplate("openfief version {{.Version}}\n")
+	root.Flags().Bool("version", false, "print the CLI's version and commit ('openfief version' adds the platform's)")
 	root.SetIn(env.In)
 	root.SetOut(env.Out)
 	root.SetErr(env.ErrOut)
@@ -139,6 +144,10 @@ func run(ctx context.Context, env *Env, args []string, extra ...CommandFactory) 
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
+	}
+	var q quietError
+	if errors.As(err, &q) {
+		return ExitCode(err)
 	}
 	// An error can carry text from outside (a registry's diagnostic, the
 	// core's answer): each of its lines is shown through internal/display.

@@ -160,7 +160,7 @@ func TestCore(t *testing.T) {
 	})
 	var s ownerapi.InstanceStatus
 	getOwner(t, owner+ownerapi.PathPluginPrefix+"core-fx/status", ownerTok, &s)
-	if !s.Scheduled || s.NextSync == nil || s.LastSync == nil || s.Watermark != "2026-11-27" || s.RowsTotal != 2 {
+	if !s.Scheduled || s.NextSync == nil || s.LastSync == nil || s.Watermark != "2026-11-27" || s.RowsTotal != 2 || s.IntervalSeconds <= 0 || s.Lag != nil {
 		t.Errorf("status %+v", s)
 	}
 	var all []ownerapi.InstanceStatus

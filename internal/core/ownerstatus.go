@@ -1,9 +1,11 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/arkadiuss/openfief/internal/core/ownerapi"
 	"github.com/arkadiuss/openfief/internal/core/store"
@@ -47,7 +49,45 @@ func (c *Core) status(r *http.Request, name string) (ownerapi.InstanceStatus, er
 			out.NextSync = &n
 		}
 	}
+	if d, ok := c.sched.Interval(name); ok {
+		out.IntervalSeconds = int64(d / time.Second)
+	} else if out.View {
+		out.IntervalSeconds = int64(c.views.Interval() / time.Second)
+	}
+	if out.View {
+		lag, err := c.viewLag(r.Context(), name)
+		if err != nil {
+			return ownerapi.InstanceStatus{}, err
+		}
+		out.Lag = lag
+	}
 	return out, nil
+}
+
+// lagReader is the part of the store that counts a view's lag;
+// *store.Store is one.
+type lagReader interface {
+	ViewLag(ctx context.Context, view string, kinds []store.EntryKind) (int64, error)
+}
+
+// viewLag counts the entries a running view may be sent and has not been:
+// of the kinds its grant's tiers allow now. nil when the store cannot count
+// them or the view stopped meanwhile.
+func (c *Core) viewLag(ctx context.Context, name string) (*int64, error) {
+	lr, ok := c.store.(lagReader)
+	if !ok {
+		return nil, nil
+	}
+	tiers, terr := c.views.Tiers(ctx, name)
+	if terr != nil {
+		// The view stopped since NextRun answered: no lag to tell.
+		return nil, nil
+	}
+	n, err := lr.ViewLag(ctx, name, ViewKinds(tiers))
+	if err != nil {
+		return nil, err
+	}
+	return &n, nil
 }
 
 // ownerStatus turns what the store holds of instance name into the owner

@@ -288,6 +288,19 @@ func (s *Scheduler) NextSync(instance string) (time.Time, bool) {
 	return w.next, true
 }
 
+// Interval returns how often the instance is synced, if it is called:
+// `openfief status` says a connector is failing when none of its syncs
+// succeeded in twice that.
+func (s *Scheduler) Interval(instance string) (time.Duration, bool) {
+	s.mu.Lock()
+	_, ok := s.workers[instance]
+	s.mu.Unlock()
+	if !ok {
+		return 0, false
+	}
+	return s.interval(instance), true
+}
+
 func (s *Scheduler) interval(instance string) time.Duration {
 	if d, ok := s.o.Intervals[instance]; ok && d > 0 {
 		return max(d, MinSyncInterval)

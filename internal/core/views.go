@@ -289,6 +289,9 @@ func (v *Views) NextRun(instance string) (time.Time, bool) {
 	return w.next, true
 }
 
+// Interval is the longest a view goes without a run.
+func (v *Views) Interval() time.Duration { return v.o.Interval }
+
 // Wait returns once every worker has stopped (after the context is done).
 func (v *Views) Wait() { v.wg.Wait() }
 

@@ -103,7 +103,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	env.Kubeconfig = kubeconfig
 	srv, err := dashboard.New(dashboard.Options{
 		Config: p.cluster.Config, Namespace: plugins.Namespace, Catalog: p.catalog,
-		ApproveCommand: env.ApproveCommand, Approve: env.ApprovePending,
+		ApproveCommand: env.ApproveCommand, StatusCommand: env.PluginStatusCommand, Approve: env.ApprovePending,
 	}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -184,6 +184,21 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("the table's header cells and caption: %s", got)
 	}
 
+	// What needs attention, at the top: the refused image first, then the
+	// three plugins waiting for approval, each with its command.
+	if got := b.eval(`Array.from(document.querySelectorAll("#attention li")).map(li => li.dataset.kind + " " + li.dataset.plugin).join(",")`); got != "ImageRefused fx-unsigned,ApprovalPending fx-nogrant,ApprovalPending fx-upgrade,ApprovalPending hostile" {
+		t.Errorf("the attention list holds %s", got)
+	}
+	if got := b.eval(`document.querySelector('#attention li[data-plugin="fx-upgrade"] button.copy').dataset.copy`); got != "openfief plugin approve fx-upgrade --kubeconfig "+kubeconfig {
+		t.Errorf("fx-upgrade's attention item copies %q", got)
+	}
+	if got := b.eval(`document.querySelector('#attention li[data-plugin="fx-unsigned"] button.copy').dataset.copy`); got != "openfief plugin status fx-unsigned --kubeconfig "+kubeconfig {
+		t.Errorf("fx-unsigned's attention item copies %q", got)
+	}
+	if top := b.eval(`String(document.getElementById("attention").getBoundingClientRect().top < document.getElementById("plugins").getBoundingClientRect().top)`); top != "true" {
+		t.Error("the attention list is not above the plugins' table")
+	}
+
 	// The screenshot for docs/dashboard.png: the four kinds of row, with
 	// the upgrade still waiting for approval.
 	t.Run("screenshot", func(t *testing.T) {
@@ -205,9 +220,11 @@ func TestDashboardInBrowser(t *testing.T) {
 		if got := b.eval(`document.activeElement.className + "|" + getComputedStyle(document.activeElement).outlineStyle`); got != "skip|solid" {
 			t.Errorf("the first Tab focuses %q, want the skip link with a visible outline", got)
 		}
-		b.do(chromedp.KeyEvent("\t"), chromedp.KeyEvent("\t"))
+		// The skip link passes the attention list: the next Tab reaches
+		// the first plugin.
+		b.do(chromedp.KeyEvent("\r"), chromedp.KeyEvent("\t"))
 		if got := b.eval(`document.activeElement.textContent + "|" + getComputedStyle(document.activeElement).outlineStyle`); got != "fx-nogrant|solid" {
-			t.Errorf("Tab reaches %q, want the first plugin's link with a visible outline", got)
+			t.Errorf("the skip link and Tab reach %q, want the first plugin's link with a visible outline", got)
 		}
 	})
 
@@ -221,6 +238,14 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 		if got := b.eval(`document.activeElement.textContent`); got != "fx-upgrade" {
 			t.Errorf("the redraw moved the keyboard focus to %q, want it kept on fx-upgrade's link", got)
+		}
+		// Its attention item went with the approval, without a reload;
+		// revoked, it comes back.
+		b.waitFor(`!document.querySelector('#attention li[data-plugin="fx-upgrade"]')`)
+		openfief("plugin", "revoke", "fx-upgrade", "--yes")
+		b.waitFor(`(() => { const li = document.querySelector('#attention li[data-plugin="fx-upgrade"]'); return li && li.dataset.kind === "ApprovalPending" && li.innerText.includes("(NoGrant)") })()`)
+		if got := b.eval(`window.__sameDocument`); got != "yes" {
+			t.Errorf("the page was reloaded (window state lost: %q)", got)
 		}
 	})
 

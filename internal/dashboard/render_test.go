@@ -136,7 +136,7 @@ func TestRenderedOutsideTextIsText(t *testing.T) {
 	s := hostileSnapshot(t)
 	// The elements of the live parts: what the templates write, nothing a
 	// value could add.
-	written := []string{"table", "caption", "thead", "tbody", "tr", "th", "td", "a", "span", "button",
+	written := []string{"table", "caption", "thead", "tbody", "tr", "th", "td", "a", "span", "button", "ol", "li",
 		"section", "h2", "p", "dl", "div", "dt", "dd", "pre", "code"}
 	views := map[string]view{"table": s.table(), "plugin": s.detail("fx"), "gone": s.detail("nope" + hostileText), "removed": s.removedPage("fx~" + hostileText)}
 	for name, v := range views {

@@ -30,6 +30,10 @@ type Options struct {
 	// plugin waits for; the CLI supplies it, so the page shows exactly what
 	// the CLI takes.
 	ApproveCommand func(name string) string
+	// StatusCommand returns the openfief command that shows one plugin,
+	// named by the "Needs your attention" list; the CLI supplies it, with
+	// its global flags (nil: the command without them).
+	StatusCommand func(name string) string
 	// Approve, when set, puts an Approve button on each plugin's page that
 	// asks for confirmation and then approves everything pending through it;
 	// nil keeps the dashboard read-only.
@@ -146,7 +150,7 @@ func (s *Server) Serve(ctx context.Context) error {
 // snapshot reads the watches with the clock and the approve command.
 func (s *Server) snapshot(r *http.Request) (snapshot, error) {
 	snap, err := s.watches.snapshot(r.Context())
-	snap.now, snap.approve, snap.canApprove = s.opts.Now(), s.opts.ApproveCommand, s.opts.Approve != nil
+	snap.now, snap.approve, snap.status, snap.canApprove = s.opts.Now(), s.opts.ApproveCommand, s.opts.StatusCommand, s.opts.Approve != nil
 	snap.core, snap.purge = s.core.current(), s.opts.PurgeCommand
 	return snap, err
 }

@@ -43,6 +43,9 @@ type Row struct {
 // dashboard does not read the core).
 type Table struct {
 	Namespace string
+	// Attention is what needs the owner's attention, most urgent first,
+	// as `openfief status` says it; empty when nothing does.
+	Attention []Notice
 	Rows      []Row
 	Removed   *RemovedData
 }
@@ -113,8 +116,10 @@ type snapshot struct {
 	policy *plugins.TrustPolicy
 	now    time.Time
 	// approve returns the CLI command that approves a plugin's pending
-	// requests.
+	// requests; status the one that shows a plugin (nil: without global
+	// flags).
 	approve func(name string) string
+	status  func(name string) string
 	// canApprove puts an Approve button on the pages of plugins with
 	// something pending.
 	canApprove bool
@@ -126,7 +131,7 @@ type snapshot struct {
 
 // table builds the plugins page, rows sorted by name.
 func (s snapshot) table() Table {
-	t := Table{Namespace: s.namespace, Rows: []Row{}, Removed: s.removedData()}
+	t := Table{Namespace: s.namespace, Attention: s.notices(), Rows: []Row{}, Removed: s.removedData()}
 	ps := slices.Clone(s.plugins)
 	slices.SortFunc(ps, func(a, b v1alpha1.Plugin) int { return cmp.Compare(a.Name, b.Name) })
 	for i := range ps {
@@ -218,6 +223,11 @@ func (t Table) shown() Table {
 		rows[i] = Row{Name: display.Text(r.Name), Cells: shownCells(r.Cells)}
 	}
 	t.Rows = rows
+	notices := make([]Notice, len(t.Attention))
+	for i, n := range t.Attention {
+		notices[i] = Notice{ID: display.Text(n.ID), Kind: display.Text(n.Kind), Plugin: display.Text(n.Plugin), Message: display.Message(n.Message), Command: display.Text(n.Command)}
+	}
+	t.Attention = notices
 	t.Removed = t.Removed.shown()
 	return t
 }

@@ -263,6 +263,7 @@ func (o Options) buildCLI(ctx context.Context, src images.Source, res *Result) (
 	link := map[string]string{
 		catalog.Symbol:        catalog.Encode(res.Catalog),
 		catalog.VersionSymbol: res.Version,
+		catalog.CommitSymbol:  res.Commit,
 		catalog.ProbeSymbol:   probe.String(),
 	}
 	platforms := o.Platforms

@@ -119,7 +119,15 @@ type InstanceStatus struct {
 	LastOK    bool       `json:"lastOK"`
 	LastError string     `json:"lastError,omitempty"`
 	NextSync  *time.Time `json:"nextSync,omitempty"`
-	Watermark string     `json:"watermark,omitempty"`
+	// IntervalSeconds is how often the core calls the instance while
+	// Scheduled: a connector's sync interval, or for a view only the
+	// longest it goes without an export; 0 when the core does not say.
+	IntervalSeconds int64  `json:"intervalSeconds,omitempty"`
+	Watermark       string `json:"watermark,omitempty"`
+	// Lag is, for a running view, how many entries of the kinds its grant
+	// allows it has not been sent yet; nil for anything else or when the
+	// core cannot count them.
+	Lag *int64 `json:"lag,omitempty"`
 	// RowsTotal is every row stored for the instance; Rows by table.
 	RowsTotal int       `json:"rowsTotal"`
 	Rows      RowCounts `json:"rows"`

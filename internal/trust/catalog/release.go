@@ -14,12 +14,18 @@ import (
 // carries neither.
 var (
 	releasedVersion string
+	releasedCommit  string
 	releasedProbe   string
 )
 
 // VersionSymbol is the variable a release build sets with -X
 // VersionSymbol=<version>.
 const VersionSymbol = "github.com/arkadiuss/openfief/internal/trust/catalog.releasedVersion"
+
+// CommitSymbol is the variable a release build sets with -X
+// CommitSymbol=<commit>, the commit the release was built from: a
+// release builds without Go's VCS stamping, for reproducible binaries.
+const CommitSymbol = "github.com/arkadiuss/openfief/internal/trust/catalog.releasedCommit"
 
 // ProbeSymbol is the variable a release build sets with -X
 // ProbeSymbol=<repository>@sha256:<hex>, the check probe it built.
@@ -28,6 +34,10 @@ const ProbeSymbol = "github.com/arkadiuss/openfief/internal/trust/catalog.releas
 // Version is the release the binary was built by, "" for a development
 // build.
 func Version() string { return releasedVersion }
+
+// Commit is the commit the binary's release was built from, "" for a
+// development build (`openfief version` then reads Go's build information).
+func Commit() string { return releasedCommit }
 
 // CheckProbe is the check probe image the binary's release pins; ok is
 // false in a development build. A linked-in value that is not an image

@@ -25,6 +25,7 @@ var exportCases = []struct {
 	{"ExportWhileImporting", testExportWhileImporting},
 	{"MigrationNumbersEarlierEntries", testMigrationNumbers},
 	{"ExportPageBytesBoundedBeforeRead", testExportPageBytes},
+	{"ViewLagCountsWhatIsNotSent", testViewLag},
 }
 
 // drain reads view's pages of kinds, limit entries each, advancing after
