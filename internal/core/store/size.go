@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"slices"
 )
 
 // What the core's metrics read of the store (docs/operations.md#metrics):
@@ -33,30 +32,6 @@ func (s *Store) Size(ctx context.Context) (int64, error) {
 			return 0, fmt.Errorf("store: size: %w", err)
 		}
 		total += fi.Size()
-	}
-	return total, nil
-}
-
-// ViewLag counts the entries of the kinds given that view has not kept
-// yet: those after its place for each kind, what its next export would
-// send.
-func (s *Store) ViewLag(ctx context.Context, view string, kinds []EntryKind) (int64, error) {
-	places, err := s.ViewPlaces(ctx, view)
-	if err != nil {
-		return 0, err
-	}
-	var total int64
-	for _, k := range EntryKinds {
-		if !slices.Contains(kinds, k) {
-			continue
-		}
-		var n int64
-		// k is one of EntryKinds, the names of the tables.
-		q := s.d.bind(`SELECT COUNT(*) FROM ` + string(k) + ` WHERE seq > ?`)
-		if err := s.db.QueryRowContext(ctx, q, places[k]).Scan(&n); err != nil {
-			return 0, fmt.Errorf("store: lag of %s: %s: %w", view, k, err)
-		}
-		total += n
 	}
 	return total, nil
 }

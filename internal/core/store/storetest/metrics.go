@@ -13,7 +13,7 @@ var metricsCases = []struct {
 	name string
 	run  func(*testing.T, Backend)
 }{
-	{"ViewLagCountsWhatIsNotKept", testViewLag},
+	{"ViewLagCountsWhatIsNotKept", testViewLagNotKept},
 	{"SizeGrowsWithTheRecord", testSize},
 }
 
@@ -21,7 +21,7 @@ var metricsCases = []struct {
 // every entry before its first page, fewer as pages are kept, none once it
 // has them all, and the new ones after an import; kinds it may not be sent
 // do not count.
-func testViewLag(t *testing.T, b Backend) {
+func testViewLagNotKept(t *testing.T, b Backend) {
 	ctx := context.Background()
 	s := open(t, b.NewDSN(t))
 	lag := func(kinds []store.EntryKind) int64 {
