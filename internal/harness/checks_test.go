@@ -106,7 +106,7 @@ func TestProxyRecordsWhatThePluginAsked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
+		defer func() { _ = c.Close() }()
 		auth := basic("plugin:" + token)
 		if _, err := c.Write([]byte("CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\nProxy-Authorization: Basic " + auth + "\r\n\r\n")); err != nil {
 			t.Fatal(err)

@@ -193,7 +193,7 @@ func (r *localRuntime) watchMemory(pid int) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if hwm, ok := readVmHWM(pid); ok && hwm > r.peak.Load() {
+		if hwm, ok := readVMHWM(pid); ok && hwm > r.peak.Load() {
 			r.peak.Store(hwm)
 		}
 		select {
@@ -204,8 +204,8 @@ func (r *localRuntime) watchMemory(pid int) {
 	}
 }
 
-// readVmHWM returns the VmHWM line of /proc/PID/status in bytes.
-func readVmHWM(pid int) (int64, bool) {
+// readVMHWM returns the VmHWM line of /proc/PID/status in bytes.
+func readVMHWM(pid int) (int64, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0, false

@@ -151,7 +151,7 @@ func TestLegacySignatureReadFailsClosed(t *testing.T) {
 func TestIsLegacySignatureManifest(t *testing.T) {
 	ref := mustRef(t, "registry.example/plugins/fx@sha256:"+strings.Repeat("5e", 32))
 	img := cosigntest.LegacySignatureImage(t, ref)
-	real, err := img.RawManifest()
+	legacyRaw, err := img.RawManifest()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestIsLegacySignatureManifest(t *testing.T) {
 		raw  string
 		want bool
 	}{
-		"cosign's legacy signature": {string(real), true},
+		"cosign's legacy signature": {string(legacyRaw), true},
 		"docker media type":         {`{"schemaVersion":2,"mediaType":"application/vnd.docker.distribution.manifest.v2+json","layers":[{"mediaType":"` + cosigntest.SimpleSigningMediaType + `"}]}`, true},
 		"no media type":             {`{"schemaVersion":2,"layers":[{"mediaType":"` + cosigntest.SimpleSigningMediaType + `"}]}`, true},
 		"a bundle referrer":         {`{"schemaVersion":2,"layers":[{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json"}]}`, false},
@@ -179,11 +179,11 @@ func TestIsLegacySignatureManifest(t *testing.T) {
 // not say yes to anything without a simple-signing layer.
 func FuzzIsLegacySignatureManifest(f *testing.F) {
 	ref := mustRef(f, "registry.example/plugins/fx@sha256:"+strings.Repeat("5e", 32))
-	real, err := cosigntest.LegacySignatureImage(f, ref).RawManifest()
+	legacyRaw, err := cosigntest.LegacySignatureImage(f, ref).RawManifest()
 	if err != nil {
 		f.Fatal(err)
 	}
-	for _, seed := range []string{string(real), `{"schemaVersion":2}`, `{"layers":[{"mediaType":1}]}`, `[]`, ``} {
+	for _, seed := range []string{string(legacyRaw), `{"schemaVersion":2}`, `{"layers":[{"mediaType":1}]}`, `[]`, ``} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {

@@ -85,8 +85,8 @@ func sdkProxy(t *testing.T, root, version string) string {
 	must(t, os.WriteFile(filepath.Join(v, "list"), []byte(version+"\n"), 0o644))
 	z, err := os.Create(filepath.Join(v, version+".zip"))
 	must(t, err)
-	defer z.Close()
 	must(t, modzip.CreateFromDir(z, module.Version{Path: path, Version: version}, filepath.Join(root, "sdk/go")))
+	must(t, z.Close())
 	return dir
 }
 
