@@ -25,10 +25,14 @@ func postgresBackend(t testing.TB) storetest.Backend {
 			}
 			return dsn
 		},
-		SetHook: store.SetImportHook,
-		Loaded:  store.LoadedBytes,
-		OpenAt:  store.OpenAt,
-		Exec:    store.Exec,
+		SetHook:       store.SetImportHook,
+		Loaded:        store.LoadedBytes,
+		OpenAt:        store.OpenAt,
+		Exec:          store.Exec,
+		Dump:          store.DumpTables,
+		SetBackupHook: store.SetBackupHook,
+		TableNames:    store.TableNames,
+		BackupTables:  store.BackupTables,
 		Interrupt: func(t *testing.T, _ *store.Store) error {
 			if err := pg.TerminateBackends(context.Background()); err != nil {
 				t.Fatalf("terminate backends: %v", err)
