@@ -50,6 +50,7 @@ $OPENFIEF_CORE_URL, with the owner's token. See docs/operations.md.`,
 type coreBackupOptions struct {
 	env     *Env
 	output  string
+	stop    bool
 	coreURL string
 }
 
@@ -67,13 +68,21 @@ it is whole (a failed backup leaves no FILE), readable by you alone, with its
 progress on standard error. With -o - it goes to standard output, which must
 not be a terminal. Either way the backup's SHA-256 (of the file's bytes, as
 sha256sum computes it) is printed on standard error at the end; the command
-fails if the stream ends before the backup's last line.`,
+fails if the stream ends before the backup's last line.
+
+A backup taken while the core works is its record at one instant; what the
+core does after it is not in it. To move the record (a new database, a
+reinstall), take a final backup with --stop: the core first stops calling
+plugins and stays stopped until it restarts or a restore, so the backup is
+its record's last state and the restored core goes on exactly from there.`,
 		Example: `  openfief core backup -o record-$(date +%F).backup.gz
+  openfief core backup -o final.backup.gz --stop
   openfief core backup -o - | ssh nas 'cat > openfief.backup.gz'`,
 		Args: noArgs,
 		RunE: runOptions(o),
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "FILE to write the backup to, or - for standard output (required)")
+	cmd.Flags().BoolVar(&o.stop, "stop", false, "a final backup: the core stops calling plugins first and stays stopped until it restarts or a restore")
 	cmd.Flags().StringVar(&o.coreURL, "core-url", defaultCoreURL(), "call the core's owner API at this URL instead of through the API server's service proxy: https, or http to a loopback address (default $"+EnvCoreURL+")")
 	return cmd
 }
@@ -123,7 +132,7 @@ func (o *coreBackupOptions) Run(ctx context.Context) (err error) {
 		}()
 		out = file
 	}
-	resp, err := api.send(ctx, http.MethodGet, ownerapi.PathBackup, nil, nil)
+	resp, err := api.send(ctx, http.MethodGet, ownerapi.BackupPath(o.stop), nil, nil)
 	if err != nil {
 		return exitf(ExitFailure, "backup: %w", err)
 	}
@@ -165,6 +174,9 @@ func (o *coreBackupOptions) Run(ctx context.Context) (err error) {
 	}
 	fmt.Fprintf(env.ErrOut, "backup: %d rows in %d tables, %d bytes, written to %s\n", rows, len(tr.Rows), n.Load(), display.Text(where))
 	fmt.Fprintf(env.ErrOut, "sha256: %s\n", hex.EncodeToString(sum.Sum(nil)))
+	if o.stop {
+		fmt.Fprintln(env.ErrOut, "openfief-core calls no plugin until it restarts or a backup is restored into it")
+	}
 	return nil
 }
 

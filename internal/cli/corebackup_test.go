@@ -41,9 +41,9 @@ func fakeBackup(t *testing.T, cut bool) []byte {
 	return buf.Bytes()
 }
 
-// fakeCore serves the owner API's backup and restore on loopback, checking
+// fakeOwnerCore serves the owner API's backup and restore on loopback, checking
 // the owner's token, and records what a restore received.
-type fakeCore struct {
+type fakeOwnerCore struct {
 	backup  []byte
 	abort   bool
 	restore func(w http.ResponseWriter, r *http.Request, body []byte)
@@ -54,7 +54,7 @@ type fakeCore struct {
 	query    string
 }
 
-func (f *fakeCore) serve(t *testing.T) string {
+func (f *fakeOwnerCore) serve(t *testing.T) string {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+ownerapi.PathBackup, func(w http.ResponseWriter, r *http.Request) {
@@ -88,7 +88,7 @@ var ownerMint = func(context.Context) (string, error) { return "owner-token", ni
 // SHA-256 printed; a stream cut short, or one without its trailer, fails
 // and leaves no FILE; -o is required and never a terminal.
 func TestCoreBackupToFile(t *testing.T) {
-	f := &fakeCore{backup: fakeBackup(t, false)}
+	f := &fakeOwnerCore{backup: fakeBackup(t, false)}
 	url := f.serve(t)
 	out := filepath.Join(t.TempDir(), "record.backup.gz")
 	r := openfief(t, nil, runOpts{ownerMint: ownerMint}, "core", "backup", "-o", out, "--core-url", url)
@@ -102,7 +102,7 @@ func TestCoreBackupToFile(t *testing.T) {
 		t.Errorf("mode %v, want 0600", info.Mode().Perm())
 	}
 
-	for name, core := range map[string]*fakeCore{
+	for name, core := range map[string]*fakeOwnerCore{
 		"no trailer": {backup: fakeBackup(t, true)},
 		"aborted":    {backup: fakeBackup(t, false), abort: true},
 	} {
@@ -122,7 +122,7 @@ func TestCoreBackupToFile(t *testing.T) {
 // TestCoreBackupToStdout: -o - writes the backup's bytes to standard output
 // and the checksum to standard error.
 func TestCoreBackupToStdout(t *testing.T) {
-	f := &fakeCore{backup: fakeBackup(t, false)}
+	f := &fakeOwnerCore{backup: fakeBackup(t, false)}
 	r := openfief(t, nil, runOpts{ownerMint: ownerMint}, "core", "backup", "-o", "-", "--core-url", f.serve(t))
 	expect(t, r, ExitOK)
 	if r.out != string(f.backup) {
@@ -149,7 +149,7 @@ func TestCoreRestore(t *testing.T) {
 			_ = json.NewEncoder(w).Encode(v)
 		}
 	}
-	f := &fakeCore{restore: answer(http.StatusOK, ownerapi.RestoreResponse{Schema: 3, Database: "sqlite", Rows: map[string]int64{"counters": 1}, RowsTotal: 1})}
+	f := &fakeOwnerCore{restore: answer(http.StatusOK, ownerapi.RestoreResponse{Schema: 3, Database: "sqlite", Rows: map[string]int64{"counters": 1}, RowsTotal: 1})}
 	url := f.serve(t)
 
 	expect(t, openfief(t, nil, runOpts{ownerMint: ownerMint}, "core", "restore", file, "--core-url", url), ExitNotConfirmed, "--yes")

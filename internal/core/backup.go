@@ -31,47 +31,72 @@ type RecordStore interface {
 // ErrRestoring is wrapped by what the core refuses while a restore runs.
 var ErrRestoring = errors.New("the core is restoring its record: try again once the restore has finished")
 
+// ErrStopped is wrapped by what the core refuses after a final backup
+// (?stop=true): it calls no plugin until it restarts or a restore.
+var ErrStopped = errors.New("the core stopped calling plugins after a final backup: restart it, or restore a backup into it")
+
 // gate holds the Plugins the watch reported last and whether the core
-// applies them (paused: a restore runs).
+// applies them: not while a restore runs, nor after a final backup.
 type gate struct {
-	mu      sync.Mutex
-	paused  bool
-	targets []Target
-	seen    bool
+	mu        sync.Mutex
+	restoring bool
+	stopped   bool
+	targets   []Target
+	seen      bool
 }
 
 // onPlugins is the Plugins watch's callback: the scheduler and the views
-// take the running instances, unless a restore has paused them (then the
-// list waits for resume).
+// take the running instances, unless the core is paused (then the list
+// waits for resume).
 func (c *Core) onPlugins(ts []Target) {
 	c.gate.mu.Lock()
 	defer c.gate.mu.Unlock()
 	c.gate.targets, c.gate.seen = ts, true
-	if !c.gate.paused {
+	if !c.gate.restoring && !c.gate.stopped {
 		c.sched.Update(ts)
 		c.views.Update(ts)
 	}
 }
 
-// restoring tells whether a restore runs.
-func (c *Core) restoring() bool {
+// paused says why the core calls no plugin now, or nil.
+func (c *Core) paused() error {
 	c.gate.mu.Lock()
 	defer c.gate.mu.Unlock()
-	return c.gate.paused
+	switch {
+	case c.gate.restoring:
+		return ErrRestoring
+	case c.gate.stopped:
+		return ErrStopped
+	}
+	return nil
 }
 
-// pause stops every worker and waits for them: no sync, import, export or
-// sync record is in flight once it returns. A second pause is refused.
+// stopWorkers stops every worker and waits for them: no sync, import,
+// export or sync record is in flight once it returns. c.gate.mu is held.
+func (c *Core) stopWorkers() {
+	c.sched.StopAll()
+	c.views.Update(nil)
+}
+
+// pause stops the workers for a restore. A second restore is refused.
 func (c *Core) pause() error {
 	c.gate.mu.Lock()
 	defer c.gate.mu.Unlock()
-	if c.gate.paused {
+	if c.gate.restoring {
 		return ErrRestoring
 	}
-	c.gate.paused = true
-	c.sched.StopAll()
-	c.views.Update(nil)
+	c.gate.restoring = true
+	c.stopWorkers()
 	return nil
+}
+
+// stop stops the workers for good (a final backup): until the core
+// restarts, or a restore resumes it.
+func (c *Core) stop() {
+	c.gate.mu.Lock()
+	defer c.gate.mu.Unlock()
+	c.gate.stopped = true
+	c.stopWorkers()
 }
 
 // resume starts the workers again for the Plugins as the watch saw them
@@ -79,19 +104,26 @@ func (c *Core) pause() error {
 func (c *Core) resume() {
 	c.gate.mu.Lock()
 	defer c.gate.mu.Unlock()
-	c.gate.paused = false
+	c.gate.restoring, c.gate.stopped = false, false
 	if c.gate.seen {
 		c.sched.Update(c.gate.targets)
 		c.views.Update(c.gate.targets)
 	}
 }
 
-// serveBackup streams a backup of the record.
+// serveBackup streams a backup of the record. With ?stop=true it is a
+// final backup: the core first stops calling plugins, and stays stopped, so
+// that the backup is the last state of its record (a move to a new
+// database or cluster, where nothing may happen after the snapshot).
 func (c *Core) serveBackup(w http.ResponseWriter, r *http.Request) {
 	rs, ok := c.store.(RecordStore)
 	if !ok {
 		writeError(w, http.StatusNotImplemented, errors.New("this core's store cannot be backed up"))
 		return
+	}
+	if r.URL.Query().Get("stop") == "true" {
+		c.stop()
+		c.log.Info("a final backup: calls to plugins stopped until the core restarts or a restore")
 	}
 	cw := &countingWriter{w: w, header: func() {
 		w.Header().Set("Content-Type", ownerapi.BackupMediaType)

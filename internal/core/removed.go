@@ -32,8 +32,8 @@ const markTimeout = time.Minute
 // error is returned, after trying every instance, so the watch runs the
 // round again later.
 func (c *Core) markRemoved(ctx context.Context, uids map[string]string) error {
-	if c.restoring() {
-		return ErrRestoring // the watch runs the round again later
+	if err := c.paused(); err != nil {
+		return err // the watch runs the round again later
 	}
 	ctx, cancel := context.WithTimeout(ctx, markTimeout)
 	defer cancel()

@@ -99,8 +99,8 @@ func (c *Core) serveImport(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if c.restoring() {
-		writeError(w, http.StatusServiceUnavailable, ErrRestoring)
+	if err := c.paused(); err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
 		return
 	}
 	preview := r.URL.Query().Get("mode") == "preview"
@@ -167,8 +167,8 @@ func (c *Core) servePurge(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errInstanceKey)
 		return
 	}
-	if c.restoring() {
-		writeError(w, http.StatusServiceUnavailable, ErrRestoring)
+	if err := c.paused(); err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
 		return
 	}
 	preview := r.URL.Query().Get("mode") == "preview"

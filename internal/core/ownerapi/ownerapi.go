@@ -32,7 +32,9 @@ const (
 	// chunked transfer encoding; the core holds at most a row and a
 	// buffer of it. A failure after the first byte aborts the connection,
 	// so the backup received ends without its trailer and no restore
-	// takes it.
+	// takes it. ?stop=true makes it final: the core stops calling plugins
+	// first and stays stopped until it restarts or a restore, so the backup
+	// is its record's last state.
 	PathBackup = "/v1/backup"
 	// PathRestore restores a backup (POST, the backup as the body, read as
 	// it arrives): the core stops calling plugins, replaces the record in
@@ -44,6 +46,14 @@ const (
 	// MaxRestoreBytes bounds a restore's body (the compressed backup).
 	MaxRestoreBytes int64 = 64 << 30
 )
+
+// BackupPath is the backup path; stop asks for a final backup.
+func BackupPath(stop bool) string {
+	if stop {
+		return PathBackup + "?stop=true"
+	}
+	return PathBackup
+}
 
 // RestorePath is the restore path; replace allows replacing a record that
 // holds data.
