@@ -206,7 +206,7 @@ bench-core: test-deps-heavy ## The store: a 10,000-transaction Sync, SQLite and 
 # on SQLite and PostgreSQL: time and peak heap (docs/operations.md).
 BENCH_ENTRIES ?= 1000000
 .PHONY: bench-backup
-bench-backup: test-deps-heavy ## Backup and restore of a 1,000,000-entry record, SQLite and PostgreSQL: time and peak heap.
+bench-backup: test-deps-heavy ## Backup and restore of 1M entries, SQLite and PostgreSQL: time and peak heap.
 	OPENFIEF_BENCH_ENTRIES=$(BENCH_ENTRIES) $(GO) test -tags $(HEAVY_TAG) -run '^$$' -bench BenchmarkBackupRestore -benchtime 1x -timeout 60m ./internal/core/store/
 
 # The core's plugin-token verification on the local API server: cached vs a
