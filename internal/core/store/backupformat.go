@@ -135,6 +135,8 @@ type backupReader struct {
 	curRows  int64
 	rows     map[string]int64
 	finished bool
+	// long gathers a line longer than br's buffer.
+	long []byte
 }
 
 // newBackupReader opens a backup and reads its header.
@@ -147,7 +149,7 @@ func newBackupReader(r io.Reader, maxBytes int64) (*backupReader, error) {
 		return nil, fmt.Errorf("%w: not gzip: %v", ErrDamagedBackup, err)
 	}
 	gz.Multistream(false)
-	b := &backupReader{br: bufio.NewReaderSize(gz, MaxBackupLine+1), gz: gz, sum: sha256.New(), max: maxBytes, rows: map[string]int64{}}
+	b := &backupReader{br: bufio.NewReaderSize(gz, 64<<10), gz: gz, sum: sha256.New(), max: maxBytes, rows: map[string]int64{}}
 	raw, err := b.readLine()
 	if err != nil {
 		return nil, err
@@ -180,26 +182,40 @@ func (b *backupReader) damaged(why string) error {
 	return fmt.Errorf("%w: line %d: %s", ErrDamagedBackup, b.line, why)
 }
 
-// readLine reads the next line, counted into the size bound and, before
-// the trailer, the checksum (the caller decides: readLine hashes nothing).
+// readLine reads the next line, counted into the size bound. A line
+// longer than the reader's buffer is gathered in long, up to MaxBackupLine.
+// The line is valid until the next read; readLine hashes nothing (the
+// caller decides: the trailer is not part of the checksum).
 func (b *backupReader) readLine() ([]byte, error) {
 	b.line++
-	raw, err := b.br.ReadSlice('\n')
-	switch {
-	case errors.Is(err, bufio.ErrBufferFull):
-		return nil, b.damaged(fmt.Sprintf("longer than %d bytes", MaxBackupLine))
-	case errors.Is(err, io.EOF) && len(raw) == 0:
-		return nil, b.damaged("the backup ends here: truncated (no trailer)")
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return nil, b.damaged("the backup ends inside a line: truncated")
-	case err != nil:
-		return nil, fmt.Errorf("%w: line %d: %v", ErrDamagedBackup, b.line, err)
+	b.long = b.long[:0]
+	for {
+		raw, err := b.br.ReadSlice('\n')
+		if len(b.long)+len(raw) > MaxBackupLine {
+			return nil, b.damaged(fmt.Sprintf("longer than %d bytes", MaxBackupLine))
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			b.long = append(b.long, raw...)
+			continue
+		}
+		if len(b.long) > 0 {
+			b.long = append(b.long, raw...)
+			raw = b.long
+		}
+		switch {
+		case errors.Is(err, io.EOF) && len(raw) == 0:
+			return nil, b.damaged("the backup ends here: truncated (no trailer)")
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, b.damaged("the backup ends inside a line: truncated")
+		case err != nil:
+			return nil, fmt.Errorf("%w: line %d: %v", ErrDamagedBackup, b.line, err)
+		}
+		b.read += int64(len(raw))
+		if b.read > b.max {
+			return nil, b.damaged(fmt.Sprintf("the backup is larger than %d bytes uncompressed", b.max))
+		}
+		return raw, nil
 	}
-	b.read += int64(len(raw))
-	if b.read > b.max {
-		return nil, b.damaged(fmt.Sprintf("the backup is larger than %d bytes uncompressed", b.max))
-	}
-	return raw, nil
 }
 
 // next returns the next item; io.EOF once the trailer is read and checked
