@@ -78,7 +78,9 @@ func statements(text string) []string {
 // migrate applies, in one transaction, every embedded migration the
 // database has not recorded in schema_migrations, up to version upTo (0:
 // all of them). A database that records a version this binary does not
-// know is refused: it was migrated by a newer core.
+// know is refused: it was migrated by a newer core. Before a database that
+// has migrations already gets more, beforeMigrate runs (premigration.go:
+// the backup of a record that holds data).
 func (s *Store) migrate(ctx context.Context, upTo int) error {
 	all, err := migrations()
 	if err != nil {

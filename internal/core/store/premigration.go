@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -138,7 +139,7 @@ func (s *Store) recordRows(ctx context.Context, q querier) (recordCounts, error)
 	}
 	out := recordCounts{}
 	for _, t := range backupTables {
-		if !containsName(names, t.name) || t.name == "schema_migrations" {
+		if !slices.Contains(names, t.name) || t.name == "schema_migrations" {
 			continue
 		}
 		query := "SELECT COUNT(*) FROM " + t.name
@@ -156,15 +157,6 @@ func (s *Store) recordRows(ctx context.Context, q querier) (recordCounts, error)
 		}
 	}
 	return out, nil
-}
-
-func containsName(names []string, n string) bool {
-	for _, x := range names {
-		if x == n {
-			return true
-		}
-	}
-	return false
 }
 
 func scanOne(ctx context.Context, q querier, query string, dst any) error {

@@ -112,7 +112,7 @@ func (s *Store) restoreTx(ctx context.Context, tx *sql.Tx, rd *backupReader, all
 		}
 	}
 	for _, t := range slices.Backward(backupTables) {
-		if containsName(names, t.name) {
+		if slices.Contains(names, t.name) {
 			if _, err := tx.ExecContext(ctx, "DROP TABLE "+t.name); err != nil {
 				return res, fmt.Errorf("drop %s: %w", t.name, err)
 			}
@@ -220,7 +220,7 @@ type inserter struct {
 const maxInsertRows = 256
 
 func (s *Store) newInserter(ctx context.Context, tx *sql.Tx, rd *backupReader, t *backupTableLine, names []string) (*inserter, error) {
-	if !containsName(names, t.Name) {
+	if !slices.Contains(names, t.Name) {
 		return nil, rd.damaged(fmt.Sprintf("table %s is not a table of schema version %d", t.Name, rd.header.SchemaVersion()))
 	}
 	cols, types, err := s.tableColumns(ctx, tx, t.Name)
