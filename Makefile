@@ -210,6 +210,13 @@ bench: ## Run the benchmarks and print them with benchstat (docs/performance.md)
 bench-core: test-deps-heavy ## The store: a 10,000-transaction Sync, SQLite and PostgreSQL side by side.
 	$(GO) test -tags $(HEAVY_TAG) -run '^$$' -bench BenchmarkImport10k -benchtime 5x -benchmem ./internal/core/store/
 
+# Backup and restore of a record of BENCH_ENTRIES entries (default 1,000,000)
+# on SQLite and PostgreSQL: time and peak heap (docs/operations.md).
+BENCH_ENTRIES ?= 1000000
+.PHONY: bench-backup
+bench-backup: test-deps-heavy ## Backup and restore of 1M entries, SQLite and PostgreSQL: time and peak heap.
+	OPENFIEF_BENCH_ENTRIES=$(BENCH_ENTRIES) $(GO) test -tags $(HEAVY_TAG) -run '^$$' -bench BenchmarkBackupRestore -benchtime 1x -timeout 60m ./internal/core/store/
+
 # The core's plugin-token verification on the local API server: cached vs a
 # TokenReview each time (docs/core.md).
 .PHONY: bench-core-auth

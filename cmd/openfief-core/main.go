@@ -49,6 +49,7 @@ func main() {
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace of the Plugins and of the core's ServiceAccount")
 	fs.StringVar(&o.ServiceAccount, "service-account", o.ServiceAccount, "the core's own ServiceAccount, whose TokenRequest tokens call plugins")
 	fs.StringVar(&o.DSN, "database", o.DSN, "a SQLite file path, or a postgres:// DSN (PostgreSQL)")
+	fs.StringVar(&o.PreMigrationBackupDir, core.FlagPreMigrationBackupDir, "", "directory for the backup the core writes before it migrates a record that holds data (default: beside a SQLite file; PostgreSQL refuses to migrate without it)")
 	fs.StringVar(&o.PluginAddr, "plugin-listen", o.PluginAddr, "address plugins call the core on (their openfief-core token required)")
 	fs.StringVar(&o.OwnerAddr, "owner-listen", o.OwnerAddr, "address of the owner API (status, imports), reached through the API server's service proxy; every request but /healthz needs the owner's token")
 	fs.StringVar(&o.MetricsAddr, "metrics-listen", o.MetricsAddr, "address of the Prometheus metrics (/metrics), served without authentication like the operator's; empty serves none")

@@ -61,7 +61,7 @@ func (e *Env) coreAPI(coreURL string, timeout time.Duration) (*coreAPI, error) {
 		if err != nil {
 			return nil, exitf(ExitUsage, "--core-url %q: %v", shownURL(coreURL), err)
 		}
-		return &coreAPI{base: strings.TrimSuffix(coreURL, "/"), client: directOwnerClient(u, timeout), via: display.Text(coreURL), mint: e.ownerToken}, nil
+		return &coreAPI{base: strings.TrimSuffix(coreURL, "/"), client: directOwnerClient(u, timeout), via: display.Text(coreURL), mint: e.mint()}, nil
 	}
 	cfg, err := e.RESTConfig()
 	if err != nil {
@@ -82,7 +82,15 @@ func (e *Env) coreAPI(coreURL string, timeout time.Duration) (*coreAPI, error) {
 	hc.CheckRedirect = refuseOwnerRedirect
 	base := strings.TrimSuffix(cfg.Host, "/") + "/api/v1/namespaces/" + url.PathEscape(e.Namespace) +
 		"/services/" + ownerapi.ServiceName + ":" + ownerapi.ServicePort + "/proxy"
-	return &coreAPI{base: base, client: hc, via: "the API server's service proxy to " + ownerapi.ServiceName, mint: e.ownerToken}, nil
+	return &coreAPI{base: base, client: hc, via: "the API server's service proxy to " + ownerapi.ServiceName, mint: e.mint()}, nil
+}
+
+// mint is how the owner's token is minted: TokenRequest, or the test's.
+func (e *Env) mint() func(context.Context) (string, error) {
+	if e.ownerMint != nil {
+		return e.ownerMint
+	}
+	return e.ownerToken
 }
 
 // errCoreStatus is an answer other than 200: from the core itself
@@ -115,54 +123,69 @@ const maxErrorText = 512
 
 // do sends one request and decodes a 200 answer's JSON into out.
 func (c *coreAPI) do(ctx context.Context, method, path string, body io.Reader, header http.Header, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	resp, err := c.send(ctx, method, path, body, header)
 	if err != nil {
 		return err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxCoreAnswer))
+	if err != nil {
+		return fmt.Errorf("reading the core's answer: %w", err)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("the core's answer does not decode: %w", err)
+	}
+	return nil
+}
+
+// send sends one request with the owner's token and returns a 200 answer,
+// its body unread (the caller closes it); any other answer is an error.
+func (c *coreAPI) send(ctx context.Context, method, path string, body io.Reader, header http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return nil, err
 	}
 	for k, v := range header {
 		req.Header[k] = v
 	}
 	token, err := c.ownerToken(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set(ownerapi.HeaderOwnerToken, token)
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("reaching the core through %s: %w", c.via, err)
+		return nil, fmt.Errorf("reaching the core through %s: %w", c.via, err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp, nil
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		return &errCoreRedirect{code: resp.StatusCode, location: resp.Header.Get("Location")}
+		return nil, &errCoreRedirect{code: resp.StatusCode, location: resp.Header.Get("Location")}
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxCoreAnswer))
 	if err != nil {
-		return fmt.Errorf("reading the core's answer: %w", err)
+		return nil, fmt.Errorf("reading the core's answer: %w", err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		var e ownerapi.ErrorResponse
-		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
-			if e.Reason == ownerapi.ReasonTokenRefused {
-				c.forget(token) // expired or revoked: the next request mints anew
-			}
-			return &errCoreStatus{code: resp.StatusCode, msg: e.Error, fromCore: true, reason: e.Reason}
+	var e ownerapi.ErrorResponse
+	if json.Unmarshal(raw, &e) == nil && e.Error != "" {
+		if e.Reason == ownerapi.ReasonTokenRefused {
+			c.forget(token) // expired or revoked: the next request mints anew
 		}
-		msg := strings.TrimSpace(string(raw))
-		var st struct {
-			Kind, Message string
-		}
-		if json.Unmarshal(raw, &st) == nil && st.Kind == "Status" && st.Message != "" {
-			msg = st.Message // the API server's own reason, such as "no endpoints available"
-		}
-		if len(msg) > maxErrorText {
-			msg = msg[:maxErrorText] + "..."
-		}
-		return &errCoreStatus{code: resp.StatusCode, msg: msg}
+		return nil, &errCoreStatus{code: resp.StatusCode, msg: e.Error, fromCore: true, reason: e.Reason}
 	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("the core's answer does not decode: %w", err)
+	msg := strings.TrimSpace(string(raw))
+	var st struct {
+		Kind, Message string
 	}
-	return nil
+	if json.Unmarshal(raw, &st) == nil && st.Kind == "Status" && st.Message != "" {
+		msg = st.Message // the API server's own reason, such as "no endpoints available"
+	}
+	if len(msg) > maxErrorText {
+		msg = msg[:maxErrorText] + "..."
+	}
+	return nil, &errCoreStatus{code: resp.StatusCode, msg: msg}
 }
 
 // ownerToken returns the owner token to send, minting one when there is

@@ -97,6 +97,8 @@ type runOpts struct {
 	builtinCatalog []byte
 	// pluginRuntime runs `plugin test`'s plugin (the local-process stand-in).
 	pluginRuntime harness.Starter
+	// ownerMint mints the owner's token (a core on loopback, no cluster).
+	ownerMint func(context.Context) (string, error)
 }
 
 // openfief runs the CLI in-process with args, against k's cluster when k is
@@ -111,6 +113,7 @@ func openfief(t *testing.T, k *kube, o runOpts, args ...string) result {
 	env.verifierOptions = o.verifier
 	env.builtinCatalog = o.builtinCatalog
 	env.pluginRuntime = o.pluginRuntime
+	env.ownerMint = o.ownerMint
 	if k != nil {
 		args = append([]string{"--kubeconfig", k.kubeconfig}, args...)
 	}

@@ -65,6 +65,9 @@ type Env struct {
 	// pluginRuntime, when set, runs `plugin test`'s plugin instead of
 	// harness.NewRuntime; tests use the local-process stand-in.
 	pluginRuntime harness.Starter
+	// ownerMint, when set, mints the owner's token instead of a
+	// TokenRequest; tests use it with a core on loopback.
+	ownerMint func(context.Context) (string, error)
 }
 
 // NewEnv returns an Env on s with the default namespace and the system clock.
@@ -79,7 +82,7 @@ type CommandFactory func(env *Env) *cobra.Command
 // Commands that live outside this package (`openfief dev`, in
 // internal/devstack, which links the operator) are passed as extra
 // factories by cmd/openfief.
-var commandFactories = []CommandFactory{newPluginCommand, newCatalogCommand, newDashboardCommand, newPlatformCommand, newCheckCommand, newAttentionCommand, newVersionCommand}
+var commandFactories = []CommandFactory{newPluginCommand, newCatalogCommand, newDashboardCommand, newPlatformCommand, newCheckCommand, newCoreCommand, newAttentionCommand, newVersionCommand}
 
 // NewRootCommand builds `openfief` with its global flags, the registered
 // top-level commands and any extra ones, all on env.

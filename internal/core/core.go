@@ -28,6 +28,9 @@ const (
 	// DefaultOwnerAddr serves the owner API, reached through the API
 	// server's service proxy with the owner's token (docs/core.md, OF-18).
 	DefaultOwnerAddr = ":8081"
+	// FlagPreMigrationBackupDir is the binary's flag that sets
+	// Options.PreMigrationBackupDir, which errors name.
+	FlagPreMigrationBackupDir = "pre-migration-backup-dir"
 	// DefaultDSN is the SQLite file on the core's volume.
 	DefaultDSN = "/var/lib/openfief-core/core.db"
 	// shutdownGrace is how long calls in flight may finish on shutdown.
@@ -62,6 +65,10 @@ type Options struct {
 	Scheduler SchedulerOptions
 	// Views' settings; its Exporter and Store are set by Start.
 	Views ViewOptions
+	// PreMigrationBackupDir is where the core writes the backup it takes
+	// before migrating a record that holds data (store.OpenOptions): empty
+	// means beside a SQLite file, and refuses to migrate PostgreSQL.
+	PreMigrationBackupDir string
 	// TokenCacheTTL is auth.Options.CacheTTL.
 	TokenCacheTTL time.Duration
 	Log           *slog.Logger
@@ -85,6 +92,8 @@ type Core struct {
 	views   *Views
 	plugins *Plugins
 	log     *slog.Logger
+	// gate pauses the workers while a restore runs (backup.go).
+	gate gate
 
 	pluginLn, ownerLn, metricsLn net.Listener
 	servers                      []*http.Server
@@ -133,7 +142,10 @@ func Start(ctx context.Context, cfg *rest.Config, o Options) (c *Core, err error
 		}
 	}()
 	if c.store == nil {
-		st, err := store.Open(ctx, o.DSN)
+		st, err := store.OpenWith(ctx, o.DSN, store.OpenOptions{PreMigrationBackupDir: o.PreMigrationBackupDir, Core: coreVersion()})
+		if errors.Is(err, store.ErrPreMigrationBackupDir) {
+			return nil, fmt.Errorf("opening the store: %w: give one with --%s", err, FlagPreMigrationBackupDir)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("opening the store: %w", err)
 		}
@@ -158,10 +170,7 @@ func Start(ctx context.Context, cfg *rest.Config, o Options) (c *Core, err error
 	so.OnStop = tokens.Forget
 	so.OnStored = c.views.Poke
 	c.sched = NewScheduler(ctx, so)
-	c.plugins, err = WatchPlugins(ctx, cfg, o.Namespace, func(ts []Target) {
-		c.sched.Update(ts)
-		c.views.Update(ts)
-	}, c.markRemoved)
+	c.plugins, err = WatchPlugins(ctx, cfg, o.Namespace, c.onPlugins, c.markRemoved)
 	if err != nil {
 		return nil, err
 	}

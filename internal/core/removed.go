@@ -32,6 +32,9 @@ const markTimeout = time.Minute
 // error is returned, after trying every instance, so the watch runs the
 // round again later.
 func (c *Core) markRemoved(ctx context.Context, uids map[string]string) error {
+	if err := c.paused(); err != nil {
+		return err // the watch runs the round again later
+	}
 	ctx, cancel := context.WithTimeout(ctx, markTimeout)
 	defer cancel()
 	live, err := c.store.LiveInstances(ctx)

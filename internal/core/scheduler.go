@@ -254,6 +254,22 @@ func (s *Scheduler) Update(targets []Target) {
 	}
 }
 
+// StopAll stops every worker, as Update with no instance does, and returns
+// once each has ended: no call, store or sync record of theirs is in flight
+// after it (a restore replaces the record then). Update starts them again.
+func (s *Scheduler) StopAll() {
+	s.mu.Lock()
+	var ws []*worker
+	for _, w := range s.workers {
+		ws = append(ws, w)
+	}
+	s.mu.Unlock()
+	s.Update(nil)
+	for _, w := range ws {
+		<-w.done
+	}
+}
+
 // sameTarget tells whether two targets of one instance grant the same.
 func sameTarget(a, b Target) bool {
 	return a.Connector == b.Connector && slices.Equal(a.DataTiers, b.DataTiers)

@@ -37,6 +37,8 @@ func (c *Core) ownerRoutes() http.Handler {
 	mux.HandleFunc("GET "+ownerapi.PathPluginPrefix+"{name}/status", c.serveStatus)
 	mux.HandleFunc("POST "+ownerapi.PathPluginPrefix+"{name}/import", c.serveImport)
 	mux.HandleFunc("POST "+ownerapi.PathPluginPrefix+"{name}/purge", c.servePurge)
+	mux.HandleFunc("GET "+ownerapi.PathBackup, c.serveBackup)
+	mux.HandleFunc("POST "+ownerapi.PathRestore, c.serveRestore)
 	return mux
 }
 
@@ -95,6 +97,10 @@ func (c *Core) serveImport(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if err := plugins.ValidateName(name); err != nil {
 		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if err := c.paused(); err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
 		return
 	}
 	preview := r.URL.Query().Get("mode") == "preview"
@@ -159,6 +165,10 @@ func (c *Core) servePurge(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("name")
 	if !store.ValidKey(key) {
 		writeError(w, http.StatusBadRequest, errInstanceKey)
+		return
+	}
+	if err := c.paused(); err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
 		return
 	}
 	preview := r.URL.Query().Get("mode") == "preview"

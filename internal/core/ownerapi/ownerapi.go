@@ -25,6 +25,60 @@ const (
 	ServiceName = "openfief-core"
 )
 
+// Backup and restore of the whole record (docs/operations.md).
+const (
+	// PathBackup streams a backup of the record (GET): a gzip'd stream
+	// of JSON lines, written as it is read from one snapshot, sent with
+	// chunked transfer encoding; the core holds at most a row and a
+	// buffer of it. A failure after the first byte aborts the connection,
+	// so the backup received ends without its trailer and no restore
+	// takes it. ?stop=true makes it final: the core stops calling plugins
+	// first and stays stopped until it restarts or a restore, so the backup
+	// is its record's last state.
+	PathBackup = "/v1/backup"
+	// PathRestore restores a backup (POST, the backup as the body, read as
+	// it arrives): the core stops calling plugins, replaces the record in
+	// one transaction, and calls them again from the restored watermarks
+	// and places. ?replace=true allows replacing a record that holds data.
+	PathRestore = "/v1/restore"
+	// BackupMediaType is a backup's Content-Type.
+	BackupMediaType = "application/gzip"
+	// MaxRestoreBytes bounds a restore's body (the compressed backup).
+	MaxRestoreBytes int64 = 64 << 30
+)
+
+// BackupPath is the backup path; stop asks for a final backup.
+func BackupPath(stop bool) string {
+	if stop {
+		return PathBackup + "?stop=true"
+	}
+	return PathBackup
+}
+
+// RestorePath is the restore path; replace allows replacing a record that
+// holds data.
+func RestorePath(replace bool) string {
+	if replace {
+		return PathRestore + "?replace=true"
+	}
+	return PathRestore
+}
+
+// RestoreResponse is what a restore answers.
+type RestoreResponse struct {
+	// Schema is the backup's schema version, Database where it was taken,
+	// Core the version of the core that took it, Time when.
+	Schema   int       `json:"schema"`
+	Database string    `json:"database"`
+	Core     string    `json:"core,omitempty"`
+	Time     time.Time `json:"time"`
+	// Rows counts the restored rows by table; RowsTotal all of them.
+	Rows      map[string]int64 `json:"rows"`
+	RowsTotal int64            `json:"rowsTotal"`
+	// Replaced counts the rows the record held before, by table.
+	Replaced map[string]int64 `json:"replaced,omitempty"`
+}
+
 // The owner's credential (OF-18): a TokenRequest token of the ServiceAccount
 // ServiceAccount in the platform namespace, for the audience Audience, sent
 // in HeaderOwnerToken. The API server's service proxy drops the

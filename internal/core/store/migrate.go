@@ -78,7 +78,9 @@ func statements(text string) []string {
 // migrate applies, in one transaction, every embedded migration the
 // database has not recorded in schema_migrations, up to version upTo (0:
 // all of them). A database that records a version this binary does not
-// know is refused: it was migrated by a newer core.
+// know is refused: it was migrated by a newer core. Before a database that
+// has migrations already gets more, beforeMigrate runs (premigration.go:
+// the backup of a record that holds data).
 func (s *Store) migrate(ctx context.Context, upTo int) error {
 	all, err := migrations()
 	if err != nil {
@@ -104,15 +106,51 @@ func (s *Store) migrate(ctx context.Context, upTo int) error {
 	if err != nil {
 		return err
 	}
-	known := make(map[int]bool, len(all))
-	for _, m := range all {
-		known[m.version] = true
+	if err := checkKnown(applied, all); err != nil {
+		return err
 	}
-	for _, v := range applied {
-		if !known[v] {
-			return fmt.Errorf("store: the database has schema version %d, which this core does not know: it was migrated by a newer core", v)
+	if pending(applied, all, upTo) && s.beforeMigrate != nil {
+		if err := s.beforeMigrate(ctx, applied); err != nil {
+			return err
 		}
 	}
+	if err := s.applyMigrations(ctx, tx, all, applied, upTo); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: migrate: commit: %w", err)
+	}
+	return nil
+}
+
+// checkKnown refuses a database that records a schema version this binary
+// does not know: a newer core migrated it.
+func checkKnown(applied []int, all []migration) error {
+	latest := 0
+	if len(all) > 0 {
+		latest = all[len(all)-1].version
+	}
+	for _, v := range applied {
+		if !slices.ContainsFunc(all, func(m migration) bool { return m.version == v }) {
+			return fmt.Errorf("store: the database has schema version %d, and this core knows versions up to %d: %w (it was migrated by a newer core; run that core, or restore a backup taken at version %d or older)", v, latest, ErrNewerSchema, latest)
+		}
+	}
+	return nil
+}
+
+// pending tells whether a migration up to upTo (0: all) is still to apply.
+func pending(applied []int, all []migration, upTo int) bool {
+	for _, m := range all {
+		if !slices.Contains(applied, m.version) && (upTo == 0 || m.version <= upTo) {
+			return true
+		}
+	}
+	return false
+}
+
+// applyMigrations applies, inside tx, every migration of all that applied
+// lacks, up to upTo (0: all), and records each in schema_migrations.
+func (s *Store) applyMigrations(ctx context.Context, tx *sql.Tx, all []migration, applied []int, upTo int) error {
 	for _, m := range all {
 		if slices.Contains(applied, m.version) || (upTo > 0 && m.version > upTo) {
 			continue
@@ -125,9 +163,6 @@ func (s *Store) migrate(ctx context.Context, upTo int) error {
 		if _, err := tx.ExecContext(ctx, s.d.bind(`INSERT INTO schema_migrations (version, name) VALUES (?, ?)`), m.version, m.name); err != nil {
 			return fmt.Errorf("store: record migration %04d: %w", m.version, err)
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("store: migrate: commit: %w", err)
 	}
 	return nil
 }

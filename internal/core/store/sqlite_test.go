@@ -16,12 +16,16 @@ var errDiskGone = errors.New("disk I/O error (injected)")
 // sqliteBackend gives every test its own database file in a temp dir.
 func sqliteBackend() storetest.Backend {
 	return storetest.Backend{
-		NewDSN:    func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "core.db") },
-		SetHook:   store.SetImportHook,
-		Loaded:    store.LoadedBytes,
-		OpenAt:    store.OpenAt,
-		Exec:      store.Exec,
-		Interrupt: func(*testing.T, *store.Store) error { return errDiskGone },
+		NewDSN:        func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "core.db") },
+		SetHook:       store.SetImportHook,
+		Loaded:        store.LoadedBytes,
+		OpenAt:        store.OpenAt,
+		Exec:          store.Exec,
+		Dump:          store.DumpTables,
+		SetBackupHook: store.SetBackupHook,
+		TableNames:    store.TableNames,
+		BackupTables:  store.BackupTables,
+		Interrupt:     func(*testing.T, *store.Store) error { return errDiskGone },
 	}
 }
 

@@ -28,6 +28,12 @@ type Store struct {
 	// loaded counts the bytes of entries ReadPage read, by their sizes, for
 	// the tests that check a page's bound holds before it is read.
 	loaded atomic.Int64
+	// beforeMigrate, when set, runs before migrations are applied to a
+	// database that has some already (premigration.go).
+	beforeMigrate func(ctx context.Context, applied []int) error
+	// backupHook, set only by tests, runs inside a backup's transaction
+	// once its snapshot is fixed, before any table is written.
+	backupHook func(ctx context.Context, tx *sql.Tx)
 }
 
 // sqliteParams make every connection wait for the file's lock instead of
@@ -40,13 +46,21 @@ const sqliteParams = "?_txlock=immediate&_busy_timeout=30000&_foreign_keys=1&_jo
 // PostgreSQL; "sqlite:PATH" or any other string is a SQLite file path,
 // created when missing. Errors never repeat the DSN (it may hold a
 // password).
+//
+// Before it migrates a record that holds data it writes a backup of it
+// (OpenOptions, premigration.go); Open uses the default options.
 func Open(ctx context.Context, dsn string) (*Store, error) {
-	return openAt(ctx, dsn, 0)
+	return OpenWith(ctx, dsn, OpenOptions{})
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, dsn string, o OpenOptions) (*Store, error) {
+	return openAt(ctx, dsn, 0, o)
 }
 
 // openAt opens dsn and migrates it up to schema version upTo, or to the
 // latest when upTo is 0 (tests open older schemas).
-func openAt(ctx context.Context, dsn string, upTo int) (*Store, error) {
+func openAt(ctx context.Context, dsn string, upTo int, o OpenOptions) (*Store, error) {
 	t, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
@@ -74,6 +88,7 @@ func openAt(ctx context.Context, dsn string, upTo int) (*Store, error) {
 		db.SetMaxIdleConns(4)
 		s = &Store{db: db, d: sqliteDialect, path: t.dsn}
 	}
+	s.beforeMigrate = o.preMigration(s, t)
 	if err := s.db.PingContext(ctx); err != nil {
 		_ = s.db.Close()
 		return nil, fmt.Errorf("store: connect to %s: %w", s.d.name, err)

@@ -40,12 +40,22 @@ type Backend struct {
 	// Loaded is the bytes of entries a store's ReadPage has read so far,
 	// by their sizes (the store exposes this to its own tests only).
 	Loaded func(s *store.Store) int64
+	// Dump returns every row of every table, SetBackupHook runs a hook in a
+	// backup's transaction with the same dump as the backup sees the
+	// record, TableNames lists the database's tables and BackupTables the
+	// tables a backup covers (the store exposes these to its own tests
+	// only).
+	Dump          func(ctx context.Context, s *store.Store) (map[string][]string, error)
+	SetBackupHook func(s *store.Store, hook func(map[string][]string, error))
+	TableNames    func(ctx context.Context, s *store.Store) ([]string, error)
+	BackupTables  func() []string
 }
 
-// open opens dsn and closes it when the test ends.
+// open opens dsn and closes it when the test ends. A record to migrate is
+// backed up first into a temporary directory (PostgreSQL needs one).
 func open(t *testing.T, dsn string) *store.Store {
 	t.Helper()
-	s, err := store.Open(context.Background(), dsn)
+	s, err := store.OpenWith(context.Background(), dsn, store.OpenOptions{PreMigrationBackupDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -74,6 +84,7 @@ func Run(t *testing.T, b Backend) {
 	}
 	cases = append(cases, exportCases...)
 	cases = append(cases, metricsCases...)
+	cases = append(cases, backupCases...)
 	for _, c := range append(cases, removedCases...) {
 		t.Run(c.name, func(t *testing.T) { c.run(t, b) })
 	}
