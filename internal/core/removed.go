@@ -27,7 +27,7 @@ const markTimeout = time.Minute
 // its store in progress). uids holds every Plugin of the namespace, running
 // or not, by name. For every live instance of the store: no Plugin of that
 // name, or one with another UID, marks it removed; a Plugin of that name
-// adopts an instance stored without UID. A Plugin that exists but does not
+// adopts an instance stored without UID, which waits for one otherwise. A Plugin that exists but does not
 // run (revoked, waiting for approval) keeps its data under its name. An
 // error is returned, after trying every instance, so the watch runs the
 // round again later.
@@ -53,6 +53,14 @@ func (c *Core) markRemoved(ctx context.Context, uids map[string]string) error {
 				continue
 			}
 			_, err = c.store.Claim(ctx, li.Name, uid, now)
+		case li.UID == "":
+			// Stored without UID and no Plugin of its name: a restored
+			// record's instance (a restore clears the UIDs) waiting for its
+			// plugin to be installed again, which then takes its data and
+			// goes on from its watermark. Marking it removed here would set
+			// the record aside the moment a restore came before the
+			// installs (OF-55).
+			continue
 		default:
 			var key string
 			key, err = c.store.MarkRemoved(ctx, li.Name, li.UID, now)

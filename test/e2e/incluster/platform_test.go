@@ -53,13 +53,21 @@ type platformEnv struct {
 	// credentials for both its names, for the test's pushes and the CLI.
 	dockerConfigDir string
 	signer          *ocisign.KeySigner
-	signersFile     string            // the owner's signers, for `plugin install --signers`
-	overlay         string            // the admin's overlay the platform was installed from
-	probe           []byte            // the probe's binary, once built
-	gate            plugins.ImageRef  // the check probe, the operator's isolation gate (OF-42)
-	nbp             *devstack.FakeNBP // api.nbp.pl's stand-in, at a StandIn address
-	dav             *devstack.FakeDAV // the owner's WebDAV server's stand-in, at a StandIn address
-	begin           time.Time
+	signersFile     string // the owner's signers, for `plugin install --signers`
+	overlay         string // the admin's overlay the platform was installed from
+	// backup is the core's record as the uninstall phase backed it up
+	// before `platform uninstall --delete-data`, which the release phase
+	// restores into the release's new core; backupRows its rows of
+	// backupInstance then, backupRecordRows the record's rows.
+	backup           string
+	backupInstance   string
+	backupRows       int
+	backupRecordRows int
+	probe            []byte            // the probe's binary, once built
+	gate             plugins.ImageRef  // the check probe, the operator's isolation gate (OF-42)
+	nbp              *devstack.FakeNBP // api.nbp.pl's stand-in, at a StandIn address
+	dav              *devstack.FakeDAV // the owner's WebDAV server's stand-in, at a StandIn address
+	begin            time.Time
 }
 
 // phase is one part of TestPlatformInCluster. A phase leaves the platform

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +92,16 @@ func testRelease(t *testing.T, e *platformEnv) {
 	installed = true
 	openfief(t, e.kubeconfig, "platform", "install", "--overlay", admin, "--timeout", "5m")
 	t.Logf("release %s installed in %s", releaseVersion, time.Since(start).Round(100*time.Millisecond))
+	// The record the development platform's core held, into the new core
+	// while its record is empty (no --replace).
+	if e.backup != "" {
+		openfief(t, e.kubeconfig, "core", "restore", e.backup, "--yes")
+		// The new core holds the whole record the backup held: a backup
+		// of it now counts as many rows.
+		if got := backupRowCount(t, openfief(t, e.kubeconfig, "core", "backup", "-o", filepath.Join(e.work, "core-restored.backup"))); got != e.backupRecordRows {
+			t.Errorf("the release's core holds %d rows after the restore, want the backup's %d", got, e.backupRecordRows)
+		}
+	}
 	for name, image := range platformDeployments {
 		d, err := e.cs.AppsV1().Deployments(plugins.Namespace).Get(ctx, name, metav1.GetOptions{})
 		must(t, err)
@@ -203,6 +215,7 @@ func testRelease(t *testing.T, e *platformEnv) {
 	dashboardSaysVerified(t, e, res.Catalog, instance, publisher.Name)
 
 	openfief(t, e.kubeconfig, "plugin", "uninstall", instance, "--yes")
+	restoredSyncsOn(t, e)
 	code, outText = e.cli(ctx, "platform", "uninstall", "--yes", "--delete-data", "--timeout", "3m")
 	installed = false
 	t.Logf("openfief platform uninstall --delete-data: exit %d\n%s", code, outText)
@@ -211,9 +224,61 @@ func testRelease(t *testing.T, e *platformEnv) {
 	}
 }
 
+// restoredSyncsOn installs again the plugin whose record the uninstall
+// phase backed up, which the release's core restored: the core shows its
+// rows before calling it, then syncs it on from its watermark, storing
+// nothing twice (the NBP stand-in serves the same rates).
+func restoredSyncsOn(t *testing.T, e *platformEnv) {
+	t.Helper()
+	if e.backup == "" {
+		t.Error("the uninstall phase took no backup: nothing to restore")
+		return
+	}
+	ctx := context.Background()
+	instance := e.backupInstance
+	// The owner's key as the platform's first install trusted it (the
+	// stack's signers file followed that install's ConfigMap, which
+	// --delete-data removed, so it is empty now).
+	signers, err := e.signer.SignersJSON("local-owner")
+	must(t, err)
+	_, err = e.cs.CoreV1().ConfigMaps(plugins.Namespace).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "openfief-trusted-signers", Namespace: plugins.Namespace},
+		Data:       map[string]string{"signers.json": string(signers)},
+	}, metav1.CreateOptions{})
+	must(t, err)
+	restored := time.Now()
+	ref := e.preg.publishNBPFx(t, e.root, e.signer, e.nbp.CAPEM())
+	openfief(t, e.kubeconfig, "plugin", "install", instance, "--image", ref.String(), "--insecure-registry", e.preg.bridge)
+	openfief(t, e.kubeconfig, "plugin", "approve", instance, "--yes")
+	st := syncedAfter(t, e, instance, restored, instance+" synced again by the release's core")
+	if st.rows != e.backupRows || st.fxRates == 0 {
+		t.Errorf("after the restore and a new sync %s holds %d rows (%s), want the %d it held at the backup", instance, st.rows, st.summary, e.backupRows)
+	}
+	t.Logf("restored and synced on: %s", st.summary)
+	// Its rows were taken by the plugin installed under its name, not set
+	// aside as an uninstalled plugin's data.
+	if kept := openfief(t, e.kubeconfig, "plugin", "purge-data"); strings.Contains(kept, instance) {
+		t.Errorf("the restored rows of %s were set aside as an uninstalled plugin's:\n%s", instance, kept)
+	}
+	openfief(t, e.kubeconfig, "plugin", "uninstall", instance, "--yes")
+}
+
+// backupRowCount reads the rows `openfief core backup` says it wrote.
+func backupRowCount(t *testing.T, out string) int {
+	t.Helper()
+	m := regexp.MustCompile(`backup: (\d+) rows in`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("openfief core backup said no row count:\n%s", out)
+	}
+	n, err := strconv.Atoi(m[1])
+	must(t, err)
+	return n
+}
+
 // reclaimVolumes makes the node's pre-made volumes that a deleted claim
-// released available again, as an administrator reclaims a volume of
-// policy Retain: the install that follows claims one afresh.
+// released available again, empty, as a provisioner whose reclaim policy
+// is Delete gives a new claim a new volume: the install that follows
+// starts on an empty record.
 func reclaimVolumes(t *testing.T, e *platformEnv) {
 	t.Helper()
 	ctx := context.Background()
@@ -223,7 +288,13 @@ func reclaimVolumes(t *testing.T, e *platformEnv) {
 		if pv.Status.Phase != corev1.VolumeReleased {
 			continue
 		}
-		_, err := e.cs.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.MergePatchType, []byte(`{"spec":{"claimRef":null}}`), metav1.PatchOptions{})
+		dir := e.c.VolumeDir(pv.Name)
+		entries, err := os.ReadDir(dir)
+		must(t, err)
+		for _, en := range entries {
+			must(t, os.RemoveAll(filepath.Join(dir, en.Name())))
+		}
+		_, err = e.cs.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.MergePatchType, []byte(`{"spec":{"claimRef":null}}`), metav1.PatchOptions{})
 		must(t, err)
 		t.Logf("volume %s reclaimed", pv.Name)
 	}

@@ -59,6 +59,16 @@ func testUninstall(t *testing.T, e *platformEnv) {
 	openfief(t, e.kubeconfig, "plugin", "approve", instance, "--yes")
 	runningPluginPod(t, e.cs, instance)
 
+	// The owner keeps the record: a final backup (--stop: the core calls
+	// no plugin after it) of a record holding fx-last's rates, which the
+	// release phase restores after --delete-data and a new install.
+	synced := waitCoreStatus(t, e, instance, 2*time.Minute, instance+"'s rates stored before the backup", func(s coreStatus) bool {
+		return s.succeeded && s.fxRates > 0
+	})
+	backup := filepath.Join(e.work, "core.backup")
+	e.backupRecordRows = backupRowCount(t, openfief(t, e.kubeconfig, "core", "backup", "-o", backup, "--stop"))
+	e.backup, e.backupInstance, e.backupRows = backup, instance, synced.rows
+
 	// What there is before: the platform's objects, the operator's, every
 	// pod with its containers on the node, and the core's database.
 	owned, err := platform.Owned(ctx, c)
