@@ -118,7 +118,7 @@ func (o *coreBackupOptions) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	var out io.Writer = env.Out
+	out := env.Out
 	var file *os.File
 	if o.output != "-" {
 		if file, err = os.OpenFile(o.output+".partial", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600); err != nil {
