@@ -3,57 +3,13 @@ package core
 import (
 	"net/http"
 	"runtime"
-	"runtime/metrics"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/arkadiuss/openfief/internal/testutil"
 	connectorv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1"
 )
-
-// heapObjects is the runtime's count of bytes in heap objects, live or not
-// yet swept: what a burst of allocation adds to the process.
-const heapObjects = "/memory/classes/heap/objects:bytes"
-
-func readHeap() uint64 {
-	s := []metrics.Sample{{Name: heapObjects}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
-
-// peakHeap samples the heap every 100 µs until stop is called, which
-// returns the highest value seen.
-func peakHeap() (stop func() uint64) {
-	var mu sync.Mutex
-	peak := readHeap()
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(100 * time.Microsecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if h := readHeap(); h > peak {
-					mu.Lock()
-					peak = h
-					mu.Unlock()
-				}
-			}
-		}
-	}()
-	return func() uint64 {
-		close(done)
-		<-finished
-		mu.Lock()
-		defer mu.Unlock()
-		return max(peak, readHeap())
-	}
-}
 
 // BenchmarkHostileAnswer calls hostile plugins on loopback with the core's
 // default bounds and reports the process's heap when idle (after a
@@ -81,8 +37,8 @@ func BenchmarkHostileAnswer(b *testing.B) {
 			ctx := b.Context()
 			runtime.GC()
 			runtime.GC()
-			idle := readHeap()
-			stop := peakHeap()
+			idle := testutil.ReadHeap()
+			stop := testutil.PeakHeap(100 * time.Microsecond)
 			b.ResetTimer()
 			for b.Loop() {
 				var err error

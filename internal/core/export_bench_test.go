@@ -9,8 +9,10 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/arkadiuss/openfief/internal/core/store"
+	"github.com/arkadiuss/openfief/internal/testutil"
 	connectorv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1"
 )
 
@@ -73,8 +75,8 @@ func BenchmarkExportBehindLargeTransactions(b *testing.B) {
 		}
 		runtime.GC()
 		runtime.GC()
-		idle := readHeap()
-		stop := peakHeap()
+		idle := testutil.ReadHeap()
+		stop := testutil.PeakHeap(100 * time.Microsecond)
 		b.StartTimer()
 		res, err := x.Run(ctx, "csv", "run")
 		b.StopTimer()

@@ -8,14 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/arkadiuss/openfief/internal/core/store"
 	"github.com/arkadiuss/openfief/internal/core/store/storetest"
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // BenchmarkBackupRestore backs up a record of OPENFIEF_BENCH_ENTRIES
@@ -35,22 +34,7 @@ func BenchmarkBackupRestore(b *testing.B) {
 		}
 		entries = n
 	}
-	backends := []struct {
-		name string
-		dsn  func(b *testing.B) string
-	}{
-		{"sqlite", func(b *testing.B) string { return "sqlite:" + filepath.Join(b.TempDir(), "core.db") }},
-		{"postgres", func(b *testing.B) string {
-			if pg == nil {
-				b.Skip(pgSkip)
-			}
-			dsn, err := pg.NewDatabase(context.Background())
-			if err != nil {
-				b.Fatal(err)
-			}
-			return dsn
-		}},
-	}
+	backends := benchBackends()
 	// Each delivery is 10,000 transactions and 4,000 other entries.
 	const perDelivery = 10_000
 	deliveries := entries / (perDelivery * 14 / 10)
@@ -75,7 +59,7 @@ func BenchmarkBackupRestore(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				idle, peak := heapIdle(), peakHeap()
+				idle, peak := heapIdle(), testutil.PeakHeap(time.Millisecond)
 				start := time.Now()
 				res, err := src.Backup(ctx, f, store.BackupOptions{})
 				backupTook, backupPeak := time.Since(start), peak()
@@ -92,7 +76,7 @@ func BenchmarkBackupRestore(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				idle2, peak2 := heapIdle(), peakHeap()
+				idle2, peak2 := heapIdle(), testutil.PeakHeap(time.Millisecond)
 				start = time.Now()
 				got, err := dst.Restore(ctx, f, store.RestoreOptions{})
 				restoreTook, restorePeak := time.Since(start), peak2()
@@ -122,51 +106,9 @@ func BenchmarkBackupRestore(b *testing.B) {
 	}
 }
 
-// heapObjects is the runtime's count of bytes in heap objects, live or not
-// yet swept.
-const heapObjects = "/memory/classes/heap/objects:bytes"
-
-func readHeap() uint64 {
-	s := []metrics.Sample{{Name: heapObjects}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
-
 // heapIdle is the heap after two collections.
 func heapIdle() uint64 {
 	runtime.GC()
 	runtime.GC()
-	return readHeap()
-}
-
-// peakHeap samples the heap every millisecond until the returned function
-// is called, which returns the highest value seen.
-func peakHeap() func() uint64 {
-	var mu sync.Mutex
-	peak := readHeap()
-	done, finished := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if h := readHeap(); h > peak {
-					mu.Lock()
-					peak = h
-					mu.Unlock()
-				}
-			}
-		}
-	}()
-	return func() uint64 {
-		close(done)
-		<-finished
-		mu.Lock()
-		defer mu.Unlock()
-		return max(peak, readHeap())
-	}
+	return testutil.ReadHeap()
 }

@@ -18,22 +18,7 @@ import (
 // one batch, on SQLite and on PostgreSQL side by side. Every iteration is a
 // new instance, so every row is new. `make bench-core` runs it.
 func BenchmarkImport10k(b *testing.B) {
-	backends := []struct {
-		name string
-		dsn  func(b *testing.B) string
-	}{
-		{"sqlite", func(b *testing.B) string { return "sqlite:" + filepath.Join(b.TempDir(), "core.db") }},
-		{"postgres", func(b *testing.B) string {
-			if pg == nil {
-				b.Skip(pgSkip)
-			}
-			dsn, err := pg.NewDatabase(context.Background())
-			if err != nil {
-				b.Fatal(err)
-			}
-			return dsn
-		}},
-	}
+	backends := benchBackends()
 	const n = 10_000
 	d := storetest.Sync("bench", 0, n, "w")
 	for _, be := range backends {
@@ -62,5 +47,29 @@ func BenchmarkImport10k(b *testing.B) {
 			b.ReportMetric(float64(i*n)/secs, "transactions/s")
 			b.ReportMetric(float64(rows)/secs, "rows/s")
 		})
+	}
+}
+
+// benchBackend is a database the store's benchmarks run on, side by side.
+type benchBackend struct {
+	name string
+	dsn  func(b *testing.B) string
+}
+
+// benchBackends are SQLite in a temporary folder and PostgreSQL (skipped
+// where pgtest found no server), each a new database per call of dsn.
+func benchBackends() []benchBackend {
+	return []benchBackend{
+		{"sqlite", func(b *testing.B) string { return "sqlite:" + filepath.Join(b.TempDir(), "core.db") }},
+		{"postgres", func(b *testing.B) string {
+			if pg == nil {
+				b.Skip(pgSkip)
+			}
+			dsn, err := pg.NewDatabase(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			return dsn
+		}},
 	}
 }
