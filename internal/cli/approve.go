@@ -7,8 +7,6 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -224,41 +222,19 @@ func printApprovalPrompt(w io.Writer, name, image string, a plugins.Approval, m 
 	}
 }
 
-// grantWriteTries bounds how often writeGrant writes again when only the
-// grant's status moved under it.
-const grantWriteTries = 5
-
 // writeGrant writes an approval's grant: it creates the PluginGrant name
-// when g is nil, else updates g, whose resource version makes the write
-// fail if the grant changed since it was read. The operator writes each
-// grant's status (its Valid condition) moments after any change, so a
-// conflict whose fresh grant holds the very spec the owner was shown is
-// written again; a grant whose spec changed is refused, since the owner
-// approved against the other one. It returns "created" or "configured".
+// when g is nil, else updates g, refused if its spec changed since it was
+// read (updateSpec). It returns "created" or "configured".
 func (e *Env) writeGrant(ctx context.Context, c client.Client, name string, g *v1alpha1.PluginGrant, a plugins.Approval) (string, error) {
+	want := apiconv.GrantToAPI(a.Grant)
 	if g == nil {
-		g = &v1alpha1.PluginGrant{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.Namespace}, Spec: apiconv.GrantToAPI(a.Grant)}
+		g = &v1alpha1.PluginGrant{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.Namespace}, Spec: want}
 		if err := c.Create(ctx, g, fieldOwner); err != nil {
 			return "", writeError("writing plugingrant "+name, err)
 		}
 		return "created", nil
 	}
-	shown := g.DeepCopy()
-	want := apiconv.GrantToAPI(a.Grant)
-	w := g.DeepCopy()
-	w.Spec = want
-	err := c.Update(ctx, w, fieldOwner)
-	for try := 1; try < grantWriteTries && apierrors.IsConflict(err); try++ {
-		var now v1alpha1.PluginGrant
-		if gerr := c.Get(ctx, client.ObjectKeyFromObject(shown), &now); gerr != nil {
-			break
-		}
-		if now.UID != shown.UID || now.Generation != shown.Generation || !equality.Semantic.DeepEqual(now.Spec, shown.Spec) {
-			break
-		}
-		now.Spec = want
-		err = c.Update(ctx, &now, fieldOwner)
-	}
+	err := updateSpec(ctx, c, g, func(g *v1alpha1.PluginGrant) any { return g.Spec }, func(g *v1alpha1.PluginGrant) { g.Spec = want })
 	if err != nil {
 		return "", writeError("writing plugingrant "+name, err)
 	}

@@ -300,8 +300,10 @@ func (o *upgradeOptions) Run(ctx context.Context) error {
 		return exitf(ExitNothingToDo, "plugin %q already has image %s and this config", name, ref)
 	}
 	previous := p.Spec.Image
-	p.Spec.Image, p.Spec.Manifest, p.Spec.Config = ref.String(), manifest, configJSON(config)
-	if err := c.Update(ctx, p, fieldOwner); err != nil {
+	err = updateSpec(ctx, c, p, func(p *v1alpha1.Plugin) any { return p.Spec }, func(p *v1alpha1.Plugin) {
+		p.Spec.Image, p.Spec.Manifest, p.Spec.Config = ref.String(), manifest, configJSON(config)
+	})
+	if err != nil {
 		return writeError("upgrading plugin "+name, err)
 	}
 	fmt.Fprintf(env.Out, "plugin/%s upgraded: %s -> %s\n", name, shortImage(previous), shortImage(ref.String()))

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"reflect"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,6 +36,35 @@ func (e *Env) getGrant(ctx context.Context, c client.Client, name string) (*v1al
 		return nil, apiError("reading plugingrant "+name, err)
 	}
 	return &g, nil
+}
+
+// specWriteTries bounds how often updateSpec writes again when only an
+// object's status moved under it.
+const specWriteTries = 5
+
+// updateSpec writes read, changed by change, refused by the API server if
+// the object changed since it was read. The operator writes a Plugin's and
+// a grant's status moments after every change, so a conflict whose fresh
+// object holds the very spec that was read (same UID, generation and spec)
+// is written again, change applied to the fresh object; one whose spec
+// changed is returned, since the owner was shown the other spec.
+func updateSpec[T client.Object](ctx context.Context, c client.Client, read T, spec func(T) any, change func(T)) error {
+	w := read.DeepCopyObject().(T)
+	change(w)
+	err := c.Update(ctx, w, fieldOwner)
+	for try := 1; try < specWriteTries && apierrors.IsConflict(err); try++ {
+		// A zero object: decoding into a used one may keep its old fields.
+		now := reflect.New(reflect.TypeOf(read).Elem()).Interface().(T)
+		if gerr := c.Get(ctx, client.ObjectKeyFromObject(read), now); gerr != nil {
+			break
+		}
+		if now.GetUID() != read.GetUID() || now.GetGeneration() != read.GetGeneration() || !equality.Semantic.DeepEqual(spec(now), spec(read)) {
+			break
+		}
+		change(now)
+		err = c.Update(ctx, now, fieldOwner)
+	}
+	return err
 }
 
 // writeError gives a failed write its exit code: a conflict means the
