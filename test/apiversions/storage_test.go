@@ -215,4 +215,3 @@ func (e *env) trimStoredVersions(t *testing.T, plural, version string) error {
 	}
 	return nil
 }
-
