@@ -165,19 +165,30 @@ func gvr(version, plural string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: group, Version: version, Resource: plural}
 }
 
-// waitServed waits until both resources answer a list in version, and
-// discovery lists them: the API server serves the version.
-func (e *env) waitServed(t *testing.T, version string) {
+// waitServed waits until the resources (both when none is named) answer a
+// list in version, and discovery lists them: the API server serves the
+// version.
+func (e *env) waitServed(t *testing.T, version string, plurals ...string) {
 	t.Helper()
-	testutil.Eventually(t, 30*time.Second, "both resources served in "+version, func() (bool, string) {
+	if len(plurals) == 0 {
 		for _, k := range kinds {
-			if _, err := e.dyn.Resource(gvr(version, k.plural)).Namespace(plugins.Namespace).List(t.Context(), metav1.ListOptions{Limit: 1}); err != nil {
-				return false, fmt.Sprintf("list %s: %v", k.plural, err)
+			plurals = append(plurals, k.plural)
+		}
+	}
+	testutil.Eventually(t, 30*time.Second, fmt.Sprintf("%v served in %s", plurals, version), func() (bool, string) {
+		for _, p := range plurals {
+			if _, err := e.dyn.Resource(gvr(version, p)).Namespace(plugins.Namespace).List(t.Context(), metav1.ListOptions{Limit: 1}); err != nil {
+				return false, fmt.Sprintf("list %s: %v", p, err)
 			}
 		}
 		hashes, err := e.storageHashes(version)
-		if err != nil || len(hashes) != len(kinds) {
-			return false, fmt.Sprintf("discovery: %v %v", hashes, err)
+		if err != nil {
+			return false, fmt.Sprintf("discovery: %v", err)
+		}
+		for _, p := range plurals {
+			if hashes[p] == "" {
+				return false, fmt.Sprintf("discovery lists no %s: %v", p, hashes)
+			}
 		}
 		return true, ""
 	})

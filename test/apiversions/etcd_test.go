@@ -19,11 +19,12 @@ import (
 // maxEtcdReply bounds what the tests read of one etcd answer.
 const maxEtcdReply = 16 << 20
 
-// storedVersions reads, from etcd itself, the apiVersion each object of
-// plural in the openfief namespace is stored in, by name: what the API
-// server wrote, which no API call shows. It uses etcd's JSON gateway
-// (POST /v3/kv/range), so the test needs no etcd client library.
-func (e *env) storedVersions(t *testing.T, plural string) map[string]string {
+// storedObjects reads, from etcd itself, each object of plural in the
+// openfief namespace as the API server stored it, by name: what it wrote,
+// which no API call shows (a read converts to the version asked for). It
+// uses etcd's JSON gateway (POST /v3/kv/range), so the test needs no etcd
+// client library.
+func (e *env) storedObjects(t *testing.T, plural string) map[string]map[string]any {
 	t.Helper()
 	prefix := "/registry/" + group + "/" + plural + "/" + plugins.Namespace + "/"
 	end := []byte(prefix)
@@ -61,15 +62,24 @@ func (e *env) storedVersions(t *testing.T, plural string) map[string]string {
 	if err := json.Unmarshal(raw, &reply); err != nil {
 		t.Fatalf("etcd range %s: %v", prefix, err)
 	}
-	out := map[string]string{}
+	out := map[string]map[string]any{}
 	for _, kv := range reply.KVs {
-		var obj struct {
-			APIVersion string `json:"apiVersion"`
-		}
+		var obj map[string]any
 		if err := json.Unmarshal(kv.Value, &obj); err != nil {
 			t.Fatalf("etcd %s: not a JSON object: %v", kv.Key, err)
 		}
-		out[strings.TrimPrefix(string(kv.Key), prefix)] = obj.APIVersion
+		out[strings.TrimPrefix(string(kv.Key), prefix)] = obj
+	}
+	return out
+}
+
+// storedVersions is the apiVersion each object of plural is stored in, by
+// name.
+func (e *env) storedVersions(t *testing.T, plural string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for name, obj := range e.storedObjects(t, plural) {
+		out[name], _ = obj["apiVersion"].(string)
 	}
 	return out
 }

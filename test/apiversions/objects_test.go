@@ -4,7 +4,6 @@ package apiversions
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -250,9 +249,4 @@ func (e *env) requireReadable(t *testing.T, want wantContent, versions ...string
 	if t.Failed() {
 		t.FailNow()
 	}
-}
-
-// describe names an object for a message.
-func describe(u *unstructured.Unstructured) string {
-	return fmt.Sprintf("%s %s (%s, resourceVersion %s)", u.GetKind(), u.GetName(), u.GetAPIVersion(), u.GetResourceVersion())
 }
