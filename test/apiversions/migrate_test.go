@@ -20,6 +20,11 @@ type migrated struct {
 	// Rewritten objects were written back and got a new resourceVersion:
 	// the API server stored them again, in its storage version.
 	Rewritten int
+	// Unchanged objects were written back and kept their resourceVersion:
+	// they were stored in the storage version already, so what the API
+	// server would have written equalled what it held, and it skipped the
+	// write.
+	Unchanged int
 	// Gone objects were deleted between the list and their write.
 	Gone int
 }
@@ -29,7 +34,8 @@ type migrated struct {
 // can: list in pages, then write each object back exactly as read (an
 // update with its resourceVersion). The API server decodes what it stored
 // in the old version, converts it and stores it in the new one, so even an
-// unchanged object is written again. A conflict means another writer got
+// unchanged object is written again (an object already stored in the new
+// version encodes to the bytes held, and the API server skips that write). A conflict means another writer got
 // there first and stored the object in the new version already, but the
 // migration reads it again and writes it anyway, so "rewritten" stays a
 // fact it saw; an object deleted meanwhile needs nothing. Run it only once
@@ -52,7 +58,7 @@ func migrateStorage(ctx context.Context, dyn dynamic.Interface, res schema.Group
 				case err == nil && updated.GetResourceVersion() != obj.GetResourceVersion():
 					out.Rewritten++
 				case err == nil:
-					return out, fmt.Errorf("%s %s/%s: written back but its resourceVersion stayed %s: the API server did not store it again", res.Resource, obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion())
+					out.Unchanged++
 				case apierrors.IsNotFound(err):
 					out.Gone++
 				case apierrors.IsConflict(err) && attempt < 5:

@@ -31,7 +31,8 @@ import (
 //     refuses to drop v1alpha1 from the CRD;
 //  4. a storage migration rewrites every object (read, write back), etcd holds
 //     them all in v1beta1, and status.storedVersions is trimmed to v1beta1;
-//     every object still reads the same in both versions;
+//     every object still reads the same in both versions; going back one
+//     release (storage v1alpha1 again) and forward again keeps them so;
 //  5. v1alpha1 stops being served, then leaves the CRD: every object still
 //     reads in v1beta1.
 func TestStorageVersionMove(t *testing.T) {
@@ -101,33 +102,7 @@ func TestStorageVersionMove(t *testing.T) {
 	}
 
 	// 3. The storage version moves.
-	before := e.hashes(t)
-	for _, k := range kinds {
-		shipped := shippedCRD(t, k.file).Spec.Versions[0]
-		if err := e.updateCRD(ctx, k.plural, func(crd *apiextensionsv1.CustomResourceDefinition) {
-			crd.Spec.Versions = withNextVersion(shipped, next)
-		}); err != nil {
-			t.Fatalf("moving the storage of %s to %s: %v", k.plural, next, err)
-		}
-		if got := e.crd(t, k.plural).Status.StoredVersions; !slices.Equal(got, []string{current, next}) {
-			t.Fatalf("%s: status.storedVersions %v after the move, want [%s %s]", k.plural, got, current, next)
-		}
-	}
-	// Wait, as a storage migrator does, until discovery reports the new
-	// storage version hash: from then on the API server writes the next
-	// version.
-	testutil.Eventually(t, 30*time.Second, "discovery to report the new storage version", func() (bool, string) {
-		now, err := e.storageHashes(next)
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, k := range kinds {
-			if now[k.plural] == before[k.plural] {
-				return false, fmt.Sprintf("%s still %s", k.plural, now[k.plural])
-			}
-		}
-		return true, ""
-	})
+	e.moveStorage(t, next, []string{current, next})
 	// Moving the storage rewrote nothing.
 	for _, k := range kinds {
 		e.requireStoredIn(t, k.plural, current, count(k.plural))
@@ -145,19 +120,24 @@ func TestStorageVersionMove(t *testing.T) {
 	e.requireReadable(t, want, current, next)
 
 	// 4. The storage migration, then the trim.
-	for _, k := range kinds {
-		got, err := migrateStorage(ctx, e.dyn, gvr(next, k.plural))
-		if err != nil {
-			t.Fatalf("migrating %s: %v", k.plural, err)
-		}
-		if got != (migrated{Rewritten: count(k.plural)}) {
-			t.Fatalf("migrating %s: %+v, want %d rewritten", k.plural, got, count(k.plural))
-		}
-		e.requireStoredIn(t, k.plural, next, count(k.plural))
-		if err := e.trimStoredVersions(t, k.plural, next); err != nil {
-			t.Fatal(err)
-		}
+	e.migrateAll(t, want, map[string]int{"plugins": count("plugins"), "plugingrants": count("plugingrants")})
+	e.requireReadable(t, want, current, next)
+
+	// Back one release (its CRDs serve both and store v1alpha1): what it
+	// writes is stored in v1alpha1 beside the migrated objects, and both
+	// read; forward again, the migration moves them all once more.
+	e.moveStorage(t, current, []string{next, current})
+	late := testutil.MakeGrant("late").Capabilities(connector).Obj()
+	if _, err := e.createWithStatus(ctx, "plugingrants", asVersion(t, late, current, "PluginGrant")); err != nil {
+		t.Fatalf("create PluginGrant late in %s after going back: %v", current, err)
 	}
+	want.record(t, "plugingrants", late)
+	if got := e.storedVersions(t, "plugingrants"); got["late"] != group+"/"+current || got["fx"] != group+"/"+next {
+		t.Fatalf("after going back, PluginGrants stored as %v, want late in %s and the migrated ones in %s", got, current, next)
+	}
+	e.requireReadable(t, want, current, next)
+	e.moveStorage(t, next, []string{next, current})
+	e.migrateAll(t, want, map[string]int{"plugingrants": 1})
 	e.requireReadable(t, want, current, next)
 
 	// 5. v1alpha1 retired: no longer served, then gone from the CRDs.
@@ -188,15 +168,61 @@ func TestStorageVersionMove(t *testing.T) {
 	t.Logf("%d Plugins and %d PluginGrants moved from %s to %s storage; %s retired", count("plugins"), count("plugingrants"), current, next, current)
 }
 
-// hashes are the storage version hashes discovery reports in the current
-// version.
-func (e *env) hashes(t *testing.T) map[string]string {
+// moveStorage makes both CRDs serve both versions and store to, checks
+// the status.storedVersions the API server then reports, and waits, as a
+// storage migrator does, until discovery reports the new storage version
+// hash: from then on the API server writes to.
+func (e *env) moveStorage(t *testing.T, to string, storedVersions []string) {
 	t.Helper()
-	h, err := e.storageHashes(current)
+	before, err := e.storageHashes(next)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h
+	for _, k := range kinds {
+		shipped := shippedCRD(t, k.file).Spec.Versions[0]
+		if err := e.updateCRD(t.Context(), k.plural, func(crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Spec.Versions = withNextVersion(shipped, to)
+		}); err != nil {
+			t.Fatalf("moving the storage of %s to %s: %v", k.plural, to, err)
+		}
+		if got := e.crd(t, k.plural).Status.StoredVersions; !slices.Equal(got, storedVersions) {
+			t.Fatalf("%s: status.storedVersions %v after the move to %s, want %v", k.plural, got, to, storedVersions)
+		}
+	}
+	testutil.Eventually(t, 30*time.Second, "discovery to report the storage version "+to, func() (bool, string) {
+		now, err := e.storageHashes(next)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, k := range kinds {
+			if now[k.plural] == before[k.plural] {
+				return false, fmt.Sprintf("%s still %s", k.plural, now[k.plural])
+			}
+		}
+		return true, ""
+	})
+}
+
+// migrateAll runs the storage migration on both resources, checks that it
+// rewrote as many objects as rewritten says (by plural; the others were
+// stored in the next version already) and, in etcd, that every object is
+// now stored in the next version, then trims status.storedVersions.
+func (e *env) migrateAll(t *testing.T, want wantContent, rewritten map[string]int) {
+	t.Helper()
+	for _, k := range kinds {
+		got, err := migrateStorage(t.Context(), e.dyn, gvr(next, k.plural))
+		if err != nil {
+			t.Fatalf("migrating %s: %v", k.plural, err)
+		}
+		n, r := len(want[k.plural]), rewritten[k.plural]
+		if got != (migrated{Rewritten: r, Unchanged: n - r}) {
+			t.Fatalf("migrating %s: %+v, want %d rewritten and %d unchanged", k.plural, got, r, n-r)
+		}
+		e.requireStoredIn(t, k.plural, next, len(want[k.plural]))
+		if err := e.trimStoredVersions(t, k.plural, next); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // trimStoredVersions sets the CRD's status.storedVersions to only version,
