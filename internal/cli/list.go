@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -137,8 +136,9 @@ func clean(obj client.Object, kind string) {
 	obj.SetManagedFields(nil)
 }
 
-// printObject writes obj as indented JSON or as YAML.
-func printObject(w io.Writer, output string, obj runtime.Object) error {
+// printObject writes obj (an API object or a command's report) as indented
+// JSON or as YAML.
+func printObject(w io.Writer, output string, obj any) error {
 	var (
 		b   []byte
 		err error
