@@ -17,9 +17,13 @@ import (
 // image is then verified and approved like any upgrade, D-47).
 
 // nextHistory is the history after a pass whose status reports deployed as
-// the version that runs (nil: nothing runs). A new revision is recorded,
-// stamped now, when deployed names another image than the newest revision;
-// the newest one then gets its lastRan. Anything else (the same image
+// the version that runs (nil: nothing runs). A new revision is recorded
+// when deployed names another image than the newest revision, first run
+// when its record was stamped (its verifiedAt: the second the operator
+// started it; now without one); the newest one then gets that time as its
+// lastRan. A plugin that ran before the history existed thus gets, on the
+// first pass of an operator that keeps it, one revision dated when it
+// started. Anything else (the same image
 // again, a change of config, nothing running) leaves the history as it
 // was, so a steady state writes nothing. The result is at most
 // v1alpha1.MaxPluginHistory long, newest first, with revision numbers that
@@ -30,6 +34,9 @@ func nextHistory(old []v1alpha1.PluginRevision, deployed *v1alpha1.DeployedVersi
 		return old
 	}
 	stamp := metav1.Time{Time: now.UTC().Truncate(time.Second)}
+	if deployed.VerifiedAt != nil && !deployed.VerifiedAt.IsZero() {
+		stamp = metav1.Time{Time: deployed.VerifiedAt.UTC().Truncate(time.Second)}
+	}
 	var revision int64 = 1
 	if len(old) > 0 {
 		revision = old[0].Revision + 1

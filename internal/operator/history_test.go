@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
@@ -18,7 +19,7 @@ import (
 func deployedOf(word string, m v1alpha1.Manifest) *v1alpha1.DeployedVersion {
 	return &v1alpha1.DeployedVersion{
 		Image: "registry.example.com/p@" + testutil.Digest(word), Manifest: m,
-		Signer: "ci", Trust: v1alpha1.ReasonSignedByTrustedSigner, VerifiedAt: &metav1.Time{Time: time.Unix(1, 0)},
+		Signer: "ci", Trust: v1alpha1.ReasonSignedByTrustedSigner,
 	}
 }
 
@@ -36,8 +37,10 @@ func TestNextHistory(t *testing.T) {
 		return r
 	}
 	withConfig := a.DeepCopy()
-	withConfig.Config = nil
+	withConfig.Config = &apiextensionsv1.JSON{Raw: []byte(`{"currency":"PLN"}`)}
 	withConfig.VerifiedAt = &metav1.Time{Time: time.Unix(99, 0)}
+	stamped := b.DeepCopy()
+	stamped.VerifiedAt = &metav1.Time{Time: time.Unix(18, 0)}
 
 	tests := map[string]struct {
 		old      []v1alpha1.PluginRevision
@@ -55,6 +58,10 @@ func TestNextHistory(t *testing.T) {
 		"an upgrade records a revision and ends the last": {
 			old: []v1alpha1.PluginRevision{revA1}, deployed: b, now: 20,
 			want: []v1alpha1.PluginRevision{revB2, replaced(revA1, 20)},
+		},
+		"the record's verifiedAt dates the revision": {
+			old: []v1alpha1.PluginRevision{revA1}, deployed: stamped, now: 20,
+			want: []v1alpha1.PluginRevision{func() v1alpha1.PluginRevision { r := revB2; r.FirstRan = at(18); return r }(), replaced(revA1, 18)},
 		},
 		"a rollback records a new revision of the old image": {
 			old: []v1alpha1.PluginRevision{revB2, replaced(revA1, 20)}, deployed: a, now: 30,
