@@ -114,12 +114,17 @@ func TestPickRevision(t *testing.T) {
 		code   int
 		msg    []string
 	}{
-		"the previous":     {plugin: p, want: 4},
+		"the previous": {plugin: p, want: 4},
+		"while an upgrade waits, the one that runs": {plugin: func() *v1alpha1.Plugin {
+			q := p.DeepCopy()
+			q.Spec.Image = "ghcr.io/example/nbp-fx@sha256:" + strings.Repeat("e", 64)
+			return q
+		}(), want: 5},
 		"--to 3":           {plugin: p, to: 3, want: 3},
 		"--to the newest":  {plugin: p, to: 5, want: 5},
 		"--to 2, dropped":  {plugin: p, to: 2, code: ExitNotFound, msg: []string{"--to 2: plugin fx has no revision 2", "revisions 5, 4, 3", "openfief plugin history fx"}},
 		"--to 9, unknown":  {plugin: p, to: 9, code: ExitNotFound, msg: []string{"--to 9", "revisions 5, 4, 3"}},
-		"no previous":      {plugin: &v1alpha1.Plugin{ObjectMeta: metav1.ObjectMeta{Name: "one"}, Status: v1alpha1.PluginStatus{History: p.Status.History[:1]}}, code: ExitNotFound, msg: []string{"no previous revision", "only revision 5"}},
+		"no previous":      {plugin: &v1alpha1.Plugin{ObjectMeta: metav1.ObjectMeta{Name: "one"}, Spec: p.Spec, Status: v1alpha1.PluginStatus{History: p.Status.History[:1]}}, code: ExitNotFound, msg: []string{"no previous revision", "only revision 5"}},
 		"an empty history": {plugin: &v1alpha1.Plugin{ObjectMeta: metav1.ObjectMeta{Name: "none"}}, to: 1, code: ExitNotFound, msg: []string{"--to 1", "history is empty"}},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -37,8 +37,10 @@ func newRollbackCommand(env *Env) *cobra.Command {
 		Use:   "rollback NAME [--to REVISION]",
 		Short: "Return a plugin to a version it ran before",
 		Long: `Point the Plugin NAME back at the image of one of its revisions ('openfief
-plugin history NAME' lists them): by default the previous one, the revision
-before the newest; with --to, that revision.
+plugin history NAME' lists them): by default the previous one, the newest
+revision whose image is not the one the Plugin asks for now (the one before
+the running one, or, while an upgrade waits for approval or is refused, the
+one that runs); with --to, that revision.
 
 It is an upgrade to the older image: the image is verified again now, with the
 trust the operator holds now (a version whose signer you no longer trust is
@@ -126,16 +128,20 @@ func (o *rollbackOptions) Run(ctx context.Context) error {
 }
 
 // pickRevision is the revision of p's history that rollback returns to:
-// revision to, or with to 0 the one before the newest. An unknown revision
-// names --to and the revisions there are.
+// revision to, or with to 0 the previous one, the newest whose image is not
+// the one the spec asks for: the revision before the newest, or, while an
+// upgrade waits for approval or is refused, the newest (which runs). An
+// unknown revision names --to and the revisions there are.
 func pickRevision(p *v1alpha1.Plugin, to int64) (v1alpha1.PluginRevision, error) {
 	h := historyOf(p).Items
 	if to == 0 {
-		if len(h) < 2 {
-			return v1alpha1.PluginRevision{}, exitf(ExitNotFound, "plugin %s has no previous revision to roll back to: %s (see: openfief plugin history %s)",
-				p.Name, describeRevisions(h), p.Name)
+		for _, it := range h {
+			if it.Image != p.Spec.Image {
+				return it.PluginRevision, nil
+			}
 		}
-		return h[1].PluginRevision, nil
+		return v1alpha1.PluginRevision{}, exitf(ExitNotFound, "plugin %s has no previous revision to roll back to: %s (see: openfief plugin history %s)",
+			p.Name, describeRevisions(h), p.Name)
 	}
 	for _, it := range h {
 		if it.Revision == to {
