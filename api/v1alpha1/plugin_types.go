@@ -227,6 +227,45 @@ type DeployedVersion struct {
 	VerifiedAt *metav1.Time `json:"verifiedAt,omitempty"`
 }
 
+// MaxPluginHistory is how many revisions status.history keeps: the newest
+// first, the oldest dropped when another starts.
+const MaxPluginHistory = 5
+
+// PluginRevision is one version of a plugin that the operator verified and
+// ran: its image by digest and how it verified. A new revision is recorded
+// when another image starts running than the newest revision names; a change
+// of config alone, or the same image starting again, records none. Like
+// status.deployed it is a report: rolling back to a revision changes
+// spec.image, and the image is verified again as any new one is.
+type PluginRevision struct {
+	// Revision numbers the plugin's revisions from 1, each one more than
+	// the one before; a rollback records a new revision with an older image.
+	// +kubebuilder:validation:Minimum=1
+	Revision int64 `json:"revision"`
+	// Image is the digest-pinned reference that ran.
+	// +kubebuilder:validation:MaxLength=1024
+	Image string `json:"image"`
+	// ManifestDigest is sha256:<hex> of that version's manifest in a
+	// canonical form: two manifests that ask for the same thing have the
+	// same digest.
+	// +kubebuilder:validation:MaxLength=71
+	// +optional
+	ManifestDigest string `json:"manifestDigest,omitempty"`
+	// Signer names the trusted signer whose signature verified.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Signer string `json:"signer,omitempty"`
+	// Trust is Verified or SignedByTrustedSigner.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Trust string `json:"trust,omitempty"`
+	// FirstRan is when the operator first deployed this revision.
+	FirstRan metav1.Time `json:"firstRan"`
+	// LastRan is when another revision replaced it; empty for the newest.
+	// +optional
+	LastRan *metav1.Time `json:"lastRan,omitempty"`
+}
+
 // PluginStatus is what the operator saw and did.
 type PluginStatus struct {
 	// ObservedGeneration is the spec generation this status describes.
@@ -248,6 +287,13 @@ type PluginStatus struct {
 	// Effective is what the running version holds.
 	// +optional
 	Effective *EffectivePermissions `json:"effective,omitempty"`
+	// History lists the plugin's recent revisions, newest first, at most
+	// MaxPluginHistory of them: what 'openfief plugin history' shows and
+	// 'openfief plugin rollback' returns to.
+	// +kubebuilder:validation:MaxItems=5
+	// +listType=atomic
+	// +optional
+	History []PluginRevision `json:"history,omitempty"`
 }
 
 // Plugin is one installed instance of a plugin image: the vendor's request.

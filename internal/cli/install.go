@@ -346,11 +346,16 @@ func (e *Env) verifyWith(ctx context.Context, ref plugins.ImageRef, t trust, tf 
 // checkPlugin refuses, before anything is written, a config that does not
 // match the signed schema and any plugin the domain would not accept.
 func checkPlugin(name string, ref plugins.ImageRef, m plugins.Manifest, config json.RawMessage, configFile string) error {
+	source := "--config " + configFile
+	if configFile == "" {
+		source = "config (none given, so {})"
+	}
+	return checkPluginAs(name, ref, m, config, source)
+}
+
+// checkPluginAs is checkPlugin with the config's source named as source.
+func checkPluginAs(name string, ref plugins.ImageRef, m plugins.Manifest, config json.RawMessage, source string) error {
 	if err := configschema.Validate(m.ConfigSchema, config); err != nil {
-		source := "--config " + configFile
-		if configFile == "" {
-			source = "config (none given, so {})"
-		}
 		return exitf(ExitInvalid, "%s does not match the manifest's configSchema: %w", source, err)
 	}
 	p := plugins.Plugin{Name: name, Image: ref.String(), Manifest: m, Config: config}

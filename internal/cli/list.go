@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -137,8 +136,9 @@ func clean(obj client.Object, kind string) {
 	obj.SetManagedFields(nil)
 }
 
-// printObject writes obj as indented JSON or as YAML.
-func printObject(w io.Writer, output string, obj runtime.Object) error {
+// printObject writes obj (an API object or a command's report) as indented
+// JSON or as YAML.
+func printObject(w io.Writer, output string, obj any) error {
 	var (
 		b   []byte
 		err error
@@ -176,6 +176,7 @@ func newStatusCommand(env *Env) *cobra.Command {
 
   Image        the image spec.image asks for
   Deployed     the version that runs (status.deployed): image, signer, trust, when verified
+  History      how many revisions status.history keeps, and the newest ('openfief plugin history')
   Requested    spec.manifest, the image's signed label
   Granted      the PluginGrant NAME, or none
   Pending      what is requested and not granted: what 'openfief plugin approve' would add
@@ -271,6 +272,9 @@ func printStatus(w io.Writer, now time.Time, p *v1alpha1.Plugin, g *v1alpha1.Plu
 		}
 	} else {
 		fmt.Fprintln(w, "Deployed:     nothing runs")
+	}
+	if h := historyOf(p).Items; len(h) > 0 {
+		fmt.Fprintf(w, "History:      %d revision(s), the newest %d (see: openfief plugin history %s)\n", len(h), h[0].Revision, p.Name)
 	}
 	m := apiconv.ManifestFromAPI(p.Spec.Manifest)
 	fmt.Fprintln(w, "Requested (spec.manifest):")

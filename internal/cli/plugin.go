@@ -7,7 +7,7 @@ func newPluginCommand(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "plugin",
 		Aliases: []string{"plugins"},
-		Short:   "Verify, install, approve, inspect and uninstall plugins",
+		Short:   "Verify, install, approve, inspect, roll back and uninstall plugins",
 		Long: `Manage plugin instances: Plugin resources (the vendor's request, copied from the
 image's signed manifest label) and PluginGrant resources (what you approved).
 The operator runs a plugin only with what both hold, and only when a trusted
@@ -20,6 +20,8 @@ image through the conformance checks as the platform would run it.`,
   openfief plugin status nbp-fx
   openfief plugin import ibkr-main statement.xml
   openfief plugin upgrade nbp-fx --image NEW-IMAGE
+  openfief plugin history nbp-fx
+  openfief plugin rollback nbp-fx
   openfief plugin revoke nbp-fx --yes
   openfief plugin uninstall nbp-fx --purge
   openfief plugin purge-data
@@ -35,6 +37,8 @@ image through the conformance checks as the platform would run it.`,
 		newVerifyCommand(env),
 		newInstallCommand(env),
 		newUpgradeCommand(env),
+		newRollbackCommand(env),
+		newHistoryCommand(env),
 		newApproveCommand(env),
 		newRevokeCommand(env),
 		newListCommand(env),

@@ -92,7 +92,7 @@ func TestRenderedPluginPage(t *testing.T) {
 	for _, n := range findAll(doc, func(n *html.Node) bool { return n.Data == "section" }) {
 		sections = append(sections, attr(n, "aria-labelledby"))
 	}
-	want := []string{"h-summary", "h-pending", "h-manifest", "h-grant", "h-effective", "h-deployed", "h-conditions"}
+	want := []string{"h-summary", "h-pending", "h-manifest", "h-grant", "h-effective", "h-deployed", "h-history", "h-conditions"}
 	if !slices.Equal(sections, want) {
 		t.Errorf("sections %v, want %v", sections, want)
 	}

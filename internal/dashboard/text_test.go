@@ -117,7 +117,11 @@ func hostileSnapshot(t *testing.T) snapshot {
 				{Type: v1alpha1.ConditionSignatureVerified, Status: metav1.ConditionTrue, Reason: h, Message: h},
 				{Type: h, Status: metav1.ConditionStatus(h), Reason: h, Message: h},
 			},
-			Deployed:  &v1alpha1.DeployedVersion{Image: h, Signer: h, Trust: h},
+			Deployed: &v1alpha1.DeployedVersion{Image: h, Signer: h, Trust: h},
+			History: []v1alpha1.PluginRevision{
+				{Revision: 2, Image: h, ManifestDigest: h, Signer: h, Trust: h},
+				{Revision: 1, Image: h + "@sha256:" + strings.Repeat("cd", 32), Signer: h, LastRan: &metav1.Time{}},
+			},
 			Effective: &v1alpha1.EffectivePermissions{Capabilities: []v1alpha1.Capability{v1alpha1.Capability(h)}, Egress: []string{h}, Secrets: []v1alpha1.GrantedSecret{{Name: h, SecretName: h, MountPath: h}}, DataTiers: []string{h}},
 		},
 	}

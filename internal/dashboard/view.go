@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -175,6 +176,7 @@ func (s snapshot) detail(name string) Detail {
 			grantSection(g, m),
 			effectiveSection(p.Status.Effective),
 			deployedSection(p, s.policy, s.now),
+			historySection(p, s.now),
 		},
 		Conditions: conditions(p, s.now),
 		Removed:    s.removedOf(p.Name),
@@ -543,6 +545,55 @@ func deployedSection(p *v1alpha1.Plugin, policy *plugins.TrustPolicy, now time.T
 			d.VerifiedAt.UTC().Format(time.RFC3339) + " (" + display.Age(now, d.VerifiedAt.Time) + " ago)"}})
 	}
 	return s
+}
+
+// historySection lists status.history, newest first, one item a
+// revision: its image, how it verified, when it first ran, and "running"
+// or when it was replaced. Bounded as the CRD bounds it.
+func historySection(p *v1alpha1.Plugin, now time.Time) Section {
+	s := Section{ID: "history", Title: "History (status.history, newest first)"}
+	h := p.Status.History
+	if len(h) == 0 {
+		s.Note = "No version has run yet."
+		return s
+	}
+	if len(h) > v1alpha1.MaxPluginHistory {
+		h = h[:v1alpha1.MaxPluginHistory]
+	}
+	s.Note = "'openfief plugin rollback " + p.Name + " [--to REVISION]' returns to one of these images, verified again."
+	running := ""
+	if d := p.Status.Deployed; d != nil {
+		running = d.Image
+	}
+	ago := func(t time.Time) string { return t.UTC().Format(time.RFC3339) + " (" + display.Age(now, t) + " ago)" }
+	for i, r := range h {
+		trust := strings.TrimSpace(r.Trust + " by " + r.Signer)
+		if r.Signer == "" {
+			trust = r.Trust
+		}
+		last := "running"
+		switch {
+		case i == 0 && r.Image == running:
+		case r.LastRan != nil:
+			last = "replaced " + ago(r.LastRan.Time)
+		default:
+			last = "not running"
+		}
+		s.Items = append(s.Items, Item{Label: "Revision " + strconv.FormatInt(r.Revision, 10),
+			Values: nonBlank(r.Image, trust, "first ran "+ago(r.FirstRan.Time), last)})
+	}
+	return s
+}
+
+// nonBlank keeps the values that are not empty.
+func nonBlank(values ...string) []string {
+	out := make([]string, 0, len(values))
+	for _, v := range values {
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // conditions lists Ready, SignatureVerified and ApprovalRequired first, then

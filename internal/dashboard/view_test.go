@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -253,5 +254,53 @@ func TestResourcesShown(t *testing.T) {
 	}
 	if !requested || !pending {
 		t.Errorf("resources shown as requested %v, as pending %v: %+v", requested, pending, d.Sections)
+	}
+}
+
+// TestHistoryShown: a plugin's page lists status.history, newest first,
+// the running revision marked, at most MaxPluginHistory of them, and says
+// so when no version has run.
+func TestHistoryShown(t *testing.T) {
+	s := sampleSnapshot()
+	now := s.now
+	at := func(h int) metav1.Time { return metav1.NewTime(now.Add(time.Duration(-h) * time.Hour)) }
+	last := at(1)
+	p := &s.plugins[1]
+	p.Status.Deployed = &v1alpha1.DeployedVersion{Image: testutil.Image("a-2")}
+	for i := 7; i >= 1; i-- {
+		r := v1alpha1.PluginRevision{Revision: int64(i), Image: testutil.Image(fmt.Sprintf("a-%d", i)), Signer: "owner", Trust: "SignedByTrustedSigner", FirstRan: at(8 - i)}
+		if i < 7 {
+			r.LastRan = &last
+		}
+		p.Status.History = append(p.Status.History, r)
+	}
+	p.Status.History[0].Image = testutil.Image("a-2")
+	var history *Section
+	d := s.detail(p.Name)
+	for i := range d.Sections {
+		if d.Sections[i].ID == "history" {
+			history = &d.Sections[i]
+		}
+	}
+	if history == nil {
+		t.Fatal("no history section")
+	}
+	if len(history.Items) != v1alpha1.MaxPluginHistory {
+		t.Fatalf("%d revisions shown, want %d: %+v", len(history.Items), v1alpha1.MaxPluginHistory, history.Items)
+	}
+	first, second := history.Items[0], history.Items[1]
+	if first.Label != "Revision 7" || first.Values[0] != testutil.Image("a-2") || first.Values[1] != "SignedByTrustedSigner by owner" || first.Values[3] != "running" {
+		t.Errorf("newest revision shown as %+v", first)
+	}
+	if second.Label != "Revision 6" || !strings.HasPrefix(second.Values[3], "replaced ") || !strings.HasSuffix(second.Values[3], "(60m ago)") {
+		t.Errorf("second revision shown as %+v", second)
+	}
+	if !strings.Contains(history.Note, "openfief plugin rollback "+p.Name) {
+		t.Errorf("note %q", history.Note)
+	}
+	for _, sec := range s.detail(s.plugins[0].Name).Sections {
+		if sec.ID == "history" && (sec.Note != "No version has run yet." || len(sec.Items) != 0) {
+			t.Errorf("a plugin without history shows %+v", sec)
+		}
 	}
 }

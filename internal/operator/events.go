@@ -42,6 +42,12 @@ const (
 	// EventRolledOut (Normal): a new version was applied (status.deployed
 	// names another record): an install, an approved upgrade, a config change.
 	EventRolledOut = "RolledOut"
+	// EventRolledBack (Normal): instead of EventRolledOut, when the version
+	// applied runs an image an older revision of status.history ran: the
+	// owner rolled back ('openfief plugin rollback'), and the image was
+	// verified and approved again like any upgrade. The note names both
+	// revisions and the image.
+	EventRolledBack = "RolledBack"
 	// EventKeptPreviousVersion: the previous version keeps running while the
 	// current spec cannot (D-47); Normal when the spec waits for approval,
 	// Warning when it is refused or invalid.
@@ -118,6 +124,7 @@ func (r *PluginReconciler) recordEvents(p *v1alpha1.Plugin, prev *v1alpha1.Plugi
 //	RegistryUnavailable   SignatureVerified Unknown/RegistryUnavailable, likewise
 //	RegistryUnauthorized  SignatureVerified Unknown/RegistryUnauthorized, likewise
 //	RolledOut             status.deployed names another record than before
+//	RolledBack            instead of RolledOut, when status.history's new revision runs an older revision's image
 //	KeptPreviousVersion   kept, and the generation, status.deployed, pendingApproval or the check's outcome changed
 //	Resumed               Ready left ClusterUnavailable for a running reason, the same record runs, and the apply succeeded
 //	Parked                Ready became ClusterUnavailable
@@ -134,7 +141,11 @@ func pluginEvents(prev, next *v1alpha1.PluginStatus, kept *keptPrevious, applyFa
 		out = append(out, e)
 	}
 	if next.Deployed != nil && !equality.Semantic.DeepEqual(prev.Deployed, next.Deployed) {
-		out = append(out, pluginEvent{corev1.EventTypeNormal, EventRolledOut, actionDeploy, "rolled out " + describeRecord(next.Deployed)})
+		if from, to := rolledBack(prev, next); from != nil {
+			out = append(out, pluginEvent{corev1.EventTypeNormal, EventRolledBack, actionDeploy, describeRollback(from, to)})
+		} else {
+			out = append(out, pluginEvent{corev1.EventTypeNormal, EventRolledOut, actionDeploy, "rolled out " + describeRecord(next.Deployed)})
+		}
 	}
 	if kept != nil && keptChanged(prev, next) {
 		typ := corev1.EventTypeWarning

@@ -52,6 +52,16 @@ func (w *statusWrapper) pending(egress ...string) *statusWrapper {
 	return w
 }
 
+// history sets status.history to revisions of the given records, the
+// first the newest, numbered down from len(records).
+func (w *statusWrapper) history(records ...*v1alpha1.DeployedVersion) *statusWrapper {
+	w.History = nil
+	for i, d := range records {
+		w.History = append(w.History, v1alpha1.PluginRevision{Revision: int64(len(records) - i), Image: d.Image, FirstRan: *d.VerifiedAt})
+	}
+	return w
+}
+
 func (w *statusWrapper) obj() *v1alpha1.PluginStatus { return w.DeepCopy() }
 
 // record is a verified-version record of image word, verified at second s.
@@ -81,6 +91,22 @@ func TestPluginEvents(t *testing.T) {
 			want: []string{
 				"Normal ImageVerified: SignedByTrustedSigner: signed by trusted signer ci",
 				"Normal RolledOut: rolled out " + v1.Image + " (SignedByTrustedSigner, signer ci)",
+			},
+		},
+		"a rollback to an older revision's image": {
+			prev: running(3, v2).history(v2, v1).obj(),
+			next: running(4, v1).history(v1, v2, v1).obj(),
+			want: []string{
+				"Normal ImageVerified: SignedByTrustedSigner: signed by trusted signer ci",
+				"Normal RolledBack: rolled back to the image of revision 1, " + v1.Image + ", now revision 3",
+			},
+		},
+		"an upgrade to a new image is no rollback": {
+			prev: running(3, v1).history(v1).obj(),
+			next: running(4, v2).history(v2, v1).obj(),
+			want: []string{
+				"Normal ImageVerified: SignedByTrustedSigner: signed by trusted signer ci",
+				"Normal RolledOut: rolled out " + v2.Image + " (SignedByTrustedSigner, signer ci)",
 			},
 		},
 		"steady state": {

@@ -70,7 +70,8 @@ type PluginReconciler struct {
 	// Cluster names the core's and the egress proxy's Services.
 	Cluster ClusterConfig
 	// Now stamps the verifiedAt of a new verified-version record
-	// (AnnotationVerifiedVersion); time.Now when nil.
+	// (AnnotationVerifiedVersion) and the firstRan and lastRan of
+	// status.history; time.Now when nil.
 	Now func() time.Time
 	// MaxConcurrentReconciles is how many Plugins reconcile at once
 	// (DefaultMaxConcurrentReconciles when not positive), so one slow

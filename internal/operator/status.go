@@ -155,6 +155,7 @@ func (r *PluginReconciler) writeStatus(ctx context.Context, p *v1alpha1.Plugin, 
 	default:
 		next.Deployed = nil
 	}
+	next.History = nextHistory(p.Status.History, next.Deployed, r.now())
 	prev := p.Status
 	wrote, err := writeStatusIfChanged(ctx, r.Client, p, &p.Status, next)
 	if err != nil {

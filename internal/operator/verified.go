@@ -244,16 +244,12 @@ func (r *PluginReconciler) nextRecord(ctx context.Context, p *v1alpha1.Plugin, p
 	if ps.plan.Outcome == plugins.RolloutPrevious {
 		v = ps.previousVerification
 	}
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
 	rec := &v1alpha1.DeployedVersion{
 		Image:      version.Image.String(),
 		Manifest:   apiconv.ManifestToAPI(version.Manifest),
 		Signer:     v.Signer,
 		Trust:      v.Reason,
-		VerifiedAt: &metav1.Time{Time: now().UTC().Truncate(time.Second)},
+		VerifiedAt: &metav1.Time{Time: r.now().UTC().Truncate(time.Second)},
 	}
 	if len(version.Config) > 0 {
 		rec.Config = &apiextensionsv1.JSON{Raw: append([]byte(nil), version.Config...)}
@@ -282,6 +278,14 @@ func (r *PluginReconciler) liveRecord(ctx context.Context, p *v1alpha1.Plugin) (
 		return &verifiedVersion{rec: rec, raw: d.Spec.Template.Annotations[AnnotationVerifiedVersion]}, nil
 	}
 	return nil, nil
+}
+
+// now is r.Now, or time.Now without one.
+func (r *PluginReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // reader is r.Reader, or r.Client without one.

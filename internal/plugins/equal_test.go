@@ -90,8 +90,53 @@ func TestManifestEqual(t *testing.T) {
 			if got := tc.b.Equal(tc.a); got != tc.want {
 				t.Errorf("b.Equal(a) = %v, want %v (not symmetric)", got, tc.want)
 			}
+			// ManifestDigest agrees with Equal, except where Equal fails
+			// closed on a value it cannot read: such a manifest is not
+			// equal even to itself, yet has one digest.
+			da, db := ManifestDigest(tc.a), ManifestDigest(tc.b)
+			if failsClosed := unreadableManifestCases[name]; (da == db) != tc.want && !failsClosed {
+				t.Errorf("ManifestDigest: %s and %s, want them equal: %v", da, db, tc.want)
+			}
 		})
 	}
+}
+
+// unreadableManifestCases are TestManifestEqual's cases where Equal fails
+// closed on both sides.
+var unreadableManifestCases = map[string]bool{
+	"invalid host never equal":  true,
+	"invalid schema":            true,
+	"schema with trailing data": true,
+	"schema invalid UTF-8":      true,
+}
+
+func TestManifestDigestForm(t *testing.T) {
+	d := ManifestDigest(Manifest{Capabilities: []Capability{CapabilityConnector}})
+	if len(d) != len("sha256:")+64 || d[:7] != "sha256:" {
+		t.Errorf("ManifestDigest = %q, want sha256:<64 hex>", d)
+	}
+	if d2 := ManifestDigest(Manifest{Capabilities: []Capability{CapabilityConnector}, OwnerEgress: 1}); d2 == d {
+		t.Error("an owner egress slot more gives the same digest")
+	}
+	if d3 := ManifestDigest(Manifest{Capabilities: []Capability{CapabilityConnector}, Resources: Resources{Memory: "1Gi"}}); d3 != ManifestDigest(Manifest{Capabilities: []Capability{CapabilityConnector}, Resources: Resources{Memory: "1024Mi"}}) {
+		t.Error("1Gi and 1024Mi give different digests")
+	}
+}
+
+// FuzzManifestDigest checks that manifests Equal calls equal have the same
+// digest, for a schema and hosts from the fuzzer, and that the digest never
+// panics.
+func FuzzManifestDigest(f *testing.F) {
+	f.Add(`{"type":"object"}`, ` { "type" : "object" } `, "api.example.com", "API.example.com:443")
+	f.Add(`{"m":1e2}`, `{"m":100.0}`, "a.example", "b.example")
+	f.Add(`{`, `{`, "*.x", "*.x")
+	f.Fuzz(func(t *testing.T, schemaA, schemaB, hostA, hostB string) {
+		a := Manifest{Capabilities: []Capability{CapabilityConnector}, Egress: []string{hostA}, ConfigSchema: json.RawMessage(schemaA)}
+		b := Manifest{Capabilities: []Capability{CapabilityConnector}, Egress: []string{hostB}, ConfigSchema: json.RawMessage(schemaB)}
+		if a.Equal(b) && ManifestDigest(a) != ManifestDigest(b) {
+			t.Errorf("equal manifests, different digests: %q %q, %q %q", schemaA, hostA, schemaB, hostB)
+		}
+	})
 }
 
 func TestEqualConfig(t *testing.T) {

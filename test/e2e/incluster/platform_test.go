@@ -84,6 +84,7 @@ var phases = []phase{
 	{"installed", testInstalled},
 	{"check", testCheck},
 	{"lifecycle", testLifecycle},
+	{"plugin-rollback", testPluginRollback},
 	{"view", testView},
 	{"private-registry", testPrivateRegistry},
 	{"isolation", testIsolation},
