@@ -119,8 +119,11 @@ func (o *rollbackOptions) Run(ctx context.Context) error {
 		return exitf(ExitNothingToDo, "plugin %q already asks for revision %d's image %s (see: openfief plugin status %s)", name, target.Revision, shortImage(ref.String()), name)
 	}
 	previous := p.Spec.Image
-	p.Spec.Image, p.Spec.Manifest = ref.String(), apiconv.ManifestToAPI(*res.Manifest)
-	if err := c.Update(ctx, p, fieldOwner); err != nil {
+	manifest := apiconv.ManifestToAPI(*res.Manifest)
+	err = updateSpec(ctx, c, p, func(p *v1alpha1.Plugin) any { return p.Spec }, func(p *v1alpha1.Plugin) {
+		p.Spec.Image, p.Spec.Manifest = ref.String(), manifest
+	})
+	if err != nil {
 		return writeError("rolling back plugin "+name, err)
 	}
 	fmt.Fprintf(env.Out, "plugin/%s rolled back to revision %d: %s -> %s\n", name, target.Revision, shortImage(previous), shortImage(ref.String()))
