@@ -26,8 +26,8 @@ func TestBOMOfModules(t *testing.T) {
 	info := func(sdkModule *debug.Module) *debug.BuildInfo {
 		return &debug.BuildInfo{
 			GoVersion: "go1.26.8", Path: ModulePath + "/plugins/nbp-fx",
-			Main: debug.Module{Path: ModulePath, Version: "(devel)"},
-			Deps: []*debug.Module{published, replaced, sdkModule},
+			Main:     debug.Module{Path: ModulePath, Version: "(devel)"},
+			Deps:     []*debug.Module{published, replaced, sdkModule},
 			Settings: []debug.BuildSetting{{Key: "CGO_ENABLED", Value: "0"}},
 		}
 	}
