@@ -363,10 +363,18 @@ attest: ## Attach a signed SBOM and SLSA provenance to those images, signed with
 # builder), the catalog pinning nbp-fx and ibkr-flex linked into the operator
 # and the openfief CLI (with the check probe), and install.yaml, plugins.json
 # with its signature, the CLI binaries, images.json, RELEASE.md and SHA256SUMS
-# in .cache/release/VERSION (docs/images.md, Releases).
+# in .cache/release/VERSION (docs/images.md, Releases). UNTAGGED=1 pushes the
+# images by digest only, for make release-tag once the release is published.
 .PHONY: release
 release: ## Make release VERSION into REGISTRY, signed with KEY or SIGN=keyless.
-	$(GO) run ./hack/release make --version "$(VERSION)" --registry "$(REGISTRY)" $(if $(filter keyless,$(SIGN)),--keyless,--key "$(KEY)") $(if $(BUILDER_ID),--builder-id "$(BUILDER_ID)")
+	$(GO) run ./hack/release make --version "$(VERSION)" --registry "$(REGISTRY)" $(if $(filter keyless,$(SIGN)),--keyless,--key "$(KEY)") $(if $(BUILDER_ID),--builder-id "$(BUILDER_ID)") $(if $(UNTAGGED),--untagged)
+
+# Tag every image of release VERSION (.cache/release/VERSION/images.json) with
+# the version, by digest: the release workflow's last step, after the release
+# is published.
+.PHONY: release-tag
+release-tag: ## Tag the images of release VERSION with its version, once it is published.
+	$(GO) run ./hack/release tag --version "$(VERSION)"
 
 # Write a kustomize overlay of the whole platform (OUT, default
 # .cache/release) pinned to the pushed digests and labelled with the build's

@@ -1,7 +1,8 @@
 // Command release makes a release (make release, OF-30) or writes a
 // kustomize overlay of the last build (make release-overlay).
 //
-//	go run ./hack/release make --version vX.Y.Z --registry PREFIX (--key FILE | --keyless) [--publisher NAME] [--out DIR] [--platform P,...] [--insecure]
+//	go run ./hack/release make --version vX.Y.Z --registry PREFIX (--key FILE | --keyless) [--publisher NAME] [--out DIR] [--platform P,...] [--insecure] [--untagged]
+//	go run ./hack/release tag --version vX.Y.Z [--dir DIR] [--insecure]
 //	go run ./hack/release overlay [--out DIR] [--dir BUILD] [--registry-config] [--api-server-cidr CIDR]...
 //
 // make builds every image from this commit, pushes and signs it, links the
@@ -9,6 +10,10 @@
 // and writes install.yaml, plugins.json with its signature, the openfief
 // binaries, images.json, RELEASE.md and SHA256SUMS into
 // .cache/release/<version> (internal/release, docs/images.md).
+//
+// tag tags every image of a made release with its version, by digest: the
+// release workflow pushes them untagged and tags them once the release is
+// published (make release-tag).
 //
 // overlay writes a kustomize overlay of the whole platform:
 // deploy/crds, deploy/admission, deploy/core, deploy/egress-proxy and
@@ -44,6 +49,7 @@ import (
 var verbs = map[string]func([]string) error{
 	"make":    makeRelease,
 	"overlay": writeOverlay,
+	"tag":     tagRelease,
 }
 
 func main() {

@@ -33,6 +33,7 @@ func makeRelease(args []string) error {
 	platforms := fs.String("platform", "", "platforms of every image, comma-separated (default linux/amd64,linux/arm64)")
 	insecure := fs.Bool("insecure", false, "push over plain HTTP (loopback registries always are)")
 	builderID := fs.String("builder-id", images.LocalBuilderID, "the builder the images' SLSA provenance names (CI passes its workflow's URI)")
+	untagged := fs.Bool("untagged", false, "push the images by digest only, without the version tag (the release workflow tags them with `release tag` once the release is published)")
 	command := fs.String("command", "", "the command recorded in the provenance (default `make release VERSION=<version>`)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -71,7 +72,7 @@ func makeRelease(args []string) error {
 	defer stop()
 	res, err := release.Make(ctx, release.Options{
 		Root: root, Version: *version, Registry: *registry, Insecure: *insecure, Signer: signer,
-		BuilderID: *builderID, Command: *command,
+		BuilderID: *builderID, Command: *command, Untagged: *untagged,
 		Publisher: publishedBy,
 		Out:       *out, Platforms: ps, Progress: os.Stdout,
 	})
@@ -112,4 +113,34 @@ func releaseSigner(keyFile string, keyless bool, name string) (release.Signer, p
 		return nil, plugins.Signer{}, err
 	}
 	return s, plugins.Signer{Name: name, Kind: plugins.SignerPublisher, Identity: plugins.SignerIdentity{PublicKeyPEM: pub}}, nil
+}
+
+// tagRelease is `release tag`: tag every image of a made release with its
+// version, by digest (release.TagImages).
+func tagRelease(args []string) error {
+	fs := flag.NewFlagSet("release tag", flag.ContinueOnError)
+	version := fs.String("version", "", "the release's version, whose images are tagged with it (required)")
+	dir := fs.String("dir", "", "the release's directory, holding images.json (default <repository>/.cache/release/<version>)")
+	insecure := fs.Bool("insecure", false, "read and tag over plain HTTP (loopback registries always are)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("release tag takes no arguments, got %q", fs.Args())
+	}
+	if *dir == "" {
+		root, err := images.FindRoot(".")
+		if err != nil {
+			return err
+		}
+		*dir = filepath.Join(root, ".cache", "release", *version)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	tagged, err := release.TagImages(ctx, *dir, *version, *insecure, os.Stdout)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("tagged %d images of release %s\n", len(tagged), *version)
+	return nil
 }

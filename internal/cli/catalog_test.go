@@ -80,7 +80,10 @@ func TestCatalogInstall(t *testing.T) {
 
 	t.Run("usage", func(t *testing.T) {
 		r := openfief(t, k, rel, "plugin", "install", "x", "--catalog", "nope", "--signers", im.signers)
-		expect(t, r, ExitNotFound, "--catalog nope: no such entry", "it lists nbp-fx, ibkr-flex")
+		expect(t, r, ExitNotFound, "--catalog nope: no such entry in this CLI's built-in catalog, of release "+testRelease, "it lists nbp-fx, ibkr-flex")
+		if strings.Contains(r.out+r.errOut, "the this") {
+			t.Errorf("the message reads \"the this\":\n%s", r)
+		}
 		r = openfief(t, k, rel, "plugin", "install", "x", "--catalog", "nbp-fx", "--image", fx.String())
 		expect(t, r, ExitUsage, "exactly one of --image IMAGE and --catalog ENTRY")
 		r = openfief(t, k, rel, "plugin", "install", "x")

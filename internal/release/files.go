@@ -219,15 +219,38 @@ func notes(o Options, src images.Source, res *Result) string {
 	var who string
 	if id.PublicKeyPEM != "" {
 		who = "--key " + PublisherKeyFile + " --insecure-ignore-tlog=true"
-		fmt.Fprintf(&b, "With cosign (v3) and the publisher's key, `%s`:\n\n", PublisherKeyFile)
+		fmt.Fprintf(&b, "With cosign (v3) and the publisher's key, `%s`, in this directory:\n\n", PublisherKeyFile)
 	} else {
 		who = "--certificate-identity " + id.Subject + " --certificate-oidc-issuer " + id.Issuer
-		b.WriteString("With cosign (v3):\n\n")
+		b.WriteString("With cosign (v3), in this directory:\n\n")
 	}
 	op := res.Images["operator"]
-	fmt.Fprintf(&b, "```sh\ncosign verify-blob-attestation %s --bundle %s --type %s %s\ncosign verify-blob-attestation %s --bundle %s --type %s %s\ncosign verify %s %s\ncosign verify-attestation --type cyclonedx %s %s\ncosign verify-attestation --type slsaprovenance1 %s %s\n```\n",
-		who, ChecksumsSignatureFile, ChecksumsPredicateType, ChecksumsFile, who, CatalogSignatureFile, plugins.CatalogPredicateType, CatalogFile, who, op, who, op, who, op)
-	b.WriteString("\nWith OpenFief's own verifier, as the operator checks a plugin:\n\n```sh\nopenfief plugin verify " + res.Images["nbp-fx"].String() + "\n```\n")
+	fmt.Fprintf(&b, "```sh\n"+
+		"cosign verify-blob-attestation %[1]s --bundle %[2]s --type %[3]s %[4]s\n"+
+		"sha256sum -c %[4]s\n"+
+		"cosign verify-blob-attestation %[1]s --bundle %[5]s --type %[6]s %[7]s\n"+
+		"cosign verify-attestation %[1]s --type %[8]s %[9]s\n"+
+		"cosign verify-attestation %[1]s --type cyclonedx %[9]s\n"+
+		"cosign verify-attestation %[1]s --type slsaprovenance1 %[9]s\n"+
+		"```\n",
+		who, ChecksumsSignatureFile, ChecksumsPredicateType, ChecksumsFile,
+		CatalogSignatureFile, plugins.CatalogPredicateType, CatalogFile, plugins.SignPredicateType, op)
+	b.WriteString("\nThe first `verify-attestation` checks the image's signature: a statement of cosign's signature type,\n`" +
+		plugins.SignPredicateType + "`, which is what `cosign sign` writes and the only kind the operator\n" +
+		"accepts. `cosign verify` alone is not enough: it counts every Sigstore bundle the key or identity signed as a\n" +
+		"signature, so an image that carries only an SBOM or provenance attestation passes it. If you use it, check that\n" +
+		"its JSON output's `critical.type` is `" + plugins.SignPredicateType + "`.\n")
+	b.WriteString("\nWith OpenFief's own verifier, as the operator checks a plugin: this release's `openfief` (`openfief-<os>-<arch>`\n" +
+		"above), with this release's catalog file, whose signature it checks before using it")
+	if id.PublicKeyPEM != "" {
+		b.WriteString(" (another `openfief` refuses the\nfile unless its own catalog names this publisher's key)")
+	} else {
+		b.WriteString(" (any `openfief` takes the file,\nsince OpenFief's CI is always trusted to sign a catalog)")
+	}
+	b.WriteString(":\n\n```sh\nopenfief plugin verify " + res.Images["nbp-fx"].String() + " --catalog-file " + CatalogFile + "\n```\n\n" +
+		"It prints, among its lines, the result, Verified (the catalog pins this digest and its publisher signed it), and the\n" +
+		"signer, followed by the SBOM and provenance listed above:\n\n" +
+		"```text\nResult:     Verified\nSigner:     " + o.Publisher.Name + "\n```\n")
 	return b.String()
 }
 

@@ -56,6 +56,10 @@ type Options struct {
 	Out string
 	// Platforms are the images' platforms; nil means images.Platforms().
 	Platforms []v1.Platform
+	// Untagged pushes the images by digest only; TagImages tags them with
+	// the version once the release is published (the release workflow).
+	// Otherwise each index is tagged with the version as it is pushed.
+	Untagged bool
 	// AllowDirty releases a tree with uncommitted changes; tests only. A
 	// release is of a commit, which is what makes it reproducible.
 	AllowDirty bool
@@ -187,7 +191,11 @@ func (o Options) buildPushSign(ctx context.Context, src images.Source, names []s
 	if err != nil {
 		return err
 	}
-	pushed, err := images.Push(ctx, built, o.Registry, images.PushOptions{Insecure: o.Insecure, Tag: src.Tag(), Progress: o.Progress})
+	tag := src.Tag()
+	if o.Untagged {
+		tag = ""
+	}
+	pushed, err := images.Push(ctx, built, o.Registry, images.PushOptions{Insecure: o.Insecure, Tag: tag, Progress: o.Progress})
 	if err != nil {
 		return err
 	}

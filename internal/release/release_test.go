@@ -188,6 +188,9 @@ func TestMake(t *testing.T) {
 		}
 	}
 
+	// What RELEASE.md tells a user to run, run as they would.
+	runReleaseNotes(t, opts.Out, res)
+
 	// Every index has a signed SBOM and provenance, listed in images.json
 	// and RELEASE.md; one plugin's and one platform image's verify.
 	imagesFile, _ := os.ReadFile(filepath.Join(opts.Out, ImagesFile))

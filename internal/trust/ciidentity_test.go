@@ -82,6 +82,7 @@ type releaseWorkflow struct {
 		If          string            `yaml:"if"`
 		Permissions map[string]string `yaml:"permissions"`
 		Steps       []struct {
+			Name string            `yaml:"name"`
 			Uses string            `yaml:"uses"`
 			Run  string            `yaml:"run"`
 			Env  map[string]string `yaml:"env"`

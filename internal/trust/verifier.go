@@ -134,6 +134,12 @@ func (v *PolicyVerifier) Check(ctx context.Context, ref plugins.ImageRef, declar
 		res.Message += fmt.Sprintf("; %d %s attached to it did not verify with the trusted signers' keys and certificates: "+
 			"it may be signed by a signer not trusted here", found.unverified, plural(found.unverified, "signature", "signatures"))
 	}
+	if res.Reason == v1alpha1.ReasonUnsigned && found.unverified == 0 && found.attestations > 0 {
+		// cosign verify accepts an attestation as a signature; say why it
+		// is not one here.
+		res.Message += fmt.Sprintf("; it carries %d %s (such as an SBOM or provenance) and no signature: "+
+			"an attestation is a statement about the image, not a signature of it", found.attestations, plural(found.attestations, "attestation", "attestations"))
+	}
 	if res.Reason == v1alpha1.ReasonUnsigned && found.legacy {
 		res.Message += LegacySignatureHint
 	}
@@ -222,6 +228,10 @@ type notCounted struct {
 	// unverified is how many signature bundles did not verify (a key or
 	// certificate the state does not trust, or a bad signature).
 	unverified int
+	// attestations is how many bundles were statements of another type
+	// than a signature (an SBOM, provenance), verified or not: never
+	// counted as signatures.
+	attestations int
 	// legacy is whether a signature in cosign's legacy format was found.
 	legacy bool
 }
@@ -250,8 +260,11 @@ func (v *PolicyVerifier) signedImage(ctx context.Context, st *verifierState, ref
 		}
 		r := read{img: img, found: notCounted{legacy: rep.LegacySignature}}
 		for _, s := range rep.Skipped {
-			if errors.Is(s.Reason, cosign.ErrUnverifiedBundle) {
+			switch {
+			case errors.Is(s.Reason, cosign.ErrUnverifiedBundle):
 				r.found.unverified++
+			case errors.Is(s.Reason, cosign.ErrPredicateType):
+				r.found.attestations++
 			}
 		}
 		return r, nil

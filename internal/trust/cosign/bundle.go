@@ -3,6 +3,7 @@ package cosign
 import (
 	"crypto"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -124,6 +125,13 @@ func (bv *bundleVerifier) verifyAs(raw []byte, digest, predicateType string) (pl
 	if err != nil {
 		return plugins.SignatureIdentity{}, nil, fmt.Errorf("%w: %w", ErrMalformedBundle, err)
 	}
+	// A statement of another type would be refused once verified; its
+	// signature covers the type, so refusing it first gives the same answer
+	// and keeps an attestation signed by someone not trusted here from
+	// reading as a signature that did not verify.
+	if claimed, ok := claimedPredicateType(&b); ok && claimed != predicateType {
+		return plugins.SignatureIdentity{}, nil, fmt.Errorf("%w: predicate type %.200q, want %q", ErrPredicateType, claimed, predicateType)
+	}
 	artifact := verify.WithArtifactDigest("sha256", sum)
 
 	switch {
@@ -163,6 +171,24 @@ func (bv *bundleVerifier) verifyAs(raw []byte, digest, predicateType string) (pl
 	default:
 		return plugins.SignatureIdentity{}, nil, fmt.Errorf("%w: neither a certificate nor a public key", ErrMalformedBundle)
 	}
+}
+
+// claimedPredicateType is the predicate type of the in-toto statement a
+// DSSE bundle carries, read before its signature is checked, so only a
+// claim; ok is false for a message signature or a payload that is not a
+// JSON object naming one, which verification then judges.
+func claimedPredicateType(b *bundle.Bundle) (string, bool) {
+	env := b.GetDsseEnvelope()
+	if env == nil {
+		return "", false
+	}
+	var st struct {
+		PredicateType string `json:"predicateType"`
+	}
+	if err := json.Unmarshal(env.GetPayload(), &st); err != nil || st.PredicateType == "" {
+		return "", false
+	}
+	return st.PredicateType, true
 }
 
 // checkStatement requires a DSSE in-toto statement of predicateType (the

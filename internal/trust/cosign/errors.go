@@ -39,9 +39,12 @@ var (
 	// a missing transparency-log proof or timestamp, a statement over another
 	// digest, or a key that is not trusted.
 	ErrUnverifiedBundle = errors.New("bundle did not verify")
-	// ErrPredicateType: the bundle verified but its in-toto statement is not
-	// a cosign signature (https://sigstore.dev/cosign/sign/v1), such as an
-	// SBOM or provenance attestation, or it is not a DSSE statement at all.
+	// ErrPredicateType: the bundle's in-toto statement is not a cosign
+	// signature (https://sigstore.dev/cosign/sign/v1), such as an SBOM or
+	// provenance attestation, or it verified and is not a DSSE statement at
+	// all. A DSSE statement's type is looked at before its signature: such a
+	// bundle never counts, whoever signed it, so it is reported as of
+	// another type whether or not it would verify.
 	// For VerifyAttestations: a statement of another predicate type than
 	// the one asked for.
 	ErrPredicateType = errors.New("not a cosign signature statement")
