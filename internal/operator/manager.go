@@ -62,13 +62,16 @@ type Reconcilers struct {
 // AddToManager builds the operator o describes into mgr, all sharing mgr's
 // client (the Plugin reconciler also mgr's API reader, for the live reads
 // of a Deployment its cache may not have seen yet): the allow-list writer (OF-15), the image checker (a trust.PolicyVerifier over the owner's signers
-// and the embedded catalog, D-45 and D-57, unless o.Images is set), the
+// and the embedded catalog, D-45 and D-57, unless o.Images is set) with the
+// Sigstore root it verifies keyless signatures with (the embedded one, or
+// the administrator's ConfigMap openfief-sigstore-root once it verifies,
+// followed live, and its status publisher), the
 // Plugin reconciler with mgr's events.k8s.io/v1 recorder
 // (EventReportingController), the PluginGrant reconciler, the allow-list
 // pruner, the signing-key publisher reading the API server mgr connects to,
 // the Plugins' conditions on the metrics endpoint (metrics.go) and a
 // /healthz and /readyz check. A signers file that can't be read or
-// parsed is an error, so the operator refuses to start rather than trust
+// parsed is an error, as is a Sigstore root ConfigMap that can't be read, so the operator refuses to start rather than trust
 // less or more than the owner said; so is an isolation gate without an
 // image (ErrNoIsolationGate) unless it is disabled (OF-42).
 func AddToManager(mgr ctrl.Manager, o Options) (*Reconcilers, error) {
