@@ -53,7 +53,7 @@ const (
 	TrustRootFromConfigMap = "configmap"
 )
 
-// ErrInvalidTrustRoot: the admin's trust root ConfigMap or the operator's
+// ErrInvalidTrustRoot means the admin's trust root ConfigMap or the operator's
 // status of it does not follow the rules.
 var ErrInvalidTrustRoot = errors.New("invalid trust root")
 

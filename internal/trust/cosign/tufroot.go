@@ -59,7 +59,7 @@ func NewStartTrustRoot(tufRoot, trustedRootJSON []byte) (TrustRoot, error) {
 	}, nil
 }
 
-// ErrTrustRootRefused: the admin's trust root did not verify against the
+// ErrTrustRootRefused means the admin's trust root did not verify against the
 // root trusted now, or is not one keyless bundles could be verified with.
 var ErrTrustRootRefused = errors.New("trust root refused")
 
