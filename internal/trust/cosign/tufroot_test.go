@@ -244,3 +244,44 @@ func withoutFulcio(t *testing.T, b []byte) []byte {
 	}
 	return out
 }
+
+// FuzzTrustRootUpdate feeds an administrator's ConfigMap files, mutated, to
+// the TUF verification. It must never panic, every refusal wraps
+// ErrTrustRootRefused, and whatever is accepted holds exactly the
+// trusted_root.json the repository signed: no change to the files yields
+// a root the repository's keys did not sign.
+func FuzzTrustRootUpdate(f *testing.F) {
+	repo := cosigntest.NewTUFRepo(f)
+	first := cosigntest.NewKeyless(f, testIssuer, testSubject)
+	start, err := NewStartTrustRoot(repo.Root(1), cosigntest.TrustedRootJSON(f, first.VS))
+	if err != nil {
+		f.Fatal(err)
+	}
+	repo.RotateRoot(f)
+	signed := cosigntest.TrustedRootJSON(f, cosigntest.NewKeyless(f, testIssuer, testSubject).VS)
+	good := repo.Publish(f, signed)
+	names := []string{"2.root.json", plugins.TrustRootTimestampKey, plugins.TrustRootSnapshotKey, plugins.TrustRootTargetsKey, plugins.TrustRootTargetKey}
+	for i := range names {
+		f.Add(uint8(i), []byte(good[names[i]]))
+		f.Add(uint8(i), []byte(`{"signed":{},"signatures":[]}`))
+	}
+	f.Add(uint8(0), []byte(nil))
+	f.Fuzz(func(t *testing.T, which uint8, content []byte) {
+		data := clone(good)
+		data[names[int(which)%len(names)]] = string(content)
+		files, err := plugins.ParseTrustRootFiles(data)
+		if err != nil {
+			return
+		}
+		got, err := start.Update(files, plugins.TrustRootFingerprint(data), time.Now())
+		if err != nil {
+			if !errors.Is(err, ErrTrustRootRefused) {
+				t.Fatalf("error %v does not wrap ErrTrustRootRefused", err)
+			}
+			return
+		}
+		if got.Status.SHA256 != sha256Hex(signed) || data[plugins.TrustRootTargetKey] != string(signed) {
+			t.Fatalf("accepted a trusted_root.json the repository did not sign: %q", data[plugins.TrustRootTargetKey])
+		}
+	})
+}
