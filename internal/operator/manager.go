@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -71,9 +72,10 @@ type Reconcilers struct {
 // pruner, the signing-key publisher reading the API server mgr connects to,
 // the Plugins' conditions on the metrics endpoint (metrics.go) and a
 // /healthz and /readyz check. A signers file that can't be read or
-// parsed is an error, as is a Sigstore root ConfigMap that can't be read, so the operator refuses to start rather than trust
-// less or more than the owner said; so is an isolation gate without an
-// image (ErrNoIsolationGate) unless it is disabled (OF-42).
+// parsed is an error, as is a Sigstore root ConfigMap that can't be read,
+// so the operator refuses to start rather than trust less or more than the
+// owner said; so is an isolation gate without an image
+// (ErrNoIsolationGate) unless it is disabled (OF-42).
 func AddToManager(mgr ctrl.Manager, o Options) (*Reconcilers, error) {
 	if err := o.Cluster.Gate.Validate(); err != nil {
 		return nil, err
@@ -99,7 +101,9 @@ func AddToManager(mgr ctrl.Manager, o Options) (*Reconcilers, error) {
 			return nil, err
 		}
 		newImages := func(p plugins.TrustPolicy) (cosign.ImageVerifier, error) {
-			return trust.NewImageVerifier(p, append(opts, cosign.WithTrustedMaterial(roots.material()))...)
+			// Clipped, so each call appends to a copy: readers are built
+			// from more than one goroutine.
+			return trust.NewImageVerifier(p, append(slices.Clip(opts), cosign.WithTrustedMaterial(roots.material()))...)
 		}
 		if o.TrustedSignersFile != "" {
 			policy, err := trust.LoadPolicy(o.TrustedSignersFile)
