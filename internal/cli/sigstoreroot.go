@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 	corev1 "k8s.io/api/core/v1"
@@ -44,7 +45,7 @@ func (e *Env) sigstoreRootFromCluster(ctx context.Context, c client.Reader) (roo
 	}
 	if err != nil {
 		return nil, fmt.Sprintf("the embedded Sigstore root: ConfigMap %s did not verify: %s", plugins.TrustRootConfigMap,
-			plugins.SafeReason(err.Error(), plugins.MaxTrustRootReason)), nil
+			plugins.SafeReason(strings.ReplaceAll(err.Error(), "\n", "; "), plugins.MaxTrustRootReason)), nil
 	}
 	s := next.Status
 	return next.Material, fmt.Sprintf("the Sigstore root of ConfigMap %s, TUF root version %d, targets version %d, trusted_root.json sha256 %s",

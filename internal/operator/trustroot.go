@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -130,13 +131,19 @@ func (t *trustRoots) verify(data map[string]string) (*cosign.TrustRoot, *plugins
 	}
 	files, err := plugins.ParseTrustRootFiles(data)
 	if err != nil {
-		return nil, &plugins.TrustRootRefusal{ConfigMap: fp, Reason: plugins.SafeReason(err.Error(), plugins.MaxTrustRootReason)}
+		return nil, refusalOf(fp, err)
 	}
 	next, err := current.Update(files, fp, t.now())
 	if err != nil {
-		return nil, &plugins.TrustRootRefusal{ConfigMap: fp, Reason: plugins.SafeReason(err.Error(), plugins.MaxTrustRootReason)}
+		return nil, refusalOf(fp, err)
 	}
 	return &next, nil
+}
+
+// refusalOf is the refusal of the content fp for err: every problem on one
+// line (the parser reports each on a line of its own), made safe to show.
+func refusalOf(fp string, err error) *plugins.TrustRootRefusal {
+	return &plugins.TrustRootRefusal{ConfigMap: fp, Reason: plugins.SafeReason(strings.ReplaceAll(err.Error(), "\n", "; "), plugins.MaxTrustRootReason)}
 }
 
 // apply verifies what cm holds (nil: the ConfigMap is gone) and, when it
@@ -178,8 +185,7 @@ func (t *trustRoots) use(next *cosign.TrustRoot) *plugins.TrustRootRefusal {
 			if rerr := t.rebuild(); rerr != nil {
 				t.log.Error(rerr, "rebuilding the image checker with the Sigstore root in use")
 			}
-			return &plugins.TrustRootRefusal{ConfigMap: next.Status.ConfigMap,
-				Reason: plugins.SafeReason("the image verifier does not accept it: "+err.Error(), plugins.MaxTrustRootReason)}
+			return refusalOf(next.Status.ConfigMap, fmt.Errorf("the image verifier does not accept it: %w", err))
 		}
 	}
 	s := next.Status

@@ -144,3 +144,17 @@ func TestTrustRootsApply(t *testing.T) {
 		t.Error("the status publisher was not woken")
 	}
 }
+
+// TestTrustRootsRefusalOneLine: a ConfigMap that breaks several rules is
+// refused with every problem on one line, safe to show.
+func TestTrustRootsRefusalOneLine(t *testing.T) {
+	f := newRootFixture(t)
+	if f.roots.take(rootConfigMap(map[string]string{"root.json": "x", "07.root.json": "y"})) {
+		t.Fatal("an invalid ConfigMap was applied")
+	}
+	got := f.roots.status().Refused
+	if got == nil || strings.Contains(got.Reason, "\n") || plugins.CheckText(got.Reason, plugins.MaxTrustRootReason) != nil ||
+		!strings.Contains(got.Reason, "07.root.json") || !strings.Contains(got.Reason, "; ") {
+		t.Errorf("Refused = %+v, want every problem on one safe line", got)
+	}
+}
