@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/arkadiuss/openfief/internal/plugins"
@@ -156,5 +158,44 @@ func TestTrustRootsRefusalOneLine(t *testing.T) {
 	if got == nil || strings.Contains(got.Reason, "\n") || plugins.CheckText(got.Reason, plugins.MaxTrustRootReason) != nil ||
 		!strings.Contains(got.Reason, "07.root.json") || !strings.Contains(got.Reason, "; ") {
 		t.Errorf("Refused = %+v, want every problem on one safe line", got)
+	}
+}
+
+// TestTrustRootPublisher: the status ConfigMap holds the root in use and
+// the refusal, written once per change.
+func TestTrustRootPublisher(t *testing.T) {
+	f := newRootFixture(t)
+	cl := fake.NewClientBuilder().Build()
+	p := &trustRootPublisher{client: cl, roots: f.roots}
+	ctx := context.Background()
+	read := func() plugins.TrustRootStatus {
+		t.Helper()
+		var cm corev1.ConfigMap
+		if err := cl.Get(ctx, trustRootStatusKey, &cm); err != nil {
+			t.Fatal(err)
+		}
+		if cm.Labels[plugins.LabelManagedBy] != plugins.ValueManagedBy {
+			t.Errorf("labels %v", cm.Labels)
+		}
+		s, err := plugins.ParseTrustRootStatus([]byte(cm.Data[plugins.TrustRootStatusKey]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if err := p.publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got != f.roots.status() {
+		t.Errorf("published %+v, want %+v", got, f.roots.status())
+	}
+	stranger := cosigntest.NewTUFRepo(t)
+	stranger.RotateRoot(t)
+	f.roots.take(rootConfigMap(stranger.Publish(t, f.later)))
+	if err := p.publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got.Refused == nil || got.Source != plugins.TrustRootEmbedded {
+		t.Errorf("published %+v, want the refusal beside the start", got)
 	}
 }
