@@ -238,6 +238,13 @@ func served(o Options, call func() (context.Context, context.CancelFunc)) []Resu
 	cancel()
 	out = append(out, AllowList(&allow, err))
 
+	c, cancel = call()
+	var rootCM, rootStatus corev1.ConfigMap
+	rootErr := o.Client.Get(c, client.ObjectKey{Namespace: plugins.Namespace, Name: plugins.TrustRootConfigMap}, &rootCM)
+	statusErr := o.Client.Get(c, client.ObjectKey{Namespace: plugins.Namespace, Name: plugins.TrustRootStatusConfigMap}, &rootStatus)
+	cancel()
+	out = append(out, TrustRoot(&rootCM, rootErr, &rootStatus, statusErr))
+
 	if o.CoreHealth != nil {
 		c, cancel := call()
 		coreErr := o.CoreHealth(c)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/testutil"
+	"github.com/arkadiuss/openfief/internal/trust/cosign"
 )
 
 // checkLines are the check lines of `openfief check`'s output (a symbol,
@@ -67,8 +68,8 @@ func impersonating(t *testing.T, k *kube, user string) *kube {
 
 // publishAsOperator writes what the operator publishes at start, which no
 // operator does on this control plane: the API server's signing keys in
-// openfief-sa-jwks, in the operator's canonical form, and an empty
-// allow-list.
+// openfief-sa-jwks, in the operator's canonical form, an empty
+// allow-list and the embedded Sigstore root as the one in use.
 func publishAsOperator(t *testing.T, pc *platformCluster) {
 	t.Helper()
 	ctx := context.Background()
@@ -87,12 +88,20 @@ func publishAsOperator(t *testing.T, pc *platformCluster) {
 		Data:       map[string]string{plugins.TokenKeysJWKSKey: string(keys.JWKS()), plugins.TokenKeysIssuerKey: conf.Issuer},
 	}))
 	must(t, pc.kube.c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: plugins.Namespace, Name: plugins.AllowListConfigMap}}))
+	embedded, err := cosign.EmbeddedTrustRoot()
+	must(t, err)
+	status, err := plugins.EncodeTrustRootStatus(embedded.Status)
+	must(t, err)
+	must(t, pc.kube.c.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: plugins.Namespace, Name: plugins.TrustRootStatusConfigMap},
+		Data:       map[string]string{plugins.TrustRootStatusKey: status},
+	}))
 }
 
 // unpublish removes what publishAsOperator wrote.
 func unpublish(t *testing.T, c client.Client) {
 	t.Helper()
-	for _, name := range []string{plugins.TokenKeysConfigMap, plugins.AllowListConfigMap} {
+	for _, name := range []string{plugins.TokenKeysConfigMap, plugins.AllowListConfigMap, plugins.TrustRootStatusConfigMap} {
 		must(t, client.IgnoreNotFound(c.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: plugins.Namespace, Name: name}})))
 	}
 }
@@ -164,7 +173,8 @@ func installedCheckLines() []string {
 		"✔ allow-list openfief-egress-allowlist: readable, 0 plugins' lists",
 		"✖ core answers: …",
 		"✖ core store: not checked: the core does not answer",
-		"✔ signing keys openfief-sa-jwks: 1 key of issuer https://127.0.0.1:…")
+		"✔ signing keys openfief-sa-jwks: 1 key of issuer https://127.0.0.1:…",
+		"✔ sigstore root: the root embedded in this release (trusted_root.json sha256 6494e21ea73fa7ee769f85f57d5a3e6a08725eae1e38c755fc3517c9e6bc0b66)")
 }
 
 // expectCheckJSON fails unless out is check's JSON document listing the

@@ -59,6 +59,10 @@ type Env struct {
 	// verifierOptions are added to the image verifier's options; tests
 	// use them to trust a virtual Sigstore.
 	verifierOptions []cosign.Option
+	// trustRootStart, when set, replaces the embedded Sigstore root the
+	// cluster's openfief-sigstore-root is verified from; tests use their own
+	// TUF repository.
+	trustRootStart *cosign.TrustRoot
 	// builtinCatalog, when set, stands for the catalog a release links into
 	// the binary (catalog.File); tests use it as a release's CLI.
 	builtinCatalog []byte

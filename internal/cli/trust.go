@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -101,6 +102,10 @@ type trust struct {
 	version string
 	// owner is the owner's signers.json the policy holds, if any.
 	owner []byte
+	// sigstore is the cluster's Sigstore root (nil: the embedded one) and
+	// sigstoreNote names it for the report ("" without the ConfigMap).
+	sigstore     root.TrustedMaterial
+	sigstoreNote string
 }
 
 // policyFromFile builds the operator's trust policy with the owner signers
@@ -303,7 +308,11 @@ func (e *Env) policyFromCluster(ctx context.Context, c client.Client, catalogFil
 	if err != nil {
 		return trust{}, exitf(ExitInvalid, "ConfigMap %s: %w", plugins.OwnerSignersConfigMap, err)
 	}
-	return trust{policy: p, source: source, catalog: catSource, version: version, owner: owner}, nil
+	sigstore, note, err := e.sigstoreRootFromCluster(ctx, c)
+	if err != nil {
+		return trust{}, err
+	}
+	return trust{policy: p, source: source, catalog: catSource, version: version, owner: owner, sigstore: sigstore, sigstoreNote: note}, nil
 }
 
 // imageCheck is the outcome of the operator's check of one image, with what
@@ -339,7 +348,11 @@ func (e *Env) checkImage(ctx context.Context, ref plugins.ImageRef, t trust, tf 
 	if err != nil {
 		return imageCheck{}, err
 	}
-	opts := append([]cosign.Option{cosign.WithInsecureRegistries(tf.insecure...), cosign.WithKeychain(kc)}, e.verifierOptions...)
+	opts := []cosign.Option{cosign.WithInsecureRegistries(tf.insecure...), cosign.WithKeychain(kc)}
+	if t.sigstore != nil {
+		opts = append(opts, cosign.WithTrustedMaterial(t.sigstore))
+	}
+	opts = append(opts, e.verifierOptions...)
 	v, err := imagetrust.NewImageVerifier(t.policy, opts...)
 	if err != nil {
 		return imageCheck{}, exitf(ExitFailure, "image verifier: %w", err)

@@ -131,7 +131,11 @@ func describeTrusted(t trust) string {
 	for _, s := range t.policy.Signers() {
 		names = append(names, s.Name)
 	}
-	return display.Join(names, ", ") + " (" + display.Text(t.source) + "; " + display.Text(t.catalog) + ")"
+	sources := display.Text(t.source) + "; " + display.Text(t.catalog)
+	if t.sigstoreNote != "" {
+		sources += "; " + display.Text(t.sigstoreNote)
+	}
+	return display.Join(names, ", ") + " (" + sources + ")"
 }
 
 // describeIdentity says how a signer is identified; all of it is public.

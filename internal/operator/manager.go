@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -62,42 +63,75 @@ type Reconcilers struct {
 // AddToManager builds the operator o describes into mgr, all sharing mgr's
 // client (the Plugin reconciler also mgr's API reader, for the live reads
 // of a Deployment its cache may not have seen yet): the allow-list writer (OF-15), the image checker (a trust.PolicyVerifier over the owner's signers
-// and the embedded catalog, D-45 and D-57, unless o.Images is set), the
+// and the embedded catalog, D-45 and D-57, unless o.Images is set) with the
+// Sigstore root it verifies keyless signatures with (the embedded one, or
+// the administrator's ConfigMap openfief-sigstore-root once it verifies,
+// followed live, and its status publisher), the
 // Plugin reconciler with mgr's events.k8s.io/v1 recorder
 // (EventReportingController), the PluginGrant reconciler, the allow-list
 // pruner, the signing-key publisher reading the API server mgr connects to,
 // the Plugins' conditions on the metrics endpoint (metrics.go) and a
 // /healthz and /readyz check. A signers file that can't be read or
-// parsed is an error, so the operator refuses to start rather than trust
-// less or more than the owner said; so is an isolation gate without an
-// image (ErrNoIsolationGate) unless it is disabled (OF-42).
+// parsed is an error, as is a Sigstore root ConfigMap that can't be read,
+// so the operator refuses to start rather than trust less or more than the
+// owner said; so is an isolation gate without an image
+// (ErrNoIsolationGate) unless it is disabled (OF-42).
 func AddToManager(mgr ctrl.Manager, o Options) (*Reconcilers, error) {
 	if err := o.Cluster.Gate.Validate(); err != nil {
 		return nil, err
 	}
 	images := o.Images
 	recorder := mgr.GetEventRecorder(EventReportingController)
-	var signers *ownerSigners
-	switch {
-	case images != nil:
-	case o.TrustedSignersFile != "":
-		var err error
-		if images, err = NewImageChecker(o); err != nil {
-			return nil, err
-		}
-	default:
+	var (
+		signers *ownerSigners
+		roots   *trustRoots
+	)
+	if images == nil {
 		opts, err := registryOptions(o)
 		if err != nil {
 			return nil, err
 		}
-		newImages := func(p plugins.TrustPolicy) (cosign.ImageVerifier, error) { return trust.NewImageVerifier(p, opts...) }
-		ctx, cancel := context.WithTimeout(context.Background(), startReadTimeout)
-		defer cancel()
-		signers, err = newOwnerSigners(ctx, mgr.GetAPIReader(), newImages, recorder, mgr.GetLogger().WithName("trusted-signers"))
+		start, err := o.trustRootStart()
 		if err != nil {
 			return nil, err
 		}
-		images = signers.verifier
+		ctx, cancel := context.WithTimeout(context.Background(), startReadTimeout)
+		defer cancel()
+		if roots, err = newTrustRoots(ctx, mgr.GetAPIReader(), start, recorder, mgr.GetLogger().WithName("sigstore-root")); err != nil {
+			return nil, err
+		}
+		newImages := func(p plugins.TrustPolicy) (cosign.ImageVerifier, error) {
+			// Clipped, so each call appends to a copy: readers are built
+			// from more than one goroutine.
+			return trust.NewImageVerifier(p, append(slices.Clip(opts), cosign.WithTrustedMaterial(roots.material()))...)
+		}
+		if o.TrustedSignersFile != "" {
+			policy, err := trust.LoadPolicy(o.TrustedSignersFile)
+			if err != nil {
+				return nil, err
+			}
+			first, err := newImages(policy)
+			if err != nil {
+				return nil, err
+			}
+			fixed := trust.NewPolicyVerifier(first, policy)
+			roots.rebuild = func() error {
+				next, err := newImages(policy)
+				if err != nil {
+					return err
+				}
+				fixed.Replace(next, policy)
+				return nil
+			}
+			images = fixed
+		} else {
+			signers, err = newOwnerSigners(ctx, mgr.GetAPIReader(), newImages, recorder, mgr.GetLogger().WithName("trusted-signers"))
+			if err != nil {
+				return nil, err
+			}
+			roots.rebuild = signers.rebuild
+			images = signers.verifier
+		}
 	}
 	discovery, err := NewAPIServerDiscovery(mgr.GetConfig())
 	if err != nil {
@@ -114,13 +148,18 @@ func AddToManager(mgr ctrl.Manager, o Options) (*Reconcilers, error) {
 	r := &Reconcilers{
 		Plugins: &PluginReconciler{Client: c, Reader: mgr.GetAPIReader(), Images: images, Cluster: o.Cluster, AllowList: allowList,
 			MaxConcurrentReconciles: o.MaxConcurrentReconciles, ReconcileTimeout: o.ReconcileTimeout,
-			Recorder: recorder, signers: signers},
+			Recorder: recorder, signers: signers, roots: roots},
 		Grants:    &GrantReconciler{Client: c},
 		Pruner:    &AllowListPruner{Client: c},
 		TokenKeys: &TokenKeysPublisher{Client: c, Discovery: discovery, Refresh: o.TokenKeysRefresh},
 	}
 	if err := r.Plugins.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up plugin reconciler: %w", err)
+	}
+	if roots != nil {
+		if err := (&trustRootPublisher{client: c, roots: roots}).SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("set up the Sigstore root's status: %w", err)
+		}
 	}
 	if err := r.Grants.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up grant reconciler: %w", err)
@@ -175,6 +214,7 @@ func registryOptions(o Options) ([]cosign.Option, error) {
 		timeout = DefaultRegistryTimeout
 	}
 	opts := []cosign.Option{cosign.WithInsecureRegistries(o.InsecureRegistries...), cosign.WithTimeout(timeout)}
+	opts = append(opts, o.verifierOptions...)
 	if o.RegistryConfigFile != "" {
 		kc, err := cosign.NewFileKeychain(o.RegistryConfigFile)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/trust"
+	"github.com/arkadiuss/openfief/internal/trust/cosign"
 )
 
 // The defaults of cmd/operator's flags, all of them here. The flags start
@@ -132,6 +133,23 @@ type Options struct {
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
+
+	// startRoot replaces the embedded Sigstore root the operator starts
+	// from (cosign.EmbeddedTrustRoot) and verifierOptions add to the
+	// registry verifier's options: tests only, with their own TUF
+	// repository and virtual Sigstore, which issues no SCTs.
+	startRoot       *cosign.TrustRoot
+	verifierOptions []cosign.Option
+}
+
+// trustRootStart is the Sigstore root the operator trusts without the
+// admin's ConfigMap, and the start of the TUF chain the ConfigMap's files
+// are verified through.
+func (o Options) trustRootStart() (cosign.TrustRoot, error) {
+	if o.startRoot != nil {
+		return *o.startRoot, nil
+	}
+	return cosign.EmbeddedTrustRoot()
 }
 
 // DefaultOptions returns the Options of cmd/operator's flag defaults: the

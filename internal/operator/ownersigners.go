@@ -61,6 +61,8 @@ type ownerSigners struct {
 	applied string
 	// trusted are the identities of the owner signers the verifier trusts.
 	trusted map[plugins.SignerIdentity]bool
+	// policy is the policy the verifier holds, which rebuild reads again.
+	policy plugins.TrustPolicy
 }
 
 // newOwnerSigners reads the ConfigMap once through r (the API server, not a
@@ -85,14 +87,14 @@ func newOwnerSigners(ctx context.Context, r client.Reader, newImages func(plugin
 	switch {
 	case apierrors.IsNotFound(err):
 		s.verifier = trust.NewPolicyVerifier(noOwnerImages, noOwner)
-		s.applied, s.trusted = fingerprint(nil), map[plugins.SignerIdentity]bool{}
+		s.applied, s.trusted, s.policy = fingerprint(nil), map[plugins.SignerIdentity]bool{}, noOwner
 		return s, nil
 	case err != nil:
 		return nil, fmt.Errorf("read ConfigMap %s/%s: %w", plugins.Namespace, plugins.OwnerSignersConfigMap, err)
 	}
 	b := s.build(&cm)
 	s.verifier = trust.NewPolicyVerifier(b.images, b.policy)
-	s.trusted = b.identities
+	s.trusted, s.policy = b.identities, b.policy
 	if b.err == nil {
 		s.applied = b.fingerprint
 	}
@@ -173,7 +175,7 @@ func (s *ownerSigners) apply(cm *corev1.ConfigMap) bool {
 	} else {
 		s.verifier.Replace(b.images, b.policy)
 	}
-	s.applied, s.trusted = b.fingerprint, b.identities
+	s.applied, s.trusted, s.policy = b.fingerprint, b.identities, b.policy
 	if b.err != nil {
 		// Not remembered as applied: the same invalid content is reported
 		// again when the watch delivers it again, and anything else applies.
@@ -199,13 +201,42 @@ func (s *ownerSigners) apply(cm *corev1.ConfigMap) bool {
 	return true
 }
 
+// rebuild makes the registry readers of the policy in use and of the
+// fallback without owner signers again, as newImages makes them now (with
+// the Sigstore root in use, trustRoots), and swaps them in with an empty
+// cache: what the old root verified is verified again.
+func (s *ownerSigners) rebuild() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	noOwnerImages, err := s.newImages(s.noOwner)
+	if err != nil {
+		return err
+	}
+	images, err := s.newImages(s.policy)
+	if err != nil {
+		return err
+	}
+	s.noOwnerImages = noOwnerImages
+	s.verifier.Replace(images, s.policy)
+	return nil
+}
+
 // changes is the event handler of the signers' ConfigMap: it applies each
 // version and, when that changed the policy, queues every Plugin that
 // every lists at RevocationPriority, so a removed signer stops its images
 // before any routine reconcile runs.
 func (s *ownerSigners) changes(every func(context.Context) []reconcile.Request) handler.EventHandler {
+	return configMapChanges(s.apply, every)
+}
+
+// configMapChanges is the event handler of a ConfigMap the operator follows
+// (the owner's signers, the Sigstore root): apply takes each version (nil
+// when it is deleted) and reports whether that changed what images are
+// checked against; if so, every Plugin that every lists is queued at
+// RevocationPriority.
+func configMapChanges(apply func(*corev1.ConfigMap) bool, every func(context.Context) []reconcile.Request) handler.EventHandler {
 	queue := func(ctx context.Context, cm *corev1.ConfigMap, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		if !s.apply(cm) {
+		if !apply(cm) {
 			return
 		}
 		for _, r := range every(ctx) {

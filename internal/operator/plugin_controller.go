@@ -91,6 +91,10 @@ type PluginReconciler struct {
 	// signers, when set, follows the owner's signers ConfigMap and swaps
 	// Images' policy as it changes, then queues every Plugin (OF-31).
 	signers *ownerSigners
+	// roots, when set, follows the admin's Sigstore root ConfigMap and
+	// rebuilds Images' registry readers as it changes, then queues every
+	// Plugin.
+	roots *trustRoots
 }
 
 // SetupWithManager registers the PluginReconciler. A Plugin reconciles on a
@@ -100,7 +104,8 @@ type PluginReconciler struct {
 // and, for
 // every Plugin, on a change to the core's or the proxy's Service or to the
 // allow-list ConfigMap, and, when it follows them, on a change of the
-// owner's trusted signers (ahead of everything else queued, OF-31).
+// owner's trusted signers (ahead of everything else queued, OF-31) or of
+// the admin's Sigstore root (likewise).
 // Requests outside openfief are ignored.
 func (r *PluginReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == plugins.Namespace })
@@ -150,6 +155,9 @@ func (r *PluginReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.ConfigMap{}, allowListChanges(everyPlugin), builder.WithPredicates(inNamespace, named(plugins.AllowListConfigMap)))
 	if r.signers != nil {
 		b = b.Watches(&corev1.ConfigMap{}, r.signers.changes(listPlugins), builder.WithPredicates(inNamespace, named(plugins.OwnerSignersConfigMap)))
+	}
+	if r.roots != nil {
+		b = b.Watches(&corev1.ConfigMap{}, r.roots.changes(listPlugins), builder.WithPredicates(inNamespace, named(plugins.TrustRootConfigMap)))
 	}
 	return b.Complete(r)
 }

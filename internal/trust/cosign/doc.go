@@ -1,6 +1,8 @@
 // Package cosign finds the Sigstore bundles that cosign v3 attaches to an
 // image digest as OCI referrers, verifies them offline with sigstore-go
-// against an embedded trust root, and reports who signed the digest together
+// against an embedded trust root (or one an administrator installed, which
+// TrustRoot.Update verifies through Sigstore's TUF root-rotation chain
+// first), and reports who signed the digest together
 // with the manifest from the signed image's io.openfief.plugin.manifest label.
 //
 // It is the registry adapter in front of the pure trust policy: it never

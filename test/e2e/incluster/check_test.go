@@ -45,7 +45,7 @@ func testCheck(t *testing.T, e *platformEnv) {
 	}
 	for _, name := range []string{"installed", "deployment openfief-core", "deployment openfief-egress-proxy", "deployment openfief-operator",
 		"admission binding openfief-workload-identities", "admission binding openfief-service-account-tokens",
-		"signing keys " + plugins.TokenKeysConfigMap, "allow-list " + plugins.AllowListConfigMap, "core answers", "core store",
+		"signing keys " + plugins.TokenKeysConfigMap, "allow-list " + plugins.AllowListConfigMap, "core answers", "core store", check.TrustRootName,
 		"crd plugins.openfief.io", "crd plugingrants.openfief.io", "version"} {
 		if !hasCheck(lines, check.SymbolOK+" "+name+":") {
 			t.Errorf("openfief check has no passing line for %q", name)
