@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -71,29 +72,8 @@ type releaseA struct {
 func makeReleaseA(t *testing.T, e *platformEnv) *releaseA {
 	t.Helper()
 	ctx := context.Background()
-	base, err := os.UserCacheDir()
-	must(t, err)
-	cache := filepath.Join(base, "openfief", "release-a", releaseACommit)
-	must(t, os.MkdirAll(cache, 0o755))
-	// One maker at a time: two test processes may want it at once.
-	lock, err := os.OpenFile(filepath.Join(cache, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	must(t, err)
-	defer func() { _ = lock.Close() }()
-	must(t, syscall.Flock(int(lock.Fd()), syscall.LOCK_EX))
-
 	start := time.Now()
-	made := filepath.Join(cache, "made")
-	prefix, err := os.ReadFile(made)
-	if err != nil {
-		built, err := buildReleaseA(ctx, t, e, cache)
-		if err != nil {
-			t.Fatalf("release A (commit %s) could not be made by its own tooling: %v", releaseACommit, err)
-		}
-		prefix = []byte(built)
-		t.Logf("release A %s made from commit %s in %s (cached in %s)", releaseAVersion, releaseACommit[:12], time.Since(start).Round(100*time.Millisecond), cache)
-	} else {
-		t.Logf("release A %s of commit %s reused from %s", releaseAVersion, releaseACommit[:12], cache)
-	}
+	cache, prefix := releaseACache(t, e.root)
 
 	// Its images into this run's registry, by the release's digests.
 	l, err := layout.FromPath(filepath.Join(cache, "images"))
@@ -125,7 +105,7 @@ func makeReleaseA(t *testing.T, e *platformEnv) *releaseA {
 	for _, f := range []string{"kustomization.yaml", "install.yaml"} {
 		raw, err := os.ReadFile(filepath.Join(cache, "release", f))
 		must(t, err)
-		text := strings.ReplaceAll(string(raw), strings.TrimSpace(string(prefix))+"/", e.preg.bridge+"/rel-a/")
+		text := strings.ReplaceAll(string(raw), prefix+"/", e.preg.bridge+"/rel-a/")
 		must(t, os.WriteFile(filepath.Join(a.dir, f), []byte(text), 0o644))
 	}
 	if _, err := os.Stat(a.cli); err != nil {
@@ -133,6 +113,68 @@ func makeReleaseA(t *testing.T, e *platformEnv) *releaseA {
 	}
 	t.Logf("release A in the node's registry in %s: %v", time.Since(start).Round(100*time.Millisecond), a.refs)
 	return a
+}
+
+// releaseACache returns the cache of release A and the registry prefix its
+// files name, making it first when it is not there (buildReleaseA). It
+// fails the test when A cannot be made.
+func releaseACache(t *testing.T, root string) (cache, prefix string) {
+	t.Helper()
+	base, err := os.UserCacheDir()
+	must(t, err)
+	cache = filepath.Join(base, "openfief", "release-a", releaseACommit)
+	must(t, os.MkdirAll(cache, 0o755))
+	// One maker at a time: two test processes may want it at once.
+	lock, err := os.OpenFile(filepath.Join(cache, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	must(t, err)
+	defer func() { _ = lock.Close() }()
+	must(t, syscall.Flock(int(lock.Fd()), syscall.LOCK_EX))
+	if made, err := os.ReadFile(filepath.Join(cache, "made")); err == nil {
+		t.Logf("release A %s of commit %s reused from %s", releaseAVersion, releaseACommit[:12], cache)
+		return cache, strings.TrimSpace(string(made))
+	}
+	start := time.Now()
+	prefix, err = buildReleaseA(context.Background(), t, root, cache)
+	if err != nil {
+		t.Fatalf("release A (commit %s) could not be made by its own tooling: %v", releaseACommit, err)
+	}
+	t.Logf("release A %s made from commit %s in %s (cached in %s)", releaseAVersion, releaseACommit[:12], time.Since(start).Round(100*time.Millisecond), cache)
+	return cache, prefix
+}
+
+// TestReleaseA makes release A, or finds it in the cache, without a node:
+// its four images and its CLI are there. The upgrade-release phase of
+// TestPlatformInCluster installs it.
+func TestReleaseA(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds an earlier commit's release: not in -short")
+	}
+	root, err := images.FindRoot(".")
+	must(t, err)
+	cache, prefix := releaseACache(t, root)
+	l, err := layout.FromPath(filepath.Join(cache, "images"))
+	must(t, err)
+	idx, err := l.ImageIndex()
+	must(t, err)
+	m, err := idx.IndexManifest()
+	must(t, err)
+	var names []string
+	for _, d := range m.Manifests {
+		names = append(names, d.Annotations[layoutNameAnnotation])
+	}
+	for _, n := range releaseAImages {
+		if !strings.Contains(" "+strings.Join(names, " ")+" ", " "+n+" ") {
+			t.Errorf("the cache of release A holds %v, not %s", names, n)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cache, "release", "openfief-"+images.HostPlatform().OS+"-"+images.HostPlatform().Architecture)); err != nil {
+		t.Errorf("release A's CLI: %v", err)
+	}
+	raw, err := os.ReadFile(filepath.Join(cache, "release", "install.yaml"))
+	must(t, err)
+	if !strings.Contains(string(raw), prefix+"/openfief/openfief-core@sha256:") {
+		t.Errorf("release A's install.yaml does not name its core under %s", prefix)
+	}
 }
 
 // layoutNameAnnotation names each image in the cache's OCI layout.
@@ -143,13 +185,13 @@ const layoutNameAnnotation = "org.opencontainers.image.ref.name"
 // registry this process serves on loopback, copies the release's images
 // from it into cache/images, and writes cache/made (the registry prefix
 // the release's files name) last. It returns that prefix.
-func buildReleaseA(ctx context.Context, t *testing.T, e *platformEnv, cache string) (string, error) {
+func buildReleaseA(ctx context.Context, t *testing.T, root, cache string) (string, error) {
 	src := filepath.Join(cache, "src")
 	if _, err := os.Stat(filepath.Join(src, "go.mod")); err != nil {
 		_ = os.RemoveAll(src)
 		// A worktree left registered by a cache that was removed.
-		_ = exec.CommandContext(ctx, "git", "-C", e.root, "worktree", "prune").Run()
-		out, err := exec.CommandContext(ctx, "git", "-C", e.root, "worktree", "add", "--detach", src, releaseACommit).CombinedOutput()
+		_ = exec.CommandContext(ctx, "git", "-C", root, "worktree", "prune").Run()
+		out, err := exec.CommandContext(ctx, "git", "-C", root, "worktree", "add", "--detach", src, releaseACommit).CombinedOutput()
 		if err != nil {
 			return "", fmt.Errorf("git worktree add --detach %s %s: %w\n%s", src, releaseACommit, err, out)
 		}
@@ -201,7 +243,7 @@ func buildReleaseA(ctx context.Context, t *testing.T, e *platformEnv, cache stri
 	}
 	kept := 0
 	for _, im := range listed.Images {
-		if !strings.Contains(strings.Join(releaseAImages, " "), im.Name) {
+		if !slices.Contains(releaseAImages, im.Name) {
 			continue
 		}
 		ref, err := name.NewDigest(im.Ref, name.Insecure)

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/deploy"
 	"github.com/arkadiuss/openfief/internal/cli"
 	"github.com/arkadiuss/openfief/internal/devstack"
 	"github.com/arkadiuss/openfief/internal/platform"
@@ -137,6 +138,16 @@ func testUpgradeFromRelease(t *testing.T, e *platformEnv) {
 				t.Errorf("%s without --allow-downgrade: exit %d, want %d refusing a downgrade\n%s", m.name, code, cli.ExitInvalid, out)
 			}
 			checkPlatformAt(t, e, b.res.Images, releaseVersion)
+			// Refused with it too when the overlay's core knows fewer
+			// schema versions than the record is at: B's overlay as a
+			// release whose core knows one less.
+			fewer := coreKnowsFewer(t, e, adminB, latestMigration(t, e)-1)
+			code, out = e.cli(ctx, "platform", "upgrade", "--overlay", fewer, "--allow-downgrade", "--timeout", "1m")
+			t.Logf("platform upgrade --allow-downgrade to a core that knows schema versions up to %d: exit %d\n%s", latestMigration(t, e)-1, code, out)
+			if code != cli.ExitInvalid || !strings.Contains(out, "it would refuse the record") {
+				t.Errorf("platform upgrade --allow-downgrade to a core that knows fewer schema versions: exit %d, want %d refusing it", code, cli.ExitInvalid)
+			}
+			checkPlatformAt(t, e, b.res.Images, releaseVersion)
 		}
 		old := platformPods(t, e)
 		start := time.Now()
@@ -146,6 +157,9 @@ func testUpgradeFromRelease(t *testing.T, e *platformEnv) {
 		t.Logf("%s: openfief %s: exit %d in %s\n%s", m.name, strings.Join(args, " "), code, took.Round(100*time.Millisecond), out)
 		if code != cli.ExitOK {
 			t.Fatalf("%s: openfief platform upgrade exited %d", m.name, code)
+		}
+		if m.args != nil && !strings.Contains(out, "cannot tell whether the core of "+m.version+" knows") {
+			t.Errorf("%s: allowed without saying that release A's core does not name the schema it knows", m.name)
 		}
 		done := time.Now()
 		waitPlatformRolled(t, e, m.refs, m.version, old)
@@ -353,4 +367,23 @@ func latestMigration(t *testing.T, e *platformEnv) int {
 		}
 	}
 	return latest
+}
+
+// coreKnowsFewer writes an overlay over base whose core's Deployment says
+// it knows schema versions up to schema only: a release like base with an
+// older core, as far as openfief platform upgrade can tell.
+func coreKnowsFewer(t *testing.T, e *platformEnv, base string, schema int) string {
+	t.Helper()
+	dir := filepath.Join(e.work, "release-b-fewer-schemas")
+	rel, err := filepath.Rel(dir, base)
+	must(t, err)
+	must(t, os.MkdirAll(dir, 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(fmt.Sprintf(`resources:
+  - %s
+patches:
+  - target: {kind: Deployment, name: %s}
+    patch: |-
+      - {op: replace, path: /metadata/annotations/%s, value: "%d"}
+`, rel, deploy.CoreDeployment, strings.ReplaceAll(deploy.CoreSchemaAnnotation, "/", "~1"), schema)), 0o644))
+	return dir
 }
