@@ -73,7 +73,7 @@ type platformEnv struct {
 
 // phase is one part of TestPlatformInCluster. A phase leaves the platform
 // installed and every plugin it installed uninstalled, so the next starts
-// from the same place; only the last two uninstall the platform.
+// from the same place; only the last three uninstall the platform.
 type phase struct {
 	name string
 	run  func(t *testing.T, e *platformEnv)
