@@ -27,6 +27,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/platform"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/release/overlay"
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // testUpgradeFromRelease installs release A, made from an earlier commit by
@@ -224,6 +225,11 @@ func trustOwnerKey(t *testing.T, e *platformEnv) {
 		_, err = e.cs.CoreV1().ConfigMaps(plugins.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
 	}
 	must(t, err)
+	// The stack's copy for --signers follows the ConfigMap.
+	testutil.Eventually(t, 30*time.Second, "the stack's signers file holding the owner's key", func() (bool, string) {
+		raw, err := os.ReadFile(e.signersFile)
+		return err == nil && string(raw) == string(signers), fmt.Sprintf("%d bytes (%v)", len(raw), err)
+	})
 }
 
 // coreRecord is what the core's database holds that an upgrade must keep,
