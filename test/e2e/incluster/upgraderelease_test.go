@@ -166,8 +166,16 @@ func testUpgradeFromRelease(t *testing.T, e *platformEnv) {
 		waitPlatformRolled(t, e, m.refs, m.version, old)
 		rolled := time.Since(start)
 		restarts := 0
+		// The new core exports to the view once when it starts (nothing
+		// new is imported: the stand-in's rates are stored already), which
+		// may be before the command returned.
+		coreUp := coreStarted(t, e)
 		for _, n := range names {
-			now := waitCalled(t, e, n, done)
+			since := done
+			if n == view {
+				since = coreUp
+			}
+			now := waitCalled(t, e, n, since)
 			if n == connector {
 				checkStored(t, n, calls[n], now)
 			}
@@ -189,6 +197,21 @@ func testUpgradeFromRelease(t *testing.T, e *platformEnv) {
 	if rec.schema != latestMigration(t, e) {
 		t.Errorf("the record's schema is at %d after the moves, want the tree's %d", rec.schema, latestMigration(t, e))
 	}
+}
+
+// coreStarted is when the core's running container started.
+func coreStarted(t *testing.T, e *platformEnv) time.Time {
+	t.Helper()
+	pods := listPods(t, e, "app.kubernetes.io/name="+deploy.CoreDeployment)
+	for _, p := range pods {
+		for _, st := range p.Status.ContainerStatuses {
+			if st.State.Running != nil {
+				return st.State.Running.StartedAt.Time
+			}
+		}
+	}
+	t.Fatalf("no running core container among %d pods", len(pods))
+	return time.Time{}
 }
 
 // noPlatform uninstalls the platform with its data when one is installed:
