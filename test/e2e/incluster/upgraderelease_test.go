@@ -65,6 +65,11 @@ func testUpgradeFromRelease(t *testing.T, e *platformEnv) {
 	a := makeReleaseA(t, e)
 	b := e.treeRelease(t)
 
+	if a.refs[overlay.CheckProbe] == b.res.Images[overlay.CheckProbe] {
+		t.Errorf("releases A and B have the same check probe %s: the phase keeps A's gate for nothing", a.refs[overlay.CheckProbe])
+	}
+	t.Logf("the isolation gate: release A's check probe %s, B's %s; B's overlay is given A's", a.refs[overlay.CheckProbe].Digest(), b.res.Images[overlay.CheckProbe].Digest())
+
 	adminA := filepath.Join(e.work, "release-a-admin")
 	must(t, devstack.WriteDevOverlay(adminA, "../release-a", devstack.DevOverlay{
 		InsecureRegistries: []string{e.preg.bridge}, SyncInterval: testSyncInterval,
