@@ -44,6 +44,6 @@ func CheckCoreSchema(installed, nextSchema int, next string) error {
 		return nil
 	}
 	return fmt.Errorf("the core's record is at schema version %d, and the core of %s knows versions up to %d: it would refuse the record and stop. "+
-		"To go back to %s, take a backup first (openfief core backup), uninstall with --delete-data, install %s and restore a backup taken at schema version %d or older (openfief core restore)",
-		installed, next, nextSchema, next, next, nextSchema)
+		"To go back to %s, install it afresh (openfief platform uninstall --delete-data, then platform install) and restore a backup taken at schema version %d or older, such as the one the core took before migrating (openfief core restore)",
+		installed, next, nextSchema, next, nextSchema)
 }
