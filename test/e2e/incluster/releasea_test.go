@@ -187,7 +187,10 @@ const layoutNameAnnotation = "org.opencontainers.image.ref.name"
 // the release's files name) last. It returns that prefix.
 func buildReleaseA(ctx context.Context, t *testing.T, root, cache string) (string, error) {
 	src := filepath.Join(cache, "src")
-	if _, err := os.Stat(filepath.Join(src, "go.mod")); err != nil {
+	// A checkout of the commit, by a git that still knows it: a worktree
+	// added by a clone since removed is made again.
+	head, err := exec.CommandContext(ctx, "git", "-C", src, "rev-parse", "HEAD").Output()
+	if err != nil || strings.TrimSpace(string(head)) != releaseACommit {
 		_ = os.RemoveAll(src)
 		// A worktree left registered by a cache that was removed.
 		_ = exec.CommandContext(ctx, "git", "-C", root, "worktree", "prune").Run()
