@@ -211,6 +211,8 @@ func TestCoreSchema(t *testing.T) {
 		"zero":          {core(map[string]string{deploy.CoreSchemaAnnotation: "0"}), 0, false, true},
 		"negative":      {core(map[string]string{deploy.CoreSchemaAnnotation: "-1"}), 0, false, true},
 		"far too long":  {core(map[string]string{deploy.CoreSchemaAnnotation: "1234567"}), 0, false, true},
+		"leading zero":  {core(map[string]string{deploy.CoreSchemaAnnotation: "03"}), 0, false, true},
+		"signed":        {core(map[string]string{deploy.CoreSchemaAnnotation: "+3"}), 0, false, true},
 	} {
 		schema, ok, err := CoreSchema(tc.objs)
 		if schema != tc.schema || ok != tc.ok || (err != nil) != tc.err {

@@ -13,7 +13,8 @@ import (
 // CoreSchema is the schema version of the core's store that the core among
 // objs knows: its Deployment's deploy.CoreSchemaAnnotation. ok is false
 // when objs hold no core Deployment or it names none (a release made
-// before the annotation); an annotation that is not a positive number
+// before the annotation); an annotation that is not a positive decimal
+// number of at most six digits, written plainly (no sign, no leading zero),
 // is an error.
 func CoreSchema(objs []*unstructured.Unstructured) (schema int, ok bool, err error) {
 	for _, u := range objs {
@@ -25,7 +26,7 @@ func CoreSchema(objs []*unstructured.Unstructured) (schema int, ok bool, err err
 			return 0, false, nil
 		}
 		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 || len(v) > 6 {
+		if err != nil || n <= 0 || len(v) > 6 || strconv.Itoa(n) != v {
 			return 0, false, fmt.Errorf("the core's Deployment %s: annotation %s must be a positive number, the last schema version its core knows", deploy.CoreDeployment, deploy.CoreSchemaAnnotation)
 		}
 		return n, true, nil
