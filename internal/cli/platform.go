@@ -177,8 +177,37 @@ func (o *platformApplyOptions) checkInstalled(ctx context.Context, c client.Clie
 		if err := platform.CheckUpgrade(installed, set.Version, o.allowDowngrade); err != nil {
 			return nil, "", exitf(ExitInvalid, "%w", err)
 		}
+		if err := o.checkCoreSchema(owned, set); err != nil {
+			return nil, "", err
+		}
 	}
 	return owned, installed, nil
+}
+
+// checkCoreSchema refuses an overlay whose core knows fewer schema versions
+// than the installed core, whatever the versions and --allow-downgrade say:
+// that core would refuse the record. When either side does not say (a
+// release made before the annotation), it says on ErrOut what cannot be
+// checked, on a downgrade, and lets the move go on.
+func (o *platformApplyOptions) checkCoreSchema(owned []*unstructured.Unstructured, set *platform.Set) error {
+	installed, okInstalled, err := platform.CoreSchema(owned)
+	if err != nil {
+		return exitf(ExitInvalid, "the installed platform: %w", err)
+	}
+	next, okNext, err := platform.CoreSchema(set.Objects)
+	if err != nil {
+		return exitf(ExitInvalid, "the overlay: %w", err)
+	}
+	switch {
+	case okInstalled && okNext:
+		if err := platform.CheckCoreSchema(installed, next, set.Version); err != nil {
+			return exitf(ExitInvalid, "%w", err)
+		}
+	case o.allowDowngrade:
+		fmt.Fprintf(o.env.ErrOut, "warning: cannot tell whether the core of %s knows the installed record's schema (a release without the %s annotation): if it does not, it will refuse the record and stop\n",
+			display.Text(set.Version), deploy.CoreSchemaAnnotation)
+	}
+	return nil
 }
 
 // printDryRun is an upgrade's --dry-run: the objects as YAML on Out, and on

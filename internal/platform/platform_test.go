@@ -184,3 +184,56 @@ func TestStale(t *testing.T) {
 		t.Errorf("kept (-want +got)\n%s", diff)
 	}
 }
+
+// TestCoreSchema: the core Deployment's annotation is read, a release
+// without it says so, and an annotation that is not a positive number is
+// refused.
+func TestCoreSchema(t *testing.T) {
+	core := func(annotations map[string]string) []*unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("apps/v1")
+		u.SetKind("Deployment")
+		u.SetNamespace(plugins.Namespace)
+		u.SetName(deploy.CoreDeployment)
+		u.SetAnnotations(annotations)
+		return []*unstructured.Unstructured{u}
+	}
+	for name, tc := range map[string]struct {
+		objs   []*unstructured.Unstructured
+		schema int
+		ok     bool
+		err    bool
+	}{
+		"annotated":     {core(map[string]string{deploy.CoreSchemaAnnotation: "3"}), 3, true, false},
+		"not annotated": {core(nil), 0, false, false},
+		"no core":       {nil, 0, false, false},
+		"not a number":  {core(map[string]string{deploy.CoreSchemaAnnotation: "three"}), 0, false, true},
+		"zero":          {core(map[string]string{deploy.CoreSchemaAnnotation: "0"}), 0, false, true},
+		"negative":      {core(map[string]string{deploy.CoreSchemaAnnotation: "-1"}), 0, false, true},
+		"far too long":  {core(map[string]string{deploy.CoreSchemaAnnotation: "1234567"}), 0, false, true},
+		"leading zero":  {core(map[string]string{deploy.CoreSchemaAnnotation: "03"}), 0, false, true},
+		"signed":        {core(map[string]string{deploy.CoreSchemaAnnotation: "+3"}), 0, false, true},
+	} {
+		schema, ok, err := CoreSchema(tc.objs)
+		if schema != tc.schema || ok != tc.ok || (err != nil) != tc.err {
+			t.Errorf("%s: CoreSchema = %d, %v, %v; want %d, %v, error %v", name, schema, ok, err, tc.schema, tc.ok, tc.err)
+		}
+	}
+}
+
+// TestCheckCoreSchema: a core that knows the record's schema or more is
+// allowed; one that knows less is refused with the way back.
+func TestCheckCoreSchema(t *testing.T) {
+	for _, tc := range []struct {
+		installed, next int
+		ok              bool
+	}{{3, 3, true}, {3, 4, true}, {3, 2, false}, {1, 0, false}} {
+		err := CheckCoreSchema(tc.installed, tc.next, "v0.1.0")
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckCoreSchema(%d, %d) = %v, want ok=%v", tc.installed, tc.next, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "openfief core restore") {
+			t.Errorf("CheckCoreSchema(%d, %d) = %v: does not say how to go back", tc.installed, tc.next, err)
+		}
+	}
+}

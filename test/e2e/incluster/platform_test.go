@@ -63,6 +63,7 @@ type platformEnv struct {
 	backupInstance   string
 	backupRows       int
 	backupRecordRows int
+	release          *treeRelease      // the tree's release, once made
 	probe            []byte            // the probe's binary, once built
 	gate             plugins.ImageRef  // the check probe, the operator's isolation gate (OF-42)
 	nbp              *devstack.FakeNBP // api.nbp.pl's stand-in, at a StandIn address
@@ -72,7 +73,7 @@ type platformEnv struct {
 
 // phase is one part of TestPlatformInCluster. A phase leaves the platform
 // installed and every plugin it installed uninstalled, so the next starts
-// from the same place; only the last two uninstall the platform.
+// from the same place; only the last three uninstall the platform.
 type phase struct {
 	name string
 	run  func(t *testing.T, e *platformEnv)
@@ -96,6 +97,9 @@ var phases = []phase{
 	{"guide", testGuide},         // docs/plugin-authors.md as written
 	{"uninstall", testUninstall}, // the platform is gone afterwards
 	{"release", testRelease},     // installs a release on the empty node, and uninstalls it
+	// Installs release A (an earlier commit's), upgrades it to the tree's
+	// release and back, and uninstalls it.
+	{"upgrade-release", testUpgradeFromRelease},
 }
 
 // TestPlatformInCluster installs the platform on a real node as a user

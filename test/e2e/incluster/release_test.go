@@ -57,30 +57,17 @@ func testRelease(t *testing.T, e *platformEnv) {
 	ctx := context.Background()
 	reclaimVolumes(t, e)
 
-	key, err := ocisign.NewKeySigner()
-	must(t, err)
-	pub, err := key.PublicKeyPEM()
-	must(t, err)
-	publisher := plugins.Signer{Name: "openfief-e2e-release", Kind: plugins.SignerPublisher, Identity: plugins.SignerIdentity{PublicKeyPEM: pub}}
-	out := filepath.Join(e.work, "release-"+releaseVersion)
-	start := time.Now()
-	res, err := release.Make(ctx, release.Options{
-		Root: e.root, Version: releaseVersion, Registry: e.preg.bridge + "/rel", Insecure: true,
-		Signer: key, Publisher: publisher, BuilderID: images.LocalBuilderID,
-		Command: "make release VERSION=" + releaseVersion, Out: out,
-		Platforms: []v1.Platform{images.HostPlatform()}, AllowDirty: true, Progress: testLogWriter{t},
-	})
-	must(t, err)
-	t.Logf("release %s made in %s", releaseVersion, time.Since(start).Round(100*time.Millisecond))
+	rel := e.treeRelease(t)
+	key, publisher, out, res := rel.key, rel.publisher, rel.out, rel.res
 	nbp := res.Images["nbp-fx"]
 
 	// The owner's overlay over the release, as docs/operator.md has it:
 	// the release's directory is the base, the admin adds what their
 	// cluster needs (here the node's plain-HTTP registry and a short sync).
 	admin := filepath.Join(e.work, "release-admin")
-	rel, err := filepath.Rel(admin, out)
+	relDir, err := filepath.Rel(admin, out)
 	must(t, err)
-	must(t, devstack.WriteDevOverlay(admin, rel, devstack.DevOverlay{InsecureRegistries: []string{e.preg.bridge}, SyncInterval: testSyncInterval}))
+	must(t, devstack.WriteDevOverlay(admin, relDir, devstack.DevOverlay{InsecureRegistries: []string{e.preg.bridge}, SyncInterval: testSyncInterval}))
 	installed := false
 	t.Cleanup(func() {
 		if installed {
@@ -88,7 +75,7 @@ func testRelease(t *testing.T, e *platformEnv) {
 			t.Logf("openfief platform uninstall --delete-data (release): exit %d\n%s", code, out)
 		}
 	})
-	start = time.Now()
+	start := time.Now()
 	installed = true
 	openfief(t, e.kubeconfig, "platform", "install", "--overlay", admin, "--timeout", "5m")
 	t.Logf("release %s installed in %s", releaseVersion, time.Since(start).Round(100*time.Millisecond))
@@ -222,6 +209,42 @@ func testRelease(t *testing.T, e *platformEnv) {
 	if code != cli.ExitOK {
 		t.Errorf("openfief platform uninstall --delete-data exited %d", code)
 	}
+}
+
+// treeRelease is the release of this tree the release and upgrade-release
+// phases install: made once, by release.Make as `make release` makes one.
+type treeRelease struct {
+	res       *release.Result
+	key       *ocisign.KeySigner
+	publisher plugins.Signer
+	out       string
+}
+
+// treeRelease makes the tree's release (releaseVersion, for this machine's
+// platform only) into the node's plugin registry under rel/, signed by a
+// publisher key of its own, the first time a phase asks for it.
+func (e *platformEnv) treeRelease(t *testing.T) *treeRelease {
+	t.Helper()
+	if e.release != nil {
+		return e.release
+	}
+	key, err := ocisign.NewKeySigner()
+	must(t, err)
+	pub, err := key.PublicKeyPEM()
+	must(t, err)
+	publisher := plugins.Signer{Name: "openfief-e2e-release", Kind: plugins.SignerPublisher, Identity: plugins.SignerIdentity{PublicKeyPEM: pub}}
+	out := filepath.Join(e.work, "release-"+releaseVersion)
+	start := time.Now()
+	res, err := release.Make(context.Background(), release.Options{
+		Root: e.root, Version: releaseVersion, Registry: e.preg.bridge + "/rel", Insecure: true,
+		Signer: key, Publisher: publisher, BuilderID: images.LocalBuilderID,
+		Command: "make release VERSION=" + releaseVersion, Out: out,
+		Platforms: []v1.Platform{images.HostPlatform()}, AllowDirty: true, Progress: testLogWriter{t},
+	})
+	must(t, err)
+	t.Logf("release %s made in %s", releaseVersion, time.Since(start).Round(100*time.Millisecond))
+	e.release = &treeRelease{res: res, key: key, publisher: publisher, out: out}
+	return e.release
 }
 
 // restoredSyncsOn installs again the plugin whose record the uninstall
