@@ -54,8 +54,21 @@ func (r *PluginReconciler) applyWorkload(ctx context.Context, p *v1alpha1.Plugin
 		return err
 	}
 	config := ps.plan.Run.Config
-	objs := BuildObjects(p, ps.plan.Run.Image.String(), config, w, c)
-	setVerifiedVersion(objs.Deployment, raw)
+	build := func(g IsolationGate) Objects {
+		cg := c
+		cg.Gate = g
+		objs := BuildObjects(p, ps.plan.Run.Image.String(), config, w, cg)
+		setVerifiedVersion(objs.Deployment, raw)
+		return objs
+	}
+	objs := build(c.Gate)
+	var current appsv1.Deployment
+	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(objs.Deployment), &current); {
+	case err == nil:
+		objs = keepRunningGate(&current, c.Gate, objs, build)
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("read Deployment %s: %w", objs.Deployment.Name, err)
+	}
 	for _, obj := range objs.List() {
 		if _, err := applyIfChanged(ctx, r.Client, obj); err != nil {
 			return err

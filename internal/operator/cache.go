@@ -23,7 +23,8 @@ import (
 //     imagePullSecrets list it owns (what pullsecrets.go reads);
 //   - a Deployment's pod spec: replaced by the digest of the part the
 //     operator applied (CachedSpecDigestAnnotation), keeping only the
-//     ServiceAccount name, the containers' names and images and the pull
+//     ServiceAccount name, the (init) containers' names and images (the
+//     running gate, gatekeep.go) and the pull
 //     Secrets (cachedigest.go);
 //   - a NetworkPolicy's spec: replaced by its digest (cachedigest.go);
 //   - the namespace, label keys and values and owner references' API

@@ -51,6 +51,9 @@ func compactDeployment(d *appsv1.Deployment) {
 	}
 	full := d.Spec.Template.Spec
 	kept := corev1.PodSpec{ServiceAccountName: full.ServiceAccountName, ImagePullSecrets: full.ImagePullSecrets}
+	for _, c := range full.InitContainers {
+		kept.InitContainers = append(kept.InitContainers, corev1.Container{Name: c.Name, Image: c.Image})
+	}
 	for _, c := range full.Containers {
 		kept.Containers = append(kept.Containers, corev1.Container{Name: c.Name, Image: c.Image})
 	}

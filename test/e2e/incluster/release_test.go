@@ -211,6 +211,12 @@ func testRelease(t *testing.T, e *platformEnv) {
 	}
 }
 
+// releaseRepoPath is where the node's plugin registry holds the releases'
+// images: <registry>/<releaseRepoPath>/openfief/<name>, the tree's and release
+// A's alike, as one project's releases share their repositories (a kept
+// isolation gate is one of the same repository, internal/operator/gatekeep.go).
+const releaseRepoPath = "rel"
+
 // treeRelease is the release of this tree the release and upgrade-release
 // phases install: made once, by release.Make as `make release` makes one.
 type treeRelease struct {
@@ -236,7 +242,7 @@ func (e *platformEnv) treeRelease(t *testing.T) *treeRelease {
 	out := filepath.Join(e.work, "release-"+releaseVersion)
 	start := time.Now()
 	res, err := release.Make(context.Background(), release.Options{
-		Root: e.root, Version: releaseVersion, Registry: e.preg.bridge + "/rel", Insecure: true,
+		Root: e.root, Version: releaseVersion, Registry: e.preg.bridge + "/" + releaseRepoPath, Insecure: true,
 		Signer: key, Publisher: publisher, BuilderID: images.LocalBuilderID,
 		Command: "make release VERSION=" + releaseVersion, Out: out,
 		Platforms: []v1.Platform{images.HostPlatform()}, AllowDirty: true, Progress: testLogWriter{t},

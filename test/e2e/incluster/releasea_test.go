@@ -66,7 +66,8 @@ type releaseA struct {
 // signed with a key of the cache's; the release's files and its images (an
 // OCI layout) stay in the cache, keyed by the commit, so later runs build
 // nothing. Each run pushes the images into the node's plugin registry under
-// rel-a/ and writes an overlay of the release's install.yaml naming them
+// the repositories the tree's release uses (releaseRepoPath), as a
+// project's releases share their repositories, and writes an overlay of the release's install.yaml naming them
 // there (the digests are the release's). It fails the test when A cannot be
 // made: the phase is about a real earlier release.
 func makeReleaseA(t *testing.T, e *platformEnv) *releaseA {
@@ -87,10 +88,10 @@ func makeReleaseA(t *testing.T, e *platformEnv) *releaseA {
 		n := d.Annotations[layoutNameAnnotation]
 		sub, err := idx.ImageIndex(d.Digest)
 		must(t, err)
-		dst, err := name.NewDigest(e.preg.loopback+"/rel-a/openfief/"+n+"@"+d.Digest.String(), name.Insecure)
+		dst, err := name.NewDigest(e.preg.loopback+"/"+releaseRepoPath+"/openfief/"+n+"@"+d.Digest.String(), name.Insecure)
 		must(t, err)
 		must(t, remote.WriteIndex(dst, sub, remote.WithContext(ctx)))
-		ref, err := plugins.ParseImageRef(e.preg.bridge + "/rel-a/openfief/" + n + "@" + d.Digest.String())
+		ref, err := plugins.ParseImageRef(e.preg.bridge + "/" + releaseRepoPath + "/openfief/" + n + "@" + d.Digest.String())
 		must(t, err)
 		a.refs[n] = ref
 	}
@@ -105,7 +106,7 @@ func makeReleaseA(t *testing.T, e *platformEnv) *releaseA {
 	for _, f := range []string{"kustomization.yaml", "install.yaml"} {
 		raw, err := os.ReadFile(filepath.Join(cache, "release", f))
 		must(t, err)
-		text := strings.ReplaceAll(string(raw), prefix+"/", e.preg.bridge+"/rel-a/")
+		text := strings.ReplaceAll(string(raw), prefix+"/", e.preg.bridge+"/"+releaseRepoPath+"/")
 		must(t, os.WriteFile(filepath.Join(a.dir, f), []byte(text), 0o644))
 	}
 	if _, err := os.Stat(a.cli); err != nil {

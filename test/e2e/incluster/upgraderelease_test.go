@@ -52,8 +52,10 @@ import (
 // at the end.
 //
 // The tree's release names its own check probe as the isolation gate, which
-// is in every plugin's pod template: the admin's overlay over it keeps A's
-// gate image, without which the upgrade would restart every plugin.
+// is in every plugin's pod template: B's operator keeps the gate each
+// running plugin has (A's probe, of the same repository) until that
+// plugin's next rollout, so the upgrade restarts no plugin
+// (internal/operator/gatekeep.go); a plugin installed under B takes B's.
 func testUpgradeFromRelease(t *testing.T, e *platformEnv) {
 	ctx := context.Background()
 	const (
@@ -66,9 +68,9 @@ func testUpgradeFromRelease(t *testing.T, e *platformEnv) {
 	b := e.treeRelease(t)
 
 	if a.refs[overlay.CheckProbe] == b.res.Images[overlay.CheckProbe] {
-		t.Errorf("releases A and B have the same check probe %s: the phase keeps A's gate for nothing", a.refs[overlay.CheckProbe])
+		t.Errorf("releases A and B have the same check probe %s: the phase shows nothing of the gate kept across the upgrade", a.refs[overlay.CheckProbe])
 	}
-	t.Logf("the isolation gate: release A's check probe %s, B's %s; B's overlay is given A's", a.refs[overlay.CheckProbe].Digest(), b.res.Images[overlay.CheckProbe].Digest())
+	t.Logf("the isolation gate: release A's check probe %s, B's %s", a.refs[overlay.CheckProbe].Digest(), b.res.Images[overlay.CheckProbe].Digest())
 
 	adminA := filepath.Join(e.work, "release-a-admin")
 	must(t, devstack.WriteDevOverlay(adminA, "../release-a", devstack.DevOverlay{
@@ -79,7 +81,6 @@ func testUpgradeFromRelease(t *testing.T, e *platformEnv) {
 	must(t, err)
 	must(t, devstack.WriteDevOverlay(adminB, relB, devstack.DevOverlay{
 		InsecureRegistries: []string{e.preg.bridge}, SyncInterval: testSyncInterval,
-		OperatorArgs: []string{"--isolation-gate-image=" + a.refs[overlay.CheckProbe].String()},
 	}))
 
 	// Cleanups run last first: the plugins and the Secret, then the platform.
