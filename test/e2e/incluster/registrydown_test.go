@@ -4,8 +4,10 @@ package incluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/attention"
 	"github.com/arkadiuss/openfief/internal/cli"
 	"github.com/arkadiuss/openfief/internal/devstack"
 	"github.com/arkadiuss/openfief/internal/images"
@@ -48,16 +51,19 @@ const (
 //     revision through every move, though no operator after the first can
 //     verify its image again, and the core calls it after each move; its
 //     SignatureVerified turns Unknown (RegistryUnavailable, naming the
-//     registry) and Ready stays Running;
+//     registry, saying it keeps running) and Ready stays Running;
 //   - `openfief plugin install` refuses a new plugin (exit 7, the registry
 //     named);
-//   - a plugin installed before the outage and approved during it, and one
-//     created during it by writing the Plugin as a GitOps tool would, do
-//     not run: no pod; their conditions and `openfief plugin status` say
-//     the registry cannot be read;
-//   - once the registry serves again both start without anyone acting,
-//     every SignatureVerified is True and Ready is Running, and the first
-//     plugin still runs its first pod.
+//   - a plugin installed before the outage and approved during it (approve
+//     warns it will not run until its image is verified), and one created
+//     during it by writing the Plugin as a GitOps tool would, do not run:
+//     no Deployment, no pod; their conditions and `openfief plugin status`
+//     say the registry cannot be read, and `openfief status` lists every
+//     plugin of the phase as ImageUnchecked;
+//   - once the registry serves again both start without anyone acting (the
+//     operator tries an unread registry again every minute), every
+//     SignatureVerified is True, Ready is Running, `openfief status` lists
+//     no image unchecked, and the first plugin still runs its first pod.
 //
 // The plugins are uninstalled, and the registry serves, when the phase
 // ends, passed or failed. The platform ends at the release it was installed
@@ -95,10 +101,14 @@ func testRegistryDown(t *testing.T, e *platformEnv) {
 	// (a) The operator restarts: its verified images were in memory only.
 	start := time.Now()
 	restartOperator(t, e)
-	waitCondition(t, kc, downRunning, v1alpha1.ConditionSignatureVerified, metav1.ConditionUnknown, v1alpha1.ReasonRegistryUnavailable, e.preg.bridge)
-	waitCondition(t, kc, downRunning, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonRunning, "")
-	openfief(t, e.kubeconfig, "plugin", "approve", downApproved, "--yes")
+	waitCondition(t, kc, downRunning, v1alpha1.ConditionSignatureVerified, metav1.ConditionUnknown, v1alpha1.ReasonRegistryUnavailable, e.preg.bridge, failStaticSays)
+	waitCondition(t, kc, downRunning, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonRunning)
+	out = openfief(t, e.kubeconfig, "plugin", "approve", downApproved, "--yes")
+	if !strings.Contains(out, "will not run until") {
+		t.Errorf("openfief plugin approve %s while the registry is down does not warn that the image is not verified yet", downApproved)
+	}
 	checkWaitsForRegistry(t, e, kc, downApproved)
+	checkUnchecked(t, e, downRunning, downApproved)
 	checkPluginUntouched(t, downRunning, before, readPluginState(t, e, downRunning))
 	waitCalled(t, e, downRunning, start)
 	t.Logf("operator restarted with the registry down: %s kept its pod and was called again, %s waits, in %s",
@@ -134,11 +144,12 @@ func testRegistryDown(t *testing.T, e *platformEnv) {
 		}
 		waitCalled(t, e, downRunning, done)
 		checkPluginUntouched(t, downRunning, before, readPluginState(t, e, downRunning))
-		checkCondition(t, kc, downRunning, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonRunning, "")
-		checkCondition(t, kc, downRunning, v1alpha1.ConditionSignatureVerified, metav1.ConditionUnknown, v1alpha1.ReasonRegistryUnavailable, e.preg.bridge)
+		checkCondition(t, kc, downRunning, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonRunning)
+		checkCondition(t, kc, downRunning, v1alpha1.ConditionSignatureVerified, metav1.ConditionUnknown, v1alpha1.ReasonRegistryUnavailable, e.preg.bridge, failStaticSays)
 		for _, name := range []string{downApproved, downApplied} {
 			checkWaitsForRegistry(t, e, kc, name)
 		}
+		checkUnchecked(t, e, downRunning, downApproved, downApplied)
 		t.Logf("%s to %s with the registry down: the platform rolled and its operator leads, %s kept its pod and was called again, the new ones wait; in %s",
 			m.name, m.version, downRunning, time.Since(start).Round(100*time.Millisecond))
 	}
@@ -151,9 +162,10 @@ func testRegistryDown(t *testing.T, e *platformEnv) {
 		runningPluginPod(t, e.cs, name)
 	}
 	for _, name := range []string{downRunning, downApproved, downApplied} {
-		waitCondition(t, kc, name, v1alpha1.ConditionSignatureVerified, metav1.ConditionTrue, v1alpha1.ReasonSignedByTrustedSigner, "")
-		waitCondition(t, kc, name, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonRunning, "")
+		waitCondition(t, kc, name, v1alpha1.ConditionSignatureVerified, metav1.ConditionTrue, v1alpha1.ReasonSignedByTrustedSigner)
+		waitCondition(t, kc, name, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonRunning)
 	}
+	checkUnchecked(t, e)
 	t.Logf("the registry back: %s and %s run, every condition clear, %s after it served",
 		downApproved, downApplied, time.Since(back).Round(100*time.Millisecond))
 	checkPluginUntouched(t, downRunning, before, readPluginState(t, e, downRunning))
@@ -161,6 +173,33 @@ func testRegistryDown(t *testing.T, e *platformEnv) {
 	t.Logf("openfief plugin status %s: exit %d\n%s", downApplied, code, out)
 	if strings.Contains(out, v1alpha1.ReasonRegistryUnavailable) {
 		t.Errorf("openfief plugin status %s still says %s once the registry is back", downApplied, v1alpha1.ReasonRegistryUnavailable)
+	}
+}
+
+// failStaticSays is what the SignatureVerified message of a version the
+// operator keeps running through an outage says (OF-2).
+const failStaticSays = "keeps running"
+
+// checkUnchecked checks that `openfief status` lists ImageUnchecked for
+// exactly those of the phase's plugins that are named.
+func checkUnchecked(t *testing.T, e *platformEnv, names ...string) {
+	t.Helper()
+	code, out := e.cli(context.Background(), "status", "-o", "json")
+	var doc struct{ Items []attention.Item }
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Errorf("openfief status -o json (exit %d): %v\n%s", code, err, out)
+		return
+	}
+	var got []string
+	for _, it := range doc.Items {
+		if it.Kind == attention.KindImageUnchecked && strings.HasPrefix(it.Plugin, "rd-") {
+			got = append(got, it.Plugin)
+		}
+	}
+	slices.Sort(got)
+	want := slices.Sorted(slices.Values(names))
+	if !slices.Equal(got, want) {
+		t.Errorf("openfief status lists %s for %v, want %v\n%s", attention.KindImageUnchecked, got, want, out)
 	}
 }
 
@@ -200,7 +239,7 @@ func waitOperatorLeads(t *testing.T, e *platformEnv, old map[types.UID]string) {
 		pod, _, _ := strings.Cut(holder, "_")
 		return pod != "" && !was[pod], "held by " + holder
 	})
-	time.Sleep(10 * time.Second)
+	time.Sleep(5 * time.Second)
 	t.Logf("the operator's Lease is held by %s", holder)
 }
 
@@ -238,8 +277,9 @@ func checkWaitsForRegistry(t *testing.T, e *platformEnv, kc client.Client, name 
 }
 
 // conditionSays reports whether the Plugin's condition of type typ has
-// status and reason and its message contains in, with what it holds.
-func conditionSays(kc client.Client, name, typ string, status metav1.ConditionStatus, reason, in string) (bool, string) {
+// status and reason and its message contains each of in, with what it
+// holds.
+func conditionSays(kc client.Client, name, typ string, status metav1.ConditionStatus, reason string, in ...string) (bool, string) {
 	var p v1alpha1.Plugin
 	if err := kc.Get(context.Background(), client.ObjectKey{Namespace: plugins.Namespace, Name: name}, &p); err != nil {
 		return false, err.Error()
@@ -249,23 +289,28 @@ func conditionSays(kc client.Client, name, typ string, status metav1.ConditionSt
 		return false, "no " + typ + " condition"
 	}
 	got := fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
-	return c.Status == status && c.Reason == reason && strings.Contains(c.Message, in), got
+	for _, s := range in {
+		if !strings.Contains(c.Message, s) {
+			return false, got
+		}
+	}
+	return c.Status == status && c.Reason == reason, got
 }
 
 // waitCondition waits (at most 3 minutes: the operator tries an unread
 // registry again every minute) until the condition says what it should.
-func waitCondition(t *testing.T, kc client.Client, name, typ string, status metav1.ConditionStatus, reason, in string) {
+func waitCondition(t *testing.T, kc client.Client, name, typ string, status metav1.ConditionStatus, reason string, in ...string) {
 	t.Helper()
 	testutil.Eventually(t, 3*time.Minute, fmt.Sprintf("plugin %s: %s=%s %s", name, typ, status, reason), func() (bool, string) {
-		return conditionSays(kc, name, typ, status, reason, in)
+		return conditionSays(kc, name, typ, status, reason, in...)
 	})
 }
 
 // checkCondition fails unless the condition says so now.
-func checkCondition(t *testing.T, kc client.Client, name, typ string, status metav1.ConditionStatus, reason, in string) {
+func checkCondition(t *testing.T, kc client.Client, name, typ string, status metav1.ConditionStatus, reason string, in ...string) {
 	t.Helper()
-	if ok, got := conditionSays(kc, name, typ, status, reason, in); !ok {
-		t.Errorf("plugin %s: %s is %s, want %s %s naming %q", name, typ, got, status, reason, in)
+	if ok, got := conditionSays(kc, name, typ, status, reason, in...); !ok {
+		t.Errorf("plugin %s: %s is %s, want %s %s saying %q", name, typ, got, status, reason, in)
 	}
 }
 
