@@ -257,14 +257,17 @@ func createLike(t *testing.T, kc client.Client, from, name string) {
 	must(t, kc.Create(ctx, p))
 }
 
-// checkWaitsForRegistry checks that the plugin does not run, for want of
-// its image's verification: its Ready condition is False and names the
-// registry, SignatureVerified is Unknown with RegistryUnavailable, no pod
-// of it exists, and `openfief plugin status` says so.
+// checkWaitsForRegistry checks that the approved plugin does not run, for
+// want of its image's verification. Once the operator has seen its grant
+// (ApprovalRequired False, written in the pass that decides whether it
+// runs): its Ready condition is False and names the registry,
+// SignatureVerified is Unknown with RegistryUnavailable, no Deployment or
+// pod of it exists, and `openfief plugin status` says so.
 func checkWaitsForRegistry(t *testing.T, e *platformEnv, kc client.Client, name string) {
 	t.Helper()
-	waitCondition(t, kc, name, v1alpha1.ConditionSignatureVerified, metav1.ConditionUnknown, v1alpha1.ReasonRegistryUnavailable, e.preg.bridge)
-	waitCondition(t, kc, name, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonSignatureNotVerified, e.preg.bridge)
+	waitCondition(t, kc, name, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonNothingPending)
+	checkCondition(t, kc, name, v1alpha1.ConditionSignatureVerified, metav1.ConditionUnknown, v1alpha1.ReasonRegistryUnavailable, e.preg.bridge)
+	checkCondition(t, kc, name, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonSignatureNotVerified, e.preg.bridge)
 	if pods := listPods(t, e, plugins.LabelPluginName+"="+name); len(pods) != 0 {
 		t.Errorf("plugin %s runs pod %s while its image cannot be verified", name, pods[0].Name)
 	}
