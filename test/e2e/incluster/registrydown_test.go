@@ -272,8 +272,11 @@ func checkWaitsForRegistry(t *testing.T, e *platformEnv, kc client.Client, name 
 		t.Errorf("plugin %s runs pod %s while its image cannot be verified", name, pods[0].Name)
 	}
 	_, err := e.cs.AppsV1().Deployments(plugins.Namespace).Get(context.Background(), plugins.ServiceAccountName(name), metav1.GetOptions{})
-	if !apierrors.IsNotFound(err) {
-		t.Errorf("plugin %s has a Deployment (%v) while its image cannot be verified", name, err)
+	switch {
+	case err == nil:
+		t.Errorf("plugin %s has a Deployment while its image cannot be verified", name)
+	case !apierrors.IsNotFound(err):
+		t.Errorf("reading plugin %s's Deployment: %v", name, err)
 	}
 	code, out := e.cli(context.Background(), "plugin", "status", name)
 	if !strings.Contains(out, v1alpha1.ReasonRegistryUnavailable) || !strings.Contains(out, e.preg.bridge) {
