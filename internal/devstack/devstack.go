@@ -196,6 +196,9 @@ type Stack struct {
 	admin kubernetes.Interface
 	// local runs the demo plugins as local processes (LocalPlugins).
 	local *localPlugins
+	// bridgeRegistry serves the in-cluster mode's plugin images, and can be
+	// stopped for a test of an outage (StopRegistry).
+	bridgeRegistry *switchableServer
 
 	stops []func()
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -160,13 +159,8 @@ func (s *Stack) startBridgeRegistry(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler:           registry.New(registry.WithReferrersSupport(true), registry.Logger(discardLog())),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
-	go func() { _ = srv.Serve(lb) }()
-	go func() { _ = srv.Serve(br) }()
-	s.stops = append(s.stops, func() { _ = srv.Close() })
+	s.bridgeRegistry = serveSwitchable(registry.New(registry.WithReferrersSupport(true), registry.Logger(discardLog())), lb, br)
+	s.stops = append(s.stops, s.bridgeRegistry.stop)
 	s.RegistryHost, s.RegistryLoopback = br.Addr().String(), lb.Addr().String()
 	if err := s.Cluster.TrustRegistry(s.RegistryHost); err != nil {
 		return err

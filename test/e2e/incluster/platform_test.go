@@ -47,7 +47,8 @@ type platformEnv struct {
 	cs         kubernetes.Interface
 	kubeconfig string
 	work       string
-	preg       *pluginRegistry // plugin images, on the node's bridge
+	stack      *devstack.Stack
+	preg       *pluginRegistry // plugin images, on the node's bridge (the stack's registry)
 	private    *pluginRegistry // plugin images behind credentials, on the node's bridge
 	// dockerConfigDir holds config.json with the private registry's
 	// credentials for both its names, for the test's pushes and the CLI.
@@ -93,6 +94,7 @@ var phases = []phase{
 	{"resources", testResourceBounds},
 	{"check-isolation", testCheckIsolation},
 	{"upgrade", testUpgradeRollback},
+	{"registry-down", testRegistryDown}, // the plugins' registry stopped across an operator restart and an upgrade
 	{"faults", testFaults},
 	{"guide", testGuide},         // docs/plugin-authors.md as written
 	{"uninstall", testUninstall}, // the platform is gone afterwards
@@ -169,7 +171,7 @@ func installPlatform(t *testing.T) *platformEnv {
 			dumpNamespace(t, e.cs, plugins.Namespace)
 		}
 	})
-	e.c, e.kubeconfig = stack.Cluster, stack.KubeconfigPath
+	e.stack, e.c, e.kubeconfig = stack, stack.Cluster, stack.KubeconfigPath
 	// The tree as the images were built from it (a commit made while the
 	// test runs changes what ReadSource would say now).
 	e.src, e.refs, e.overlay, e.nbp, e.dav = stack.PlatformSource, stack.PlatformImages, stack.OverlayDir, stack.FakeNBP, stack.FakeDAV
