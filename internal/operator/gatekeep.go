@@ -12,7 +12,8 @@ import (
 // every upgrade, although the plugin and its grant did not change. So a
 // running Deployment keeps the gate it runs when that gate alone differs
 // from what this operator would apply; the next rollout for any other reason
-// (a new version, a changed grant or config) takes the operator's gate.
+// (a new version, a changed grant or config) takes the operator's gate
+// (OF-59).
 
 // keepRunningGate returns the objects to apply for a plugin whose Deployment
 // is current (nil when there is none): want, built with the operator's gate,
