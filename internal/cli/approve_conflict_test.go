@@ -45,12 +45,12 @@ func TestWriteGrantWhileStatusMoves(t *testing.T) {
 		Egress:       []string{"api.nbp.pl:443"},
 	}}
 
-	// meddle returns a client whose first Update of a PluginGrant is
-	// preceded by change, applied to the grant as it then stands.
+	// meddle returns a client whose first write (a patch) of a PluginGrant
+	// is preceded by change, applied to the grant as it then stands.
 	meddle := func(change func(c client.Client, g *v1alpha1.PluginGrant) error) client.Client {
 		done := false
 		return interceptor.NewClient(base, interceptor.Funcs{
-			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 				if g, ok := obj.(*v1alpha1.PluginGrant); ok && !done {
 					done = true
 					var now v1alpha1.PluginGrant
@@ -61,7 +61,7 @@ func TestWriteGrantWhileStatusMoves(t *testing.T) {
 						return err
 					}
 				}
-				return c.Update(ctx, obj, opts...)
+				return c.Patch(ctx, obj, patch, opts...)
 			},
 		})
 	}

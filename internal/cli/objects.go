@@ -42,29 +42,35 @@ func (e *Env) getGrant(ctx context.Context, c client.Client, name string) (*v1al
 // object's status moved under it.
 const specWriteTries = 5
 
-// updateSpec writes read, changed by change, refused by the API server if
-// the object changed since it was read. The operator writes a Plugin's and
-// a grant's status moments after every change, so a conflict whose fresh
-// object holds the very spec that was read (same UID, generation and spec)
-// is written again, change applied to the fresh object; one whose spec
-// changed is returned, since the owner was shown the other spec.
+// updateSpec writes read, changed by change, as a merge patch of what
+// change changed, refused by the API server if the object changed since it
+// was read (the patch carries read's resource version). A patch leaves every
+// field it does not name as stored, so a field this CLI does not know (one
+// a later release added) is kept, not cleared. The operator writes a
+// Plugin's and a grant's status moments after every change, so a conflict
+// whose fresh object holds the very spec that was read (same UID,
+// generation and spec) is written again, change applied to the fresh
+// object; one whose spec changed is returned, since the owner was shown the
+// other spec.
 func updateSpec[T client.Object](ctx context.Context, c client.Client, read T, spec func(T) any, change func(T)) error {
-	w := read.DeepCopyObject().(T)
-	change(w)
-	err := c.Update(ctx, w, fieldOwner)
-	for try := 1; try < specWriteTries && apierrors.IsConflict(err); try++ {
+	base := read
+	for try := 0; ; try++ {
+		w := base.DeepCopyObject().(T)
+		change(w)
+		err := c.Patch(ctx, w, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), fieldOwner)
+		if err == nil || !apierrors.IsConflict(err) || try+1 >= specWriteTries {
+			return err
+		}
 		// A zero object: decoding into a used one may keep its old fields.
 		now := reflect.New(reflect.TypeOf(read).Elem()).Interface().(T)
 		if gerr := c.Get(ctx, client.ObjectKeyFromObject(read), now); gerr != nil {
-			break
+			return err
 		}
 		if now.GetUID() != read.GetUID() || now.GetGeneration() != read.GetGeneration() || !equality.Semantic.DeepEqual(spec(now), spec(read)) {
-			break
+			return err
 		}
-		change(now)
-		err = c.Update(ctx, now, fieldOwner)
+		base = now
 	}
-	return err
 }
 
 // writeError gives a failed write its exit code: a conflict means the
