@@ -7,27 +7,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"golang.org/x/mod/semver"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/arkadiuss/openfief/internal/cli"
-	"github.com/arkadiuss/openfief/internal/devstack"
-	"github.com/arkadiuss/openfief/internal/images"
 	"github.com/arkadiuss/openfief/internal/platform"
 	"github.com/arkadiuss/openfief/internal/plugins"
-	"github.com/arkadiuss/openfief/internal/release/overlay"
 	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
@@ -76,41 +69,9 @@ func testUpgradeRollback(t *testing.T, e *platformEnv) {
 		calls[name] = waitCalled(t, e, name, time.Time{})
 	}
 
-	// The same tree as a newer version: other digests, the same programs.
-	start := time.Now()
-	next := e.src
-	next.Version = nextVersion(t, e.src.Version)
-	specs, err := images.SelectSpecs("operator", "egress-proxy", "openfief-core")
-	must(t, err)
-	built, reused, err := images.Cached(ctx, filepath.Join(e.root, ".cache", "e2e-images"), images.Options{
-		Source: next, Specs: specs, Platforms: []v1.Platform{images.HostPlatform()},
-	})
-	must(t, err)
-	nextRefs := map[string]plugins.ImageRef{}
-	for _, b := range built.Images {
-		ref, err := images.PushIndex(ctx, images.Repository(e.c.NodeRegistry(), b.Spec.Name), b.Index, images.PushOptions{})
-		must(t, err)
-		nextRefs[b.Spec.Name] = ref
-		if ref == e.refs[b.Spec.Name] {
-			t.Fatalf("%s as %s has the digest of %s: the upgrade would change nothing", b.Spec.Name, next.Version, e.src.Version)
-		}
-	}
-	// The same isolation gate (OF-42): a new gate image would change every
-	// plugin's pod template, and this test checks that no plugin restarts.
-	nextRefs[overlay.CheckProbe] = e.gate
-	t.Logf("%s the platform's images as %s in %s", map[bool]string{true: "reused", false: "built"}[reused], next.Version, time.Since(start).Round(100*time.Millisecond))
-	must(t, overlay.WritePlatform(filepath.Join(e.work, "release-next"), filepath.Join(e.root, "deploy"), overlay.Platform{
-		Refs: nextRefs, Version: next.Tag(), Header: "TestPlatformInCluster: this tree as a newer version.",
-	}))
-	nextOverlay := filepath.Join(e.work, "site-next")
-	must(t, devstack.WriteDevOverlay(nextOverlay, "../release-next", devstack.DevOverlay{
-		Components:         []string{filepath.Join(e.root, "deploy", "operator", "components", "registry-config")},
-		InsecureRegistries: []string{e.preg.bridge, e.private.bridge},
-		SyncInterval:       testSyncInterval,
-		// The same isolation gate targets and deadline as installed: others
-		// would change every plugin's pod template.
-		OperatorArgs: gateTargetArgs(t, e),
-	}))
+	// The same tree as a newer version: other digests, the same programs,
+	// the same isolation gate and its settings (OF-42).
+	nextOverlay, nextTag, nextRefs := restampedRelease(t, e, "upgrade-test")
 
 	moves := []struct {
 		name    string
@@ -119,7 +80,7 @@ func testUpgradeRollback(t *testing.T, e *platformEnv) {
 		refs    map[string]plugins.ImageRef
 		args    []string
 	}{
-		{"upgrade", nextOverlay, next.Tag(), nextRefs, nil},
+		{"upgrade", nextOverlay, nextTag, nextRefs, nil},
 		{"rollback", e.overlay, e.src.Tag(), e.refs, []string{"--allow-downgrade"}},
 	}
 	for _, m := range moves {
@@ -130,7 +91,7 @@ func testUpgradeRollback(t *testing.T, e *platformEnv) {
 			if code != cli.ExitInvalid || !strings.Contains(out, "refusing a downgrade") {
 				t.Errorf("platform upgrade to the older %s without --allow-downgrade: exit %d, want %d refusing a downgrade\n%s", m.version, code, cli.ExitInvalid, out)
 			}
-			checkPlatformAt(t, e, nextRefs, next.Tag())
+			checkPlatformAt(t, e, nextRefs, nextTag)
 		}
 		start := time.Now()
 		old := platformPods(t, e)
@@ -155,24 +116,6 @@ func testUpgradeRollback(t *testing.T, e *platformEnv) {
 		t.Logf("%s to %s: the platform rolled in %s, every plugin kept its pod and was called again",
 			m.name, m.version, time.Since(start).Round(100*time.Millisecond))
 	}
-}
-
-// nextVersion is a version newer than v as semantic versions order them:
-// v's release with the patch number one higher, as a pre-release.
-func nextVersion(t *testing.T, v string) string {
-	t.Helper()
-	if !semver.IsValid(v) {
-		t.Fatalf("the build's version %q is not a semantic version: cannot name a newer one", v)
-	}
-	release := strings.TrimSuffix(semver.Canonical(v), semver.Prerelease(v))
-	parts := strings.Split(strings.TrimPrefix(release, "v"), ".")
-	patch, err := strconv.Atoi(parts[2])
-	must(t, err)
-	next := fmt.Sprintf("v%s.%s.%d-upgrade-test", parts[0], parts[1], patch+1)
-	if semver.Compare(next, v) <= 0 {
-		t.Fatalf("%s is not newer than %s", next, v)
-	}
-	return next
 }
 
 // platformPods are the UIDs of every pod of the platform's Deployments.
