@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/arkadiuss/openfief/internal/boundedfile"
 	"github.com/arkadiuss/openfief/internal/check/probewire"
 )
 
@@ -181,7 +182,7 @@ func writeWhole(path string, raw []byte) error {
 // atStartMain is `check-probe at-start`: the results once the window has
 // ended (exit probewire.ExitOK), else nothing and probewire.ExitPending.
 func atStartMain(stdout, stderr io.Writer, getenv func(string) string) int {
-	raw, err := readBounded(atStartFile(getenv), probewire.MaxRequestBytes*4)
+	raw, err := boundedfile.Read(atStartFile(getenv), probewire.MaxRequestBytes*4)
 	if errors.Is(err, os.ErrNotExist) {
 		fmt.Fprintln(stderr, "check-probe: no at-start results yet")
 		return probewire.ExitPending

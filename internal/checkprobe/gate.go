@@ -8,12 +8,12 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/arkadiuss/openfief/internal/boundedfile"
 	"github.com/arkadiuss/openfief/internal/check/probewire"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
@@ -277,7 +277,7 @@ func gateMain(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	}
 	return runGate(ctx, s, gateEnv{
 		getenv:     getenv,
-		resolvConf: func() ([]byte, error) { return readBounded(resolvConf, maxResolvConfBytes) },
+		resolvConf: func() ([]byte, error) { return boundedfile.Read(resolvConf, maxResolvConfBytes) },
 		now:        time.Now,
 		pause:      gatePause,
 	}, stdout, stderr)
@@ -287,20 +287,3 @@ func gateMain(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 // firewall answers each round in about a millisecond and the plugin waits
 // for the gate.
 const gatePause = 10 * time.Millisecond
-
-// readBounded reads at most limit bytes of path; a longer file is an error.
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	raw, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(raw)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
-	}
-	return raw, nil
-}

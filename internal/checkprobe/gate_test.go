@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/miekg/dns"
 
+	"github.com/arkadiuss/openfief/internal/boundedfile"
 	"github.com/arkadiuss/openfief/internal/check/probewire"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
@@ -281,7 +282,7 @@ func TestNameservers(t *testing.T) {
 	if len(got) != 2 || got[0].String() != "10.96.0.10" || got[1].String() != "fd00::a" {
 		t.Errorf("got %v", got)
 	}
-	if _, err := readBounded("/nonexistent-openfief", 10); !errors.Is(err, os.ErrNotExist) {
+	if _, err := boundedfile.Read("/nonexistent-openfief", 10); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("readBounded of a missing file: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/arkadiuss/openfief/internal/boundedfile"
 	"github.com/arkadiuss/openfief/internal/display"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/trust/cosign"
@@ -149,7 +150,7 @@ func readManifestLabel(path string) (string, string, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		file = filepath.Join(path, "manifest.json")
 	}
-	raw, err := readBounded(file, plugins.MaxManifestFile)
+	raw, err := boundedfile.Read(file, plugins.MaxManifestFile)
 	if err != nil {
 		return "", "", exitf(ExitUsage, "PATH: %w", err)
 	}

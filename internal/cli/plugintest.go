@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/arkadiuss/openfief/internal/boundedfile"
 	"github.com/arkadiuss/openfief/internal/display"
 	"github.com/arkadiuss/openfief/internal/harness"
 	"github.com/arkadiuss/openfief/internal/plugins"
@@ -154,7 +155,7 @@ func (o *pluginTestOptions) readConfig() ([]byte, error) {
 	if o.config == "" {
 		return nil, nil
 	}
-	b, err := readBounded(o.config, maxPluginTestConfig)
+	b, err := boundedfile.Read(o.config, maxPluginTestConfig)
 	if err != nil {
 		return nil, exitf(ExitUsage, "--config: %w", err)
 	}
@@ -170,7 +171,7 @@ func (o *pluginTestOptions) signature(ctx context.Context) (*harness.Signature, 
 	var t trust
 	switch {
 	case o.key != "":
-		pem, err := readBounded(o.key, maxSignersFile)
+		pem, err := boundedfile.Read(o.key, maxSignersFile)
 		if err != nil {
 			return nil, exitf(ExitUsage, "--key: %w", err)
 		}

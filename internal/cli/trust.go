@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
+	"github.com/arkadiuss/openfief/internal/boundedfile"
 	"github.com/arkadiuss/openfief/internal/display"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	imagetrust "github.com/arkadiuss/openfief/internal/trust"
@@ -116,7 +116,7 @@ func (e *Env) policyFromFile(file, catalogFile string) (trust, error) {
 	if file == "" {
 		return e.policyFromBytes(nil, "no owner signers", catalogFile)
 	}
-	owner, err := readBounded(file, maxSignersFile)
+	owner, err := boundedfile.Read(file, maxSignersFile)
 	if err != nil {
 		return trust{}, exitf(ExitUsage, "--signers: %w", err)
 	}
@@ -142,23 +142,6 @@ func (e *Env) policyFromBytes(owner []byte, source, catalogFile string) (trust, 
 // domain refuses either when it is longer than it allows.
 const maxSignersFile = 1 << 20
 
-// readBounded reads at most limit bytes of file and refuses a longer one.
-func readBounded(file string, limit int64) ([]byte, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is longer than %d bytes", file, limit)
-	}
-	return data, nil
-}
-
 // catalogFromFile is the catalog the CLI checks images with: this binary's
 // (linked in by its release, as into that release's operator; OF-30) when
 // file is empty, else file, a release's plugins.json, used only when the
@@ -175,12 +158,12 @@ func (e *Env) catalogFromFile(file string) (cat plugins.Catalog, source, version
 	if file == "" {
 		return builtin, builtinCatalogSource(builtin, version), version, nil
 	}
-	data, err := readBounded(file, maxSignersFile)
+	data, err := boundedfile.Read(file, maxSignersFile)
 	if err != nil {
 		return plugins.Catalog{}, "", "", exitf(ExitUsage, "--catalog-file: %w", err)
 	}
 	sigFile := file + plugins.CatalogSignatureSuffix
-	sig, err := readBounded(sigFile, cosign.MaxBundleBytes)
+	sig, err := boundedfile.Read(sigFile, cosign.MaxBundleBytes)
 	if err != nil {
 		return plugins.Catalog{}, "", "", exitf(ExitUntrustedSigner, "--catalog-file %s: its signature %s: %w; a release's catalog is used only with the signature the release wrote beside it", file, sigFile, err)
 	}

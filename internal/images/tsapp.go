@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/arkadiuss/openfief/internal/boundedfile"
 )
 
 // tsSDK is the TypeScript SDK's folder, relative to the module root.
@@ -148,7 +149,7 @@ func TSPluginApp(ctx context.Context, root, src, out string) error {
 // its declarations under pkg, the SDK's copy: TypeScript's "paths" for a
 // plugin whose sources sit outside any node_modules that holds the SDK.
 func sdkTypePaths(file, pkg string) (map[string][]string, error) {
-	b, err := readBounded(file, 1<<20)
+	b, err := boundedfile.Read(file, 1<<20)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +264,7 @@ func runtimeDeps(sdk string) ([]string, error) {
 // dependencies and the peerDependencies peerDependenciesMeta does not mark
 // optional, sorted.
 func runtimeNames(file string) ([]string, error) {
-	b, err := readBounded(file, 1<<20)
+	b, err := boundedfile.Read(file, 1<<20)
 	if err != nil {
 		return nil, err
 	}
@@ -299,21 +300,4 @@ func resolvePackage(sdk, from, name string) (string, error) {
 			return "", fmt.Errorf("ts plugin app: %s is not installed for %s: run make ts-deps", name, from)
 		}
 	}
-}
-
-// readBounded reads at most limit bytes of file, failing on a longer one.
-func readBounded(file string, limit int64) ([]byte, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", file, limit)
-	}
-	return b, nil
 }

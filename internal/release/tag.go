@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"golang.org/x/mod/semver"
 
+	"github.com/arkadiuss/openfief/internal/boundedfile"
 	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
@@ -38,7 +38,7 @@ func TagImages(ctx context.Context, dir, version string, insecure bool, progress
 	if !semver.IsValid(version) || semver.Build(version) != "" || semver.Canonical(version) != version {
 		return nil, fmt.Errorf("version %q: want vMAJOR.MINOR.PATCH, optionally with a pre-release", version)
 	}
-	raw, err := readBounded(filepath.Join(dir, ImagesFile), maxImagesFile)
+	raw, err := boundedfile.Read(filepath.Join(dir, ImagesFile), maxImagesFile)
 	if err != nil {
 		return nil, err
 	}
@@ -128,21 +128,4 @@ var imageName = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 func isNotFound(err error) bool {
 	var terr *transport.Error
 	return errors.As(err, &terr) && terr.StatusCode == 404
-}
-
-// readBounded reads at most limit bytes of file and refuses a longer one.
-func readBounded(file string, limit int64) ([]byte, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is longer than %d bytes", file, limit)
-	}
-	return data, nil
 }
