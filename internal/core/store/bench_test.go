@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -48,6 +49,84 @@ func BenchmarkImport10k(b *testing.B) {
 			b.ReportMetric(float64(rows)/secs, "rows/s")
 		})
 	}
+}
+
+// BenchmarkImportVsRaw sets the store's import of BenchmarkImport10k's
+// delivery beside the raw floor of the same rows (store.RawImport: one COPY
+// per table on PostgreSQL, a plain prepared INSERT per row on SQLite, one
+// transaction), each into its own new database of the same schema. Every
+// iteration stores one delivery both ways under a new instance, in
+// alternating order, so both record grow alike and a burst of load falls on
+// both; store/raw is the median over iterations of the store's throughput
+// over the raw one (raw time over store time). `make bench-core` runs it.
+func BenchmarkImportVsRaw(b *testing.B) {
+	const n = 10_000
+	d := storetest.Sync("bench", 0, n, "w")
+	for _, be := range benchBackends() {
+		b.Run(be.name, func(b *testing.B) {
+			ctx := context.Background()
+			s, err := store.Open(ctx, be.dsn(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = s.Close() }()
+			raw, err := store.Open(ctx, be.dsn(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = raw.Close() }()
+			var ratios []float64
+			var storeTook, rawTook time.Duration
+			rows := 0
+			for b.Loop() {
+				i := len(ratios)
+				name := fmt.Sprintf("bench-%d", i)
+				importStore := func() time.Duration {
+					start := time.Now()
+					res, err := s.Import(ctx, name, store.KindSync, d)
+					if err != nil {
+						b.Fatal(err)
+					}
+					rows = res.Rows()
+					return time.Since(start)
+				}
+				rawRows := 0
+				importRaw := func() time.Duration {
+					start := time.Now()
+					if rawRows, err = store.RawImport(ctx, raw, name, d); err != nil {
+						b.Fatal(err)
+					}
+					return time.Since(start)
+				}
+				var st, rt time.Duration
+				if i%2 == 0 {
+					st, rt = importStore(), importRaw()
+				} else {
+					rt, st = importRaw(), importStore()
+				}
+				if rawRows != rows {
+					b.Fatalf("the store stored %d rows, the raw floor %d", rows, rawRows)
+				}
+				storeTook += st
+				rawTook += rt
+				ratios = append(ratios, rt.Seconds()/st.Seconds())
+			}
+			k := float64(len(ratios))
+			b.ReportMetric(k*float64(rows)/storeTook.Seconds(), "store-rows/s")
+			b.ReportMetric(k*float64(rows)/rawTook.Seconds(), "raw-rows/s")
+			b.ReportMetric(median(ratios), "store/raw")
+			b.ReportMetric(slices.Min(ratios), "store/raw-min")
+		})
+	}
+}
+
+// median is the middle of xs (the mean of the two middle ones).
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // benchBackend is a database the store's benchmarks run on, side by side.

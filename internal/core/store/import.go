@@ -48,12 +48,23 @@ func (s *Store) Import(ctx context.Context, instance string, kind Kind, d *conne
 	if err := validate(instance, kind, d); err != nil {
 		return ImportResult{}, err
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	im := &importer{s: s, instance: instance, batch: d.GetBatchId()}
+	begin := s.db.BeginTx
+	if s.d.copy {
+		// COPY needs the driver's connection under the transaction (bulk.go).
+		c, err := s.db.Conn(ctx)
+		if err != nil {
+			return ImportResult{}, fmt.Errorf("store: import %s: begin: %w", instance, err)
+		}
+		defer func() { _ = c.Close() }()
+		im.conn, begin = c, c.BeginTx
+	}
+	tx, err := begin(ctx, nil)
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("store: import %s: begin: %w", instance, err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	im := &importer{s: s, tx: tx, instance: instance, batch: d.GetBatchId()}
+	im.tx = tx
 	res, err := im.run(ctx, kind, d)
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("store: import %s: %w", instance, err)
@@ -69,8 +80,10 @@ func (s *Store) Import(ctx context.Context, instance string, kind Kind, d *conne
 
 // importer stores one delivery inside one transaction.
 type importer struct {
-	s        *Store
-	tx       *sql.Tx
+	s  *Store
+	tx *sql.Tx
+	// conn is the connection tx runs on where the dialect copies (bulk.go).
+	conn     *sql.Conn
 	instance string
 	batch    string
 	steps    int
@@ -136,7 +149,11 @@ VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (instance, batch_id) DO NOTHING`,
 		len(d.GetFxRates())+len(d.GetIndexReadings())); err != nil {
 		return res, err
 	}
-	if res.Transactions, res.Postings, err = im.transactions(ctx, d.GetTransactions()); err != nil {
+	storeTransactions := im.transactions
+	if im.conn != nil {
+		storeTransactions = im.copyTransactions
+	}
+	if res.Transactions, res.Postings, err = storeTransactions(ctx, d.GetTransactions()); err != nil {
 		return res, err
 	}
 	if res.Balances, err = im.balances(ctx, d.GetBalanceAssertions()); err != nil {
