@@ -207,8 +207,8 @@ bench: ## Run the benchmarks and print them with benchstat (docs/performance.md)
 # PostgreSQL side by side (rows/s; PostgreSQL is started by the test,
 # docs/core-storage.md).
 .PHONY: bench-core
-bench-core: test-deps-heavy ## The store: a 10,000-transaction Sync, SQLite and PostgreSQL side by side.
-	$(GO) test -tags $(HEAVY_TAG) -run '^$$' -bench BenchmarkImport10k -benchtime 5x -benchmem ./internal/core/store/
+bench-core: test-deps-heavy ## The store: a 10,000-transaction Sync on SQLite and PostgreSQL, beside a raw COPY/INSERT floor.
+	$(GO) test -tags $(HEAVY_TAG) -run '^$$' -bench 'BenchmarkImport(10k|VsRaw)$$' -benchtime 5x -benchmem ./internal/core/store/
 
 # Backup and restore of a record of BENCH_ENTRIES entries (default 1,000,000)
 # on SQLite and PostgreSQL: time and peak heap (docs/operations.md).
