@@ -82,8 +82,10 @@ func (s *Store) Import(ctx context.Context, instance string, kind Kind, d *conne
 type importer struct {
 	s  *Store
 	tx *sql.Tx
-	// conn is the connection tx runs on where the dialect copies (bulk.go).
+	// conn is the connection tx runs on where the dialect copies (bulk.go);
+	// copying is set while entries are copied rather than inserted.
 	conn     *sql.Conn
+	copying  bool
 	instance string
 	batch    string
 	steps    int
@@ -149,26 +151,12 @@ VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (instance, batch_id) DO NOTHING`,
 		len(d.GetFxRates())+len(d.GetIndexReadings())); err != nil {
 		return res, err
 	}
-	storeTransactions := im.transactions
 	if im.conn != nil {
-		storeTransactions = im.copyTransactions
+		err = im.copyEntries(ctx, d, &res)
+	} else {
+		err = im.entries(ctx, d, &res)
 	}
-	if res.Transactions, res.Postings, err = storeTransactions(ctx, d.GetTransactions()); err != nil {
-		return res, err
-	}
-	if res.Balances, err = im.balances(ctx, d.GetBalanceAssertions()); err != nil {
-		return res, err
-	}
-	if res.Prices, err = im.prices(ctx, d.GetPrices()); err != nil {
-		return res, err
-	}
-	if res.FxRates, err = im.fxRates(ctx, d.GetFxRates()); err != nil {
-		return res, err
-	}
-	if res.IndexReadings, err = im.indexReadings(ctx, d.GetIndexReadings()); err != nil {
-		return res, err
-	}
-	if res.Problems, err = im.problems(ctx, d.GetProblems()); err != nil {
+	if err != nil {
 		return res, err
 	}
 	counters := `UPDATE instances SET batches = batches + ?, transactions = transactions + ?, postings = postings + ?,
@@ -182,6 +170,33 @@ balances = balances + ?, prices = prices + ?, fx_rates = fx_rates + ?, index_rea
 		return res, fmt.Errorf("counters: %w", err)
 	}
 	return res, nil
+}
+
+// entries stores d's entries, table by table, and counts the new rows in
+// res.
+func (im *importer) entries(ctx context.Context, d *connectorv1.Delivery, res *ImportResult) error {
+	var err error
+	storeTransactions := im.transactions
+	if im.copying {
+		storeTransactions = im.copyTransactions
+	}
+	if res.Transactions, res.Postings, err = storeTransactions(ctx, d.GetTransactions()); err != nil {
+		return err
+	}
+	if res.Balances, err = im.balances(ctx, d.GetBalanceAssertions()); err != nil {
+		return err
+	}
+	if res.Prices, err = im.prices(ctx, d.GetPrices()); err != nil {
+		return err
+	}
+	if res.FxRates, err = im.fxRates(ctx, d.GetFxRates()); err != nil {
+		return err
+	}
+	if res.IndexReadings, err = im.indexReadings(ctx, d.GetIndexReadings()); err != nil {
+		return err
+	}
+	res.Problems, err = im.problems(ctx, d.GetProblems())
+	return err
 }
 
 // table describes one multi-row INSERT ... ON CONFLICT DO NOTHING.
@@ -200,6 +215,9 @@ const rowsPerStatement = 500
 // prepared statement; the last, shorter one is prepared alone. With
 // returning set, it reads that column of every new row into seen.
 func (im *importer) insert(ctx context.Context, t table, vals []any, returning string, seen map[string]bool) (int, error) {
+	if im.copying && returning == "" {
+		return im.copyNewRows(ctx, t, vals)
+	}
 	ncols := len(t.cols)
 	per := min(rowsPerStatement, im.s.d.maxParams/ncols)
 	head := "INSERT INTO " + t.name + " (" + strings.Join(t.cols, ", ") + ") VALUES "

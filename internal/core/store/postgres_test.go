@@ -166,6 +166,20 @@ func TestPostgresCopyStoresWhatInsertsStore(t *testing.T) {
 		tx.Description = "changed"
 		tx.Postings[0].Memo = "changed"
 	}
+	// Keys repeated within the delivery, the second version different: the
+	// first one in the delivery is kept.
+	again := func(b *connectorv1.BalanceAssertion, p *connectorv1.Price, r *connectorv1.FxRate, x *connectorv1.IndexReading) {
+		changed.BalanceAssertions = append(changed.BalanceAssertions, &connectorv1.BalanceAssertion{AccountId: b.AccountId, Date: b.Date, Amount: "1.00", Currency: b.Currency})
+		changed.Prices = append(changed.Prices, &connectorv1.Price{Instrument: p.Instrument, Date: p.Date, Price: "1.0000", Currency: p.Currency})
+		changed.FxRates = append(changed.FxRates, &connectorv1.FxRate{Date: r.Date, BaseCurrency: r.BaseCurrency, QuoteCurrency: r.QuoteCurrency, Rate: "1.0000"})
+		changed.IndexReadings = append(changed.IndexReadings, &connectorv1.IndexReading{IndexId: x.IndexId, Date: x.Date, Value: "1.0"})
+	}
+	again(changed.BalanceAssertions[0], changed.Prices[0], changed.FxRates[0], changed.IndexReadings[0]) // stored by b1 too
+	last := len(changed.Prices) - 2
+	again(changed.BalanceAssertions[last], changed.Prices[last], changed.FxRates[last], changed.IndexReadings[last]) // new
+	changed.Problems = append(changed.Problems, changed.Problems[0], &connectorv1.IngestProblem{
+		Severity: connectorv1.Severity_SEVERITY_ERROR, Code: "other", Message: "new",
+	})
 	deliveries := []struct {
 		instance string
 		kind     store.Kind
