@@ -205,8 +205,8 @@ bench: ## Run the benchmarks and print them with benchstat (docs/performance.md)
 
 # The core's store: a 10,000-transaction Sync stored as one batch, SQLite and
 # PostgreSQL side by side (rows/s; PostgreSQL is started by the test,
-# docs/core-storage.md), and each beside its raw floor (store/raw; below 0.5
-# fails, docs/performance.md).
+# docs/core-storage.md), and each beside its raw floor (store/raw, reported,
+# docs/performance.md).
 .PHONY: bench-core
 bench-core: test-deps-heavy ## The store: a 10,000-transaction Sync, both databases, beside a raw floor.
 	$(GO) test -tags $(HEAVY_TAG) -run '^$$' -bench 'BenchmarkImport(10k|VsRaw)$$' -benchtime 5x -benchmem ./internal/core/store/
