@@ -80,11 +80,12 @@ func (im *importer) copyNew(ctx context.Context, ts []*connectorv1.Transaction) 
 	if err != nil {
 		return 0, 0, err
 	}
+	old := func(t *connectorv1.Transaction) bool { return stored != nil && stored[keyOf(t.GetSourceId())] }
 	i := 0
 	n, err := im.copyRows(ctx, transactionsTable, func() []any {
 		for ; i < len(ts); i++ {
 			t, seq := ts[i], im.number()
-			if stored[keyOf(t.GetSourceId())] {
+			if old(t) {
 				continue
 			}
 			i++
@@ -99,7 +100,7 @@ func (im *importer) copyNew(ctx context.Context, ts []*connectorv1.Transaction) 
 	np, err := im.copyRows(ctx, postingsTable, func() []any {
 		for ; i < len(ts); i, j = i+1, 0 {
 			t := ts[i]
-			if stored[keyOf(t.GetSourceId())] || j == len(t.GetPostings()) {
+			if j == len(t.GetPostings()) || old(t) {
 				continue
 			}
 			p, in := t.GetPostings()[j], t.GetPostings()[j].GetInstrument()
