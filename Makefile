@@ -205,10 +205,11 @@ bench: ## Run the benchmarks and print them with benchstat (docs/performance.md)
 
 # The core's store: a 10,000-transaction Sync stored as one batch, SQLite and
 # PostgreSQL side by side (rows/s; PostgreSQL is started by the test,
-# docs/core-storage.md).
+# docs/core-storage.md), and each beside its raw floor (store/raw, reported,
+# docs/performance.md).
 .PHONY: bench-core
-bench-core: test-deps-heavy ## The store: a 10,000-transaction Sync, SQLite and PostgreSQL side by side.
-	$(GO) test -tags $(HEAVY_TAG) -run '^$$' -bench BenchmarkImport10k -benchtime 5x -benchmem ./internal/core/store/
+bench-core: test-deps-heavy ## The store: a 10,000-transaction Sync, both databases, beside a raw floor.
+	$(GO) test -tags $(HEAVY_TAG) -run '^$$' -bench 'BenchmarkImport(10k|VsRaw)$$' -benchtime 5x -benchmem ./internal/core/store/
 
 # Backup and restore of a record of BENCH_ENTRIES entries (default 1,000,000)
 # on SQLite and PostgreSQL: time and peak heap (docs/operations.md).

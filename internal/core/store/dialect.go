@@ -22,6 +22,10 @@ type dialect struct {
 	// transaction ends (PostgreSQL); SQLite's BEGIN IMMEDIATE has locked
 	// the whole file already.
 	lockRow string
+	// copy: a delivery's transactions and postings are written with COPY
+	// (PostgreSQL, bulk.go); SQLite has no COPY and its multi-row INSERTs
+	// already outrun a plain insert loop.
+	copy bool
 }
 
 var (
@@ -30,6 +34,7 @@ var (
 		name: "postgres", numbered: true, maxParams: 65535,
 		migrationLock: "SELECT pg_advisory_xact_lock(7468201515)",
 		lockRow:       " FOR UPDATE",
+		copy:          true,
 	}
 )
 

@@ -106,3 +106,12 @@ func BackupTables() []string {
 
 // TableNames lists the tables of s's database.
 func TableNames(ctx context.Context, s *Store) ([]string, error) { return s.tableNames(ctx, s.db) }
+
+// SetCopy turns PostgreSQL's COPY of transactions and postings on or off
+// for s (off: the multi-row INSERTs every database can run), so a benchmark
+// can set both paths side by side. It does nothing on SQLite.
+func SetCopy(s *Store, on bool) {
+	if s.d.name == "postgres" {
+		s.d.copy = on
+	}
+}

@@ -48,12 +48,23 @@ func (s *Store) Import(ctx context.Context, instance string, kind Kind, d *conne
 	if err := validate(instance, kind, d); err != nil {
 		return ImportResult{}, err
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	im := &importer{s: s, instance: instance, batch: d.GetBatchId()}
+	begin := s.db.BeginTx
+	if s.d.copy {
+		// COPY needs the driver's connection under the transaction (bulk.go).
+		c, err := s.db.Conn(ctx)
+		if err != nil {
+			return ImportResult{}, fmt.Errorf("store: import %s: begin: %w", instance, err)
+		}
+		defer func() { _ = c.Close() }()
+		im.conn, begin = c, c.BeginTx
+	}
+	tx, err := begin(ctx, nil)
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("store: import %s: begin: %w", instance, err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	im := &importer{s: s, tx: tx, instance: instance, batch: d.GetBatchId()}
+	im.tx = tx
 	res, err := im.run(ctx, kind, d)
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("store: import %s: %w", instance, err)
@@ -69,8 +80,12 @@ func (s *Store) Import(ctx context.Context, instance string, kind Kind, d *conne
 
 // importer stores one delivery inside one transaction.
 type importer struct {
-	s        *Store
-	tx       *sql.Tx
+	s  *Store
+	tx *sql.Tx
+	// conn is the connection tx runs on where the dialect copies (bulk.go);
+	// copying is set while entries are copied rather than inserted.
+	conn     *sql.Conn
+	copying  bool
 	instance string
 	batch    string
 	steps    int
@@ -136,22 +151,12 @@ VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (instance, batch_id) DO NOTHING`,
 		len(d.GetFxRates())+len(d.GetIndexReadings())); err != nil {
 		return res, err
 	}
-	if res.Transactions, res.Postings, err = im.transactions(ctx, d.GetTransactions()); err != nil {
-		return res, err
+	if im.conn != nil {
+		err = im.copyEntries(ctx, d, &res)
+	} else {
+		err = im.entries(ctx, d, &res)
 	}
-	if res.Balances, err = im.balances(ctx, d.GetBalanceAssertions()); err != nil {
-		return res, err
-	}
-	if res.Prices, err = im.prices(ctx, d.GetPrices()); err != nil {
-		return res, err
-	}
-	if res.FxRates, err = im.fxRates(ctx, d.GetFxRates()); err != nil {
-		return res, err
-	}
-	if res.IndexReadings, err = im.indexReadings(ctx, d.GetIndexReadings()); err != nil {
-		return res, err
-	}
-	if res.Problems, err = im.problems(ctx, d.GetProblems()); err != nil {
+	if err != nil {
 		return res, err
 	}
 	counters := `UPDATE instances SET batches = batches + ?, transactions = transactions + ?, postings = postings + ?,
@@ -165,6 +170,33 @@ balances = balances + ?, prices = prices + ?, fx_rates = fx_rates + ?, index_rea
 		return res, fmt.Errorf("counters: %w", err)
 	}
 	return res, nil
+}
+
+// entries stores d's entries, table by table, and counts the new rows in
+// res.
+func (im *importer) entries(ctx context.Context, d *connectorv1.Delivery, res *ImportResult) error {
+	var err error
+	storeTransactions := im.transactions
+	if im.copying {
+		storeTransactions = im.copyTransactions
+	}
+	if res.Transactions, res.Postings, err = storeTransactions(ctx, d.GetTransactions()); err != nil {
+		return err
+	}
+	if res.Balances, err = im.balances(ctx, d.GetBalanceAssertions()); err != nil {
+		return err
+	}
+	if res.Prices, err = im.prices(ctx, d.GetPrices()); err != nil {
+		return err
+	}
+	if res.FxRates, err = im.fxRates(ctx, d.GetFxRates()); err != nil {
+		return err
+	}
+	if res.IndexReadings, err = im.indexReadings(ctx, d.GetIndexReadings()); err != nil {
+		return err
+	}
+	res.Problems, err = im.problems(ctx, d.GetProblems())
+	return err
 }
 
 // table describes one multi-row INSERT ... ON CONFLICT DO NOTHING.
@@ -183,6 +215,9 @@ const rowsPerStatement = 500
 // prepared statement; the last, shorter one is prepared alone. With
 // returning set, it reads that column of every new row into seen.
 func (im *importer) insert(ctx context.Context, t table, vals []any, returning string, seen map[string]bool) (int, error) {
+	if im.copying && returning == "" {
+		return im.copyNewRows(ctx, t, vals)
+	}
 	ncols := len(t.cols)
 	per := min(rowsPerStatement, im.s.d.maxParams/ncols)
 	head := "INSERT INTO " + t.name + " (" + strings.Join(t.cols, ", ") + ") VALUES "
