@@ -1,10 +1,14 @@
 package operator
 
 import (
+	"hash/maphash"
 	"maps"
+	"slices"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
@@ -22,6 +26,8 @@ var internedStrings = func() map[string]string {
 		plugins.LabelComponent, plugins.ValueComponentPlugin,
 		plugins.LabelManagedBy, plugins.ValueManagedBy,
 		plugins.LabelPluginName, plugins.Namespace, "Plugin",
+		// The managed fields entry the cache keeps (compactForCache).
+		FieldManager, string(metav1.ManagedFieldsOperationApply), "FieldsV1", "v1", "apps/v1",
 	} {
 		m[s] = s
 	}
@@ -38,6 +44,60 @@ func intern(s string) string {
 	return s
 }
 
+// sharedLabels holds one map per set of labels the cache has seen, so
+// that objects with equal labels share one map: every object a plugin owns
+// carries the same PodLabels, five maps a plugin without it. It is keyed by
+// a seeded hash of the labels and a hit is compared whole, so a collision
+// only costs the sharing. It holds at most maxSharedLabels sets and is
+// emptied when full (sharing is only a saving: an object keeps the map it
+// was given), which bounds what it keeps alive after the objects are gone.
+var sharedLabels = labelSets{seed: maphash.MakeSeed()}
+
+// maxSharedLabels bounds sharedLabels: room for the label sets of
+// several times 10,000 plugins.
+const maxSharedLabels = 1 << 15
+
+type labelSets struct {
+	seed maphash.Seed
+	// max is how many sets it holds at most; maxSharedLabels when 0.
+	max  int
+	mu   sync.Mutex
+	sets map[uint64]map[string]string
+}
+
+// share returns a map equal to labels whose keys and values are the
+// constants where there is one (internLabels), the same map for every equal
+// set of labels while it is held; nil for nil.
+func (s *labelSets) share(labels map[string]string) map[string]string {
+	if labels == nil {
+		return nil
+	}
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		h.WriteString(k)
+		h.WriteByte(0)
+		h.WriteString(labels[k])
+		h.WriteByte(0)
+	}
+	sum := h.Sum64()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := s.sets[sum]; ok && maps.Equal(m, labels) {
+		return m
+	}
+	limit := s.max
+	if limit <= 0 {
+		limit = maxSharedLabels
+	}
+	if s.sets == nil || len(s.sets) >= limit {
+		s.sets = map[uint64]map[string]string{}
+	}
+	m := internLabels(labels)
+	s.sets[sum] = m
+	return m
+}
+
 // internLabels returns a copy of labels whose keys and values are the
 // constants where there is one; nil for nil.
 func internLabels(labels map[string]string) map[string]string {
@@ -52,20 +112,22 @@ func internLabels(labels map[string]string) map[string]string {
 }
 
 // internCached lets obj, about to enter the cache, share the strings every
-// plugin's objects repeat: its namespace, label keys and values (the
-// Deployment's selector and pod template labels, and the Service's
-// selector, take the object's own labels' map when equal), and its owner
-// references' API version and kind. Nothing cached is ever modified (the
-// cache hands out copies), so sharing is safe.
+// plugin's objects repeat: its namespace, label keys and values, its labels'
+// map itself with every cached object of equal labels (sharedLabels: a
+// plugin's five objects hold one), the Deployment's selector and pod
+// template labels and the Service's selector likewise, its owner
+// references' API version and kind, and the strings of the managed fields
+// entry the cache keeps. Nothing cached is ever modified (the cache hands
+// out copies), so sharing is safe.
 func internCached(obj client.Object) {
 	obj.SetNamespace(intern(obj.GetNamespace()))
-	labels := internLabels(obj.GetLabels())
+	labels := sharedLabels.share(obj.GetLabels())
 	obj.SetLabels(labels)
 	same := func(m map[string]string) map[string]string {
 		if maps.Equal(m, labels) && m != nil {
 			return labels
 		}
-		return internLabels(m)
+		return sharedLabels.share(m)
 	}
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
@@ -80,5 +142,12 @@ func internCached(obj client.Object) {
 	for i := range refs {
 		refs[i].APIVersion = intern(refs[i].APIVersion)
 		refs[i].Kind = intern(refs[i].Kind)
+	}
+	fields := obj.GetManagedFields()
+	for i := range fields {
+		fields[i].Manager = intern(fields[i].Manager)
+		fields[i].Operation = metav1.ManagedFieldsOperationType(intern(string(fields[i].Operation)))
+		fields[i].APIVersion = intern(fields[i].APIVersion)
+		fields[i].FieldsType = intern(fields[i].FieldsType)
 	}
 }
