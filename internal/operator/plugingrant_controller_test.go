@@ -4,6 +4,7 @@ package operator
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func TestGrantValidWrittenOnlyOnChange(t *testing.T) {
 	g := testutil.MakeGrant("grant-valid").Egress("api.nbp.pl").Obj()
 	f.create(g)
 	f.waitGrantCondition(g.Name, metav1.ConditionTrue, v1alpha1.ReasonValid)
-	time.Sleep(time.Second) // let the writes of the first pass settle
+	f.waitWritesSettle() // the first passes' writes, the operator's start's too
 
 	before := f.operator.writes.writes.Load()
 	label(t, f.cl, g.DeepCopy(), "touched", "yes")
@@ -66,4 +67,18 @@ func (f *fixture) waitGrantCondition(name string, status metav1.ConditionStatus,
 		return c.Status == status && c.Reason == reason, describeJSON(g.Status)
 	})
 	return got
+}
+
+// waitWritesSettle waits until the operator has sent no write for a second
+// (its start and first passes write the allow-list, the status ConfigMaps
+// and the first statuses, later on a loaded machine), within waitTimeout.
+func (f *fixture) waitWritesSettle() {
+	f.t.Helper()
+	last, since := f.operator.writes.writes.Load(), time.Now()
+	testutil.Eventually(f.t, waitTimeout, "the operator's writes settling", func() (bool, string) {
+		if n := f.operator.writes.writes.Load(); n != last {
+			last, since = n, time.Now()
+		}
+		return time.Since(since) >= time.Second, fmt.Sprintf("%d writes, the last %s ago", last, time.Since(since).Round(time.Millisecond))
+	})
 }
