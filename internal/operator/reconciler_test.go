@@ -316,7 +316,7 @@ func TestSteadyStateSendsNoWrites(t *testing.T) {
 	f := newFixture(t)
 	p := testutil.MakePlugin("steady", testutil.Image("steady-1")).Egress("api.nbp.pl").Obj()
 	f.run(p)
-	time.Sleep(time.Second) // let the writes of convergence settle
+	f.waitWritesSettle() // the writes of convergence, and of the start
 
 	before := f.operator.writes.writes.Load()
 	// A label on the Plugin changes nothing the operator computes but
