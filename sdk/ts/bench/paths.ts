@@ -7,7 +7,7 @@
 // benchmark times them side by side; test/verifier.test.ts checks that they
 // accept and refuse the same tokens, so the comparison is of equal work.
 
-import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from "jose";
+import { createLocalJWKSet, jwtVerify } from "jose";
 import { JWKSVerifier, LEEWAY_SECONDS, instanceAudience } from "../src/index.js";
 import {
   jwksDir,
@@ -60,9 +60,7 @@ export async function verifyPaths(alg: "RS256" | "ES256"): Promise<VerifyPaths> 
     clockTolerance: LEEWAY_SECONDS,
     requiredClaims: ["exp"],
   };
-  const jwks = createLocalJWKSet({
-    keys: await Promise.all(keys.map(publicJWK)),
-  } as JSONWebKeySet);
+  const jwks = createLocalJWKSet({ keys: await Promise.all(keys.map(publicJWK)) });
   return {
     alg,
     key,
