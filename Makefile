@@ -197,11 +197,18 @@ cover: ## Statement coverage of the domain package.
 	$(GO) test -cover ./internal/plugins/
 
 # Run the benchmarks and print them with benchstat: the domain, SDK verify vs
-# bare go-jose, the schema cache, the proxy vs a bare relay and smokescreen
-# (figures and ratios, not pass/fail; docs/performance.md).
+# bare go-jose and the TypeScript SDK's vs bare jose, the schema cache, the
+# proxy vs a bare relay and smokescreen (figures and ratios, not pass/fail;
+# docs/performance.md).
 .PHONY: bench
 bench: ## Run the benchmarks and print them with benchstat (docs/performance.md).
 	hack/test/bench.sh
+
+# The TypeScript SDK's token check beside bare jose on the same token and key,
+# alternating in one run (sdk/ts/bench/verifier.ts; BENCH_COUNT runs, default 6).
+.PHONY: bench-ts
+bench-ts: ## The TypeScript SDK's token verification beside bare jose.
+	hack/test/bench.sh sdk-ts
 
 # The core's store: a 10,000-transaction Sync stored as one batch, SQLite and
 # PostgreSQL side by side (rows/s; PostgreSQL is started by the test,

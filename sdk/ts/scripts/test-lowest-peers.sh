@@ -14,7 +14,7 @@ ts="$(cd "$(dirname "$0")/.." && pwd)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "${tmp}"' EXIT
 mkdir "${tmp}/ts"
-cp -R "${ts}/src" "${ts}/test" "${ts}/examples" "${ts}/tsconfig.json" "${ts}/tsconfig.test.json" \
+cp -R "${ts}/src" "${ts}/test" "${ts}/bench" "${ts}/examples" "${ts}/tsconfig.json" "${ts}/tsconfig.test.json" \
 	"${ts}/package.json" "${ts}/package-lock.json" "${ts}/LICENSE" "${ts}/README.md" "${tmp}/ts/"
 # The tests read the shared conformance vectors from ../testdata.
 ln -s "${ts}/../testdata" "${tmp}/testdata"

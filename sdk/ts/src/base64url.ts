@@ -9,6 +9,15 @@
  * @internal
  */
 export function decodeBase64url(s: string): Buffer | undefined {
-  if (!/^[A-Za-z0-9_-]*$/.test(s) || s.length % 4 === 1) return undefined;
+  if (!isBase64url(s)) return undefined;
   return Buffer.from(s, "base64url");
+}
+
+/**
+ * Reports whether decodeBase64url decodes s, without decoding it: for the
+ * parts of a token that jose decodes again.
+ * @internal
+ */
+export function isBase64url(s: string): boolean {
+  return s.length % 4 !== 1 && /^[A-Za-z0-9_-]*$/.test(s);
 }

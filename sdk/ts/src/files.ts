@@ -1,7 +1,7 @@
 // Copyright 2026 The OpenFief Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-import { constants } from "node:fs";
+import { constants, type BigIntStats } from "node:fs";
 import { open, readlink, realpath, stat } from "node:fs/promises";
 import { join, sep } from "node:path";
 
@@ -16,10 +16,24 @@ import { join, sep } from "node:path";
  * @internal
  */
 export async function readInDir(dir: string, name: string, limit: number): Promise<Buffer> {
+  return (await readInDirStamped(dir, name, limit)).data;
+}
+
+/**
+ * Reads the file as readInDir does, and returns with its bytes what fstat
+ * reported on the open file before it was read, in nanoseconds: the stamp
+ * the verifier keeps to know the file unchanged (filestamp.ts).
+ * @internal
+ */
+export async function readInDirStamped(
+  dir: string,
+  name: string,
+  limit: number,
+): Promise<{ data: Buffer; stats: BigIntStats }> {
   const path = join(dir, name);
   const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   try {
-    const st = await fh.stat();
+    const st = await fh.stat({ bigint: true });
     if (!st.isFile()) throw new Error("not a regular file");
     const realDir = await realpath(dir);
     let opened: string | undefined;
@@ -30,11 +44,11 @@ export async function readInDir(dir: string, name: string, limit: number): Promi
     }
     if (opened === undefined || !opened.startsWith("/")) {
       opened = await realpath(path);
-      const again = await stat(opened);
+      const again = await stat(opened, { bigint: true });
       if (again.dev !== st.dev || again.ino !== st.ino) throw new Error("changed while opened");
     }
     if (!within(realDir, opened)) throw new Error("leads out of its directory");
-    const buf = Buffer.alloc(Math.min(limit + 1, Math.max(st.size + 1, 4096)));
+    const buf = Buffer.alloc(Math.min(limit + 1, Math.max(Number(st.size) + 1, 4096)));
     let chunks: Buffer[] = [];
     let total = 0;
     for (;;) {
@@ -46,7 +60,7 @@ export async function readInDir(dir: string, name: string, limit: number): Promi
     }
     const out = Buffer.concat(chunks, total);
     chunks = [];
-    return out;
+    return { data: out, stats: st };
   } finally {
     await fh.close();
   }

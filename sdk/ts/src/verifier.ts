@@ -1,10 +1,13 @@
 // Copyright 2026 The OpenFief Authors.
 // SPDX-License-Identifier: Apache-2.0
 
+import type { BigIntStats } from "node:fs";
+import { join } from "node:path";
 import { compactVerify } from "jose";
-import { decodeBase64url } from "./base64url.js";
+import { decodeBase64url, isBase64url } from "./base64url.js";
 import { DEFAULT_SA_JWKS_DIR, Env, type Environment } from "./env.js";
-import { describe, readInDir } from "./files.js";
+import { describe, readInDirStamped } from "./files.js";
+import { settled, stampOf, unchanged, type FileStamp } from "./filestamp.js";
 import { objectsWithDuplicateMembers } from "./jsondup.js";
 import {
   ALLOWED_ALGORITHMS,
@@ -101,7 +104,10 @@ export function instanceAudience(name: string): string {
 
 /** Options of a {@link JWKSVerifier}. */
 export interface JWKSVerifierOptions {
-  /** The clock, in milliseconds since the Unix epoch; Date.now by default. */
+  /**
+   * The clock, in milliseconds since the Unix epoch, for the token's times
+   * and for how old a file's last change is; Date.now by default.
+   */
   now?: () => number;
 }
 
@@ -115,18 +121,44 @@ interface KeySet {
 }
 
 /**
+ * A key set with the stamps of the two files, taken on the open files it
+ * was read from. trusted is false when either stamp may be shared with a
+ * later write (or there is none, outside Linux): the files are then read on
+ * every call until a read finds them settled.
+ */
+interface StampedKeySet {
+  ks: KeySet;
+  jwks: FileStamp | undefined;
+  issuer: FileStamp | undefined;
+  trusted: boolean;
+}
+
+/**
  * JWKSVerifier is the SDK's CoreVerifier: it checks a core token's signature
  * with jose against the cluster's public keys in jwks.json, and its claims
  * against the issuer in issuer, the core's ServiceAccount as subject, this
  * instance's audience and an expiry, with one minute of leeway. Every call
- * reads both files afresh (parsing them again only when their bytes
- * changed), so a key the operator rotates or retires counts from the first
- * call after the kubelet updates the mount.
+ * looks at both files: it stats them, and reads them again (through the
+ * checks of their directory) when their stamp (device, inode, size,
+ * modification and change time) differs from the one they were read with,
+ * or when that read came less than two seconds after their last change; the
+ * bytes are parsed again only when they differ. A key the operator rotates
+ * or retires therefore counts from the first call after the kubelet updates
+ * the mount, with no delay added by the cache.
  */
 export class JWKSVerifier implements CoreVerifier {
   private readonly audience: string;
   private readonly now: () => number;
+  /** The two files' paths, stat'ed on every call. */
+  private readonly jwksPath: string;
+  private readonly issuerPath: string;
+  /** The last parse of the files' bytes. */
   private cached: KeySet | undefined;
+  /**
+   * The key set with the stamps of the files it was last read from; a call
+   * whose stat finds the same stamps uses it unread.
+   */
+  private current: StampedKeySet | undefined;
 
   /**
    * Returns a verifier of core tokens for the plugin instance named
@@ -144,6 +176,8 @@ export class JWKSVerifier implements CoreVerifier {
     if (instance === "") throw new Error(`jwks verifier: no instance name (${Env.Instance})`);
     if (subject === "") throw new Error(`jwks verifier: no core subject (${Env.CoreSubject})`);
     this.audience = instanceAudience(instance);
+    this.jwksPath = join(dir, JWKS_FILE_NAME);
+    this.issuerPath = join(dir, ISSUER_FILE_NAME);
     this.now = options.now ?? Date.now;
   }
 
@@ -168,7 +202,7 @@ export class JWKSVerifier implements CoreVerifier {
     }
     let payload: Uint8Array;
     try {
-      ({ payload } = await compactVerify(token, key.key, { algorithms: [key.alg] }));
+      ({ payload } = await compactVerify(token, key.key, verifyOptions[key.alg]));
     } catch {
       throw new TokenRefusedError("signature", "bad signature");
     }
@@ -183,26 +217,47 @@ export class JWKSVerifier implements CoreVerifier {
   }
 
   /**
-   * Reads both files and returns their key set, parsed again only when
-   * their bytes differ from the last parse.
+   * Returns the key set. When the files' stamps are those of the last read,
+   * and that read was trusted, the files are not read; otherwise both are
+   * read, and parsed again only when their bytes differ from the last parse.
    */
   private async keys(): Promise<KeySet> {
-    let rawIssuer: Buffer;
-    let rawJWKS: Buffer;
+    const cur = this.current;
+    if (
+      cur?.trusted &&
+      unchanged(this.jwksPath, cur.jwks as FileStamp) &&
+      unchanged(this.issuerPath, cur.issuer as FileStamp)
+    ) {
+      return cur.ks;
+    }
+    // Taken before the files are opened: a change after it leaves a change
+    // time no earlier than it, less the file system's granularity.
+    const readAt = this.now();
+    let issuer: { data: Buffer; stats: BigIntStats };
+    let jwks: { data: Buffer; stats: BigIntStats };
     try {
-      rawIssuer = await readInDir(this.dir, ISSUER_FILE_NAME, MAX_ISSUER_BYTES);
+      issuer = await readInDirStamped(this.dir, ISSUER_FILE_NAME, MAX_ISSUER_BYTES);
     } catch (e) {
       throw new TokenRefusedError("keys", `read ${ISSUER_FILE_NAME}: ${describe(e)}`);
     }
     try {
-      rawJWKS = await readInDir(this.dir, JWKS_FILE_NAME, MAX_JWKS_BYTES);
+      jwks = await readInDirStamped(this.dir, JWKS_FILE_NAME, MAX_JWKS_BYTES);
     } catch (e) {
       throw new TokenRefusedError("keys", `read ${JWKS_FILE_NAME}: ${describe(e)}`);
     }
-    const c = this.cached;
-    if (c !== undefined && c.rawJWKS.equals(rawJWKS) && c.rawIssuer.equals(rawIssuer)) return c;
-    const ks = parseKeySet(rawJWKS, rawIssuer);
-    this.cached = ks;
+    let ks = this.cached;
+    if (ks === undefined || !ks.rawJWKS.equals(jwks.data) || !ks.rawIssuer.equals(issuer.data)) {
+      ks = parseKeySet(jwks.data, issuer.data);
+      this.cached = ks;
+    }
+    const jwksStamp = stampOf(jwks.stats);
+    const issuerStamp = stampOf(issuer.stats);
+    this.current = {
+      ks,
+      jwks: jwksStamp,
+      issuer: issuerStamp,
+      trusted: settled(jwksStamp, readAt) && settled(issuerStamp, readAt),
+    };
     return ks;
   }
 }
@@ -235,6 +290,14 @@ export function newCoreVerifier(env: Environment = process.env): JWKSVerifier {
   );
 }
 
+/** jose's options for each algorithm: that algorithm alone. */
+const verifyOptions: Record<SigningAlgorithm, { algorithms: SigningAlgorithm[] }> = {
+  RS256: { algorithms: ["RS256"] },
+  ES256: { algorithms: ["ES256"] },
+  ES384: { algorithms: ["ES384"] },
+  ES512: { algorithms: ["ES512"] },
+};
+
 /** The protected header fields the verifier reads. */
 interface Header {
   alg: SigningAlgorithm;
@@ -256,11 +319,14 @@ function parseCompact(token: string): Header {
   const notJWS = () => malformed("not a JWS with an allowed algorithm");
   const parts = token.split(".");
   if (parts.length !== 3) throw notJWS();
-  const [h, p, s] = parts.map(decodeBase64url);
-  if (h === undefined || p === undefined || s === undefined) throw notJWS();
+  const [h, p, s] = parts as [string, string, string];
+  // Only the header is decoded here; jose decodes the payload and the
+  // signature, which must be as strict.
+  const decoded = decodeBase64url(h);
+  if (decoded === undefined || !isBase64url(p) || !isBase64url(s)) throw notJWS();
   let header: unknown;
   try {
-    const text = h.toString("utf8");
+    const text = decoded.toString("utf8");
     header = JSON.parse(text);
     if (objectsWithDuplicateMembers(text).has("")) throw notJWS();
   } catch {
@@ -297,7 +363,9 @@ interface Claims {
 function parseClaims(payload: Uint8Array): Claims | undefined {
   let v: unknown;
   try {
-    const text = Buffer.from(payload).toString("utf8");
+    const text = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength).toString(
+      "utf8",
+    );
     v = JSON.parse(text);
     if (objectsWithDuplicateMembers(text).has("")) return undefined;
   } catch {

@@ -17,6 +17,7 @@ import {
   TokenRefusedError,
   newCoreVerifier,
 } from "../src/index.js";
+import { verifyPaths } from "../bench/paths.js";
 import {
   jwksDir,
   mutate,
@@ -130,5 +131,57 @@ test("mutated tokens are refused, with a TokenRefusedError only", async (t) => {
       Buffer.from(vs, "base64url"),
       `accepted ${JSON.stringify(token)}`,
     );
+  }
+});
+
+test("the benchmark's SDK and bare jose paths accept and refuse the same tokens", async (t) => {
+  for (const alg of ["RS256", "ES256"] as const) {
+    const p = await verifyPaths(alg);
+    t.after(p.cleanup);
+    const [h, body, sig] = p.token.split(".") as [string, string, string];
+    const claims = JSON.parse(Buffer.from(body, "base64url").toString("utf8")) as Record<
+      string,
+      unknown
+    >;
+    const reencoded = (c: Record<string, unknown>) =>
+      `${h}.${Buffer.from(JSON.stringify(c)).toString("base64url")}.${sig}`;
+    const last = sig.at(-2) === "A" ? "B" : "A";
+    const tokens: Record<string, { token: string; ok: boolean }> = {
+      valid: { token: p.token, ok: true },
+      "signature changed": {
+        token: `${h}.${body}.${sig.slice(0, -2)}${last}${sig.at(-1)}`,
+        ok: false,
+      },
+      "audience changed, not signed again": {
+        token: reencoded({ ...claims, aud: ["openfief-plugin:other"] }),
+        ok: false,
+      },
+      "expiry moved, not signed again": {
+        token: reencoded({ ...claims, exp: (claims["exp"] as number) + 3600 }),
+        ok: false,
+      },
+      "another instance": { token: await signToken(p.key, { instance: "other" }), ok: false },
+      "another issuer": { token: await signToken(p.key, { issuer: "https://evil" }), ok: false },
+      "another subject": {
+        token: await signToken(p.key, { subject: "system:anonymous" }),
+        ok: false,
+      },
+      expired: { token: await signToken(p.key, { expiresIn: -120 }), ok: false },
+      "expired within the leeway": { token: await signToken(p.key, { expiresIn: -30 }), ok: true },
+      "signed by another key": { token: await signToken({ ...newKey(p.key.kid, alg) }), ok: false },
+    };
+    for (const [name, { token, ok }] of Object.entries(tokens)) {
+      for (const [path, check] of Object.entries({
+        sdk: p.sdk,
+        jose: p.jose,
+        joseJWKS: p.joseJWKS,
+      })) {
+        const accepted = await check(token).then(
+          () => true,
+          () => false,
+        );
+        assert.equal(accepted, ok, `${alg}, ${name}: ${path} ${accepted ? "accepted" : "refused"}`);
+      }
+    }
   }
 });
