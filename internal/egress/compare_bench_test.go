@@ -35,7 +35,11 @@ func comparePaths(b *testing.B, splice bool, ports ...string) []proxyPath {
 	ours, _ := startProxyProcess(b, "ours", os.Getenv(benchProfileEnv), ports...)
 	paths = append(paths, ours)
 	if splice {
-		spliced, _ := startProxyProcess(b, "ours-splice", "", ports...)
+		profile := os.Getenv(benchProfileEnv)
+		if profile != "" {
+			profile += "-splice" // the splicing proxy's own profile
+		}
+		spliced, _ := startProxyProcess(b, "ours-splice", profile, ports...)
 		paths = append(paths, spliced)
 	}
 	return paths

@@ -106,7 +106,8 @@ const (
 	// benchPortsEnv lists the loopback ports plugin x may reach, comma-separated.
 	benchPortsEnv = "OPENFIEF_EGRESS_BENCH_PORTS"
 	// benchProfileEnv, when set, is where the served proxy writes a CPU
-	// profile of its whole life (docs/performance.md).
+	// profile of its whole life (docs/performance.md); the splicing one
+	// writes to the same path with "-splice" appended.
 	benchProfileEnv = "OPENFIEF_EGRESS_BENCH_CPUPROFILE"
 )
 
