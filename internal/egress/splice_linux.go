@@ -102,6 +102,15 @@ func (p *splicePipe) close() {
 	_ = syscall.Close(p.w)
 }
 
+// noPipeError is run's error when no pipe could be had (the process is out
+// of open files, say): nothing has been read from the source since the last
+// bytes were delivered, so the caller may carry on copying through user
+// space.
+type noPipeError struct{ err error }
+
+func (e noPipeError) Error() string { return "no pipe to splice through: " + e.err.Error() }
+func (e noPipeError) Unwrap() error { return e.err }
+
 // splicer moves one direction of a tunnel through a pipe. Its fill and
 // drain are the RawConn callbacks, made once as func values so that a
 // splice allocates nothing.
@@ -148,10 +157,12 @@ func newSplicer(dst, src net.Conn) *splicer {
 // the poller waits when the socket has nothing.
 func (s *splicer) fill(fd uintptr) bool {
 	if s.p == nil {
-		if s.p, s.err = getPipe(); s.err != nil {
-			s.p = nil
+		p, err := getPipe()
+		if err != nil {
+			s.err = noPipeError{err}
 			return true
 		}
+		s.p = p
 	}
 	n, err := syscall.Splice(int(fd), nil, s.p.w, nil, s.p.size, spliceFlags)
 	if err == syscall.EAGAIN {
@@ -189,7 +200,8 @@ func (s *splicer) release() {
 }
 
 // run moves bytes until the source ends (io.EOF) or an error, counting
-// what reaches dst in n and count and stamping active at every fill.
+// what reaches dst in n and count and stamping active at every fill. A
+// noPipeError leaves the tunnel whole, with every byte read delivered.
 func (s *splicer) run(active *atomic.Int64, n *atomic.Int64, count func(float64)) error {
 	defer s.release()
 	for {

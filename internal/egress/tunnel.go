@@ -199,7 +199,11 @@ func (t *tunnel) watch(idle time.Duration) *time.Timer {
 func (t *tunnel) copy(dst, src net.Conn, splice bool, n *atomic.Int64, count func(float64)) error {
 	if splice {
 		if sp := newSplicer(dst, src); sp != nil {
-			return t.ended(dst, sp.run(&t.lastActive, n, count))
+			err := sp.run(&t.lastActive, n, count)
+			if !errors.As(err, new(noPipeError)) {
+				return t.ended(dst, err)
+			}
+			// Out of pipes: the rest goes through user space.
 		}
 	}
 	r := newSockReader(src)
