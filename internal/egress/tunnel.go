@@ -193,9 +193,9 @@ func (t *tunnel) watch(idle time.Duration) *time.Timer {
 // or an error occurs (then it closes the tunnel). Every read records
 // activity for the watchdog, and the bytes written are counted. With
 // splice, between two bare TCP sockets on Linux, it splices
-// (splice_linux.go): no byte enters user space. Otherwise it reads into a pooled buffer held only while bytes
-// move (sockReader). Either way an idle tunnel holds neither a buffer nor a
-// pipe.
+// (splice_linux.go): no byte enters user space. Otherwise it reads into a
+// pooled buffer held only while bytes move (sockReader). Either way an idle
+// tunnel holds neither a buffer nor a pipe.
 func (t *tunnel) copy(dst, src net.Conn, splice bool, n *atomic.Int64, count func(float64)) error {
 	if splice {
 		if sp := newSplicer(dst, src); sp != nil {
