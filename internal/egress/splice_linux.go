@@ -131,23 +131,23 @@ type splicer struct {
 // and write behind their backs: any other net.Conn (a wrapper, a TLS
 // connection, a test's pipe) is copied through user space.
 func newSplicer(dst, src net.Conn) *splicer {
-	d, ok := dst.(*net.TCPConn)
+	dstTCP, ok := dst.(*net.TCPConn)
 	if !ok {
 		return nil
 	}
-	s, ok := src.(*net.TCPConn)
+	srcTCP, ok := src.(*net.TCPConn)
 	if !ok {
 		return nil
 	}
-	drc, err := d.SyscallConn()
+	dstRC, err := dstTCP.SyscallConn()
 	if err != nil {
 		return nil
 	}
-	src2, err := s.SyscallConn()
+	srcRC, err := srcTCP.SyscallConn()
 	if err != nil {
 		return nil
 	}
-	sp := &splicer{src: src2, dst: drc}
+	sp := &splicer{src: srcRC, dst: dstRC}
 	sp.fillFn, sp.drainFn = sp.fill, sp.drain
 	return sp
 }
