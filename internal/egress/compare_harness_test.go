@@ -98,7 +98,7 @@ func (acceptAll) Review(context.Context, string) (string, error) {
 
 // benchServeEnv, when set in the environment of this test binary, makes it
 // serve one proxy for the comparison benchmarks instead of running tests:
-// "ours" or "relay". The parent starts it with startProxyProcess, so every
+// "ours", "ours-splice" (Options.Splice) or "relay". The parent starts it with startProxyProcess, so every
 // proxy compared runs in a process of its own, as smokescreen does, and its
 // resident memory is its own.
 const (
@@ -106,7 +106,8 @@ const (
 	// benchPortsEnv lists the loopback ports plugin x may reach, comma-separated.
 	benchPortsEnv = "OPENFIEF_EGRESS_BENCH_PORTS"
 	// benchProfileEnv, when set, is where the served proxy writes a CPU
-	// profile of its whole life (docs/performance.md).
+	// profile of its whole life (docs/performance.md); the splicing one
+	// writes to the same path with "-splice" appended.
 	benchProfileEnv = "OPENFIEF_EGRESS_BENCH_CPUPROFILE"
 )
 
@@ -148,8 +149,8 @@ func serveForBench(role string, ports []string) error {
 	var addr string
 	var served <-chan error
 	switch role {
-	case "ours":
-		s, err := newBenchServer(ports)
+	case "ours", "ours-splice":
+		s, err := newBenchServer(ports, role == "ours-splice")
 		if err != nil {
 			return err
 		}
@@ -196,8 +197,8 @@ func serveForBench(role string, ports []string) error {
 // newBenchServer is the proxy as cmd/egress-proxy serves it (NewServer:
 // pending caps, access log, registered metrics, the CachingTokenReviewer in
 // front of the reviewer) with plugin x allowed to reach benchHost on each of
-// ports.
-func newBenchServer(ports []string) (*Server, error) {
+// ports; splice sets Options.Splice.
+func newBenchServer(ports []string, splice bool) (*Server, error) {
 	var entries []string
 	for _, p := range ports {
 		entries = append(entries, benchHost+":"+p)
@@ -218,6 +219,7 @@ func newBenchServer(ports []string) (*Server, error) {
 			Metrics:             m,
 			MaxTunnelsPerPlugin: 1 << 20,
 			MaxTunnels:          1 << 20,
+			Splice:              splice,
 			UnsafeAllowPrefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 		},
 		Addr:                "127.0.0.1:0",
@@ -227,7 +229,7 @@ func newBenchServer(ports []string) (*Server, error) {
 	})
 }
 
-// startProxyProcess runs this test binary as role ("ours" or "relay") for
+// startProxyProcess runs this test binary as role (see benchServeEnv) for
 // the loopback ports, and returns the path to it and its process. The
 // process ends when the benchmark does.
 func startProxyProcess(tb testing.TB, role string, profile string, ports ...string) (proxyPath, *os.Process) {
@@ -274,7 +276,7 @@ func startProxyProcess(tb testing.TB, role string, profile string, ports ...stri
 		tb.Fatalf("%s process: first line %q: %v", role, line, err)
 	}
 	target := func(port string) string { return net.JoinHostPort("127.0.0.1", port) }
-	if role == "ours" {
+	if strings.HasPrefix(role, "ours") {
 		target = func(port string) string { return benchHost + ":" + port }
 	}
 	return proxyPath{name: role, addr: addr, target: target}, cmd.Process

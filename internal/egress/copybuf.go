@@ -7,11 +7,10 @@ import (
 	"syscall"
 )
 
-// copyBufferSize is the size of the buffers tunnels copy through. Copying
-// through user space measured faster than splice(2) on loopback on the
-// 2-core machine of docs/performance.md (splice needs both ends to be bare
-// *net.TCPConn, and still lost to a 32 KiB read/write loop), and 128 KiB
-// moves a burst of a fast stream in few system calls.
+// copyBufferSize is the size of the buffers tunnels copy through unless
+// they splice (Options.Splice, which measured slower on the loopback of
+// docs/performance.md), and 128 KiB moves a burst of a fast stream in few
+// system calls.
 const copyBufferSize = 128 << 10
 
 // copyBuffer is one pooled buffer; a pointer, so the pool stores it without

@@ -142,9 +142,10 @@ func (t *tunnel) close(reason string) {
 }
 
 // pipe carries bytes both ways until both directions end, an error occurs,
-// the tunnel is closed, or nothing moves for idle. It returns the bytes sent
+// the tunnel is closed, or nothing moves for idle; splice asks for
+// splice(2) where both connections allow it (copy). It returns the bytes sent
 // upstream (buffered included) and downstream, and the close reason.
-func (t *tunnel) pipe(buffered []byte, idle time.Duration, m *Metrics) (up, down int64, reason string) {
+func (t *tunnel) pipe(buffered []byte, idle time.Duration, splice bool, m *Metrics) (up, down int64, reason string) {
 	watchdog := t.watch(idle)
 	defer watchdog.Stop()
 
@@ -160,9 +161,9 @@ func (t *tunnel) pipe(buffered []byte, idle time.Duration, m *Metrics) (up, down
 	}
 	errc := make(chan error, 1)
 	go func() {
-		errc <- t.copy(t.upstream, t.client, &upN, upBytes.Add)
+		errc <- t.copy(t.upstream, t.client, splice, &upN, upBytes.Add)
 	}()
-	errDown := t.copy(t.client, t.upstream, &downN, downBytes.Add)
+	errDown := t.copy(t.client, t.upstream, splice, &downN, downBytes.Add)
 	errUp := <-errc
 	reason = CloseEOF
 	if errUp != nil || errDown != nil {
@@ -190,9 +191,21 @@ func (t *tunnel) watch(idle time.Duration) *time.Timer {
 
 // copy moves bytes from src to dst until src ends (then it half-closes dst)
 // or an error occurs (then it closes the tunnel). Every read records
-// activity for the watchdog. It holds a copy buffer only while bytes move
-// (sockReader), so an idle tunnel holds none.
-func (t *tunnel) copy(dst, src net.Conn, n *atomic.Int64, count func(float64)) error {
+// activity for the watchdog, and the bytes written are counted. With
+// splice, between two bare TCP sockets on Linux, it splices
+// (splice_linux.go): no byte enters user space. Otherwise it reads into a
+// pooled buffer held only while bytes move (sockReader). Either way an idle
+// tunnel holds neither a buffer nor a pipe.
+func (t *tunnel) copy(dst, src net.Conn, splice bool, n *atomic.Int64, count func(float64)) error {
+	if splice {
+		if sp := newSplicer(dst, src); sp != nil {
+			err := sp.run(&t.lastActive, n, count)
+			if !errors.As(err, new(noPipeError)) {
+				return t.ended(dst, err)
+			}
+			// Out of pipes: the rest goes through user space.
+		}
+	}
 	r := newSockReader(src)
 	for {
 		buf, k, err := r.read()
@@ -208,28 +221,37 @@ func (t *tunnel) copy(dst, src net.Conn, n *atomic.Int64, count func(float64)) e
 		} else if buf != nil {
 			putCopyBuffer(buf)
 		}
-		switch {
-		case err == nil:
-			continue
-		case errors.Is(err, io.EOF):
-			if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-				if cw.CloseWrite() == nil {
-					return nil
-				}
-			}
-			t.close(CloseEOF)
-			return nil
-		case t.reason.Load() != nil:
-			return nil // closed by revoke, shutdown or the watchdog
-		case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-			// A side that resets, or has gone when its last bytes are
-			// written, closed the tunnel abruptly: a client closing with
-			// unread data does so. That is the peer's way to end it.
-			t.close(CloseEOF)
-			return nil
-		default:
-			t.close(CloseError)
-			return err
+		if err != nil {
+			return t.ended(dst, err)
 		}
+	}
+}
+
+// ended finishes one direction of the tunnel that err stopped: at the
+// source's end (io.EOF) it half-closes dst, or closes the tunnel when dst
+// cannot be half-closed; on an error it closes the tunnel. It returns the
+// error worth reporting, nil when the tunnel ended in one of its ordinary
+// ways.
+func (t *tunnel) ended(dst net.Conn, err error) error {
+	switch {
+	case errors.Is(err, io.EOF):
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			if cw.CloseWrite() == nil {
+				return nil
+			}
+		}
+		t.close(CloseEOF)
+		return nil
+	case t.reason.Load() != nil:
+		return nil // closed by revoke, shutdown or the watchdog
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		// A side that resets, or has gone when its last bytes are
+		// written, closed the tunnel abruptly: a client closing with
+		// unread data does so. That is the peer's way to end it.
+		t.close(CloseEOF)
+		return nil
+	default:
+		t.close(CloseError)
+		return err
 	}
 }
