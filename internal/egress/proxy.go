@@ -87,7 +87,7 @@ type Options struct {
 	// space; otherwise, and by default, they are read into a pooled buffer
 	// and written out. Either way an idle tunnel holds no buffer and no
 	// pipe. Splicing measured slower on loopback (docs/performance.md), so
-	// the egress-proxy command leaves it off.
+	// the egress-proxy command leaves it off (OF-60).
 	Splice bool
 	// UnsafeAllowPrefixes exempts address ranges from the refused ones. It
 	// exists for tests, which stand in for an institution on 127.0.0.1; the
