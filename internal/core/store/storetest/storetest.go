@@ -85,6 +85,7 @@ func Run(t *testing.T, b Backend) {
 	cases = append(cases, exportCases...)
 	cases = append(cases, metricsCases...)
 	cases = append(cases, backupCases...)
+	cases = append(cases, leaseCases...)
 	for _, c := range append(cases, removedCases...) {
 		t.Run(c.name, func(t *testing.T) { c.run(t, b) })
 	}
