@@ -61,6 +61,9 @@ func main() {
 	fs.IntVar(&o.Scheduler.MaxAttempts, "sync-attempts", core.DefaultMaxAttempts, "calls of one batch at most (retries on Unavailable, DeadlineExceeded and database failures)")
 	fs.DurationVar(&o.Scheduler.CallTimeout, "call-timeout", core.DefaultCallTimeout, "bound on one call to a plugin")
 	fs.DurationVar(&o.TokenCacheTTL, "token-cache-ttl", 0, "how long an accepted plugin token review is reused (0: 1m; never past the token's expiry; negative disables)")
+	fs.StringVar(&o.Replica, "replica-name", defaultReplica(), "this replica's name in the leases kept on PostgreSQL (default: $POD_NAME, else the host name)")
+	fs.DurationVar(&o.LeaseTTL, "lease-duration", core.DefaultLeaseTTL, "on PostgreSQL, how long a replica's hold on a plugin lasts unrenewed: the longest a plugin waits after its replica died or was cut off")
+	fs.DurationVar(&o.LeaseRenew, "lease-renew", core.DefaultLeaseRenew, "on PostgreSQL, how often a replica renews its holds and takes plugins no replica serves")
 	_ = fs.Parse(os.Args[1:])
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -77,6 +80,10 @@ func main() {
 		log.Error("--export-interval", "error", err.Error())
 		os.Exit(2)
 	}
+	if err := core.CheckLeases(o.LeaseTTL, o.LeaseRenew); err != nil {
+		log.Error("--lease-duration, --lease-renew", "error", err.Error())
+		os.Exit(2)
+	}
 	o.Log = log
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -88,4 +95,14 @@ func main() {
 		log.Error("openfief-core failed", "error", err.Error())
 		os.Exit(1)
 	}
+}
+
+// defaultReplica is the pod's name from the downward API (deploy/core sets
+// POD_NAME), else the host name, which is the pod's name in a pod too.
+func defaultReplica() string {
+	if n := os.Getenv("POD_NAME"); n != "" {
+		return n
+	}
+	n, _ := os.Hostname()
+	return n
 }

@@ -184,3 +184,7 @@ func (s *Store) fenced(ctx context.Context, instance string, write func(execer) 
 		return s.checkFence(ctx, tx, instance)
 	})
 }
+
+// Postgres tells whether the store is PostgreSQL, where several replicas of
+// the core may share it.
+func (s *Store) Postgres() bool { return s.d.name == postgresDialect.name }
