@@ -9,6 +9,7 @@ import (
 	"context"
 	"flag"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -64,7 +65,11 @@ func main() {
 	fs.StringVar(&o.Replica, "replica-name", defaultReplica(), "this replica's name in the leases kept on PostgreSQL (default: $POD_NAME, else the host name)")
 	fs.DurationVar(&o.LeaseTTL, "lease-duration", core.DefaultLeaseTTL, "on PostgreSQL, how long a replica's hold on a plugin lasts unrenewed: the longest a plugin waits after its replica died or was cut off")
 	fs.DurationVar(&o.LeaseRenew, "lease-renew", core.DefaultLeaseRenew, "on PostgreSQL, how often a replica renews its holds and takes plugins no replica serves")
+	fs.StringVar(&o.ReplicaAddress, "replica-address", "", "on PostgreSQL, HOST:PORT where the other replicas reach this one's owner API, to pass it an owner's import of a plugin it serves (default: $POD_IP and the --owner-listen port; none outside a pod)")
 	_ = fs.Parse(os.Args[1:])
+	if o.ReplicaAddress == "" {
+		o.ReplicaAddress = defaultReplicaAddress(o.OwnerAddr)
+	}
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	// A Go soft memory limit under the container's, so the GC works harder
@@ -105,4 +110,15 @@ func defaultReplica() string {
 	}
 	n, _ := os.Hostname()
 	return n
+}
+
+// defaultReplicaAddress is the pod's IP from the downward API (deploy/core
+// sets POD_IP) with the owner listener's port, or "" outside a pod.
+func defaultReplicaAddress(ownerAddr string) string {
+	ip := os.Getenv("POD_IP")
+	_, port, err := net.SplitHostPort(ownerAddr)
+	if ip == "" || err != nil || port == "" {
+		return ""
+	}
+	return net.JoinHostPort(ip, port)
 }

@@ -77,7 +77,12 @@ type Options struct {
 	// share the instances; a SQLite store is one replica's and keeps none.
 	Replica              string
 	LeaseTTL, LeaseRenew time.Duration
-	Log           *slog.Logger
+	// ReplicaAddress is where other replicas reach this one's owner API
+	// (the pod's IP and the owner port); empty means an owner's import
+	// reaching a replica that does not serve the plugin is refused with
+	// 503, to be tried again, instead of passed on.
+	ReplicaAddress string
+	Log                  *slog.Logger
 }
 
 // DefaultOptions returns the Options the binary starts from.
@@ -176,7 +181,7 @@ func Start(ctx context.Context, cfg *rest.Config, o Options) (c *Core, err error
 		if err := CheckLeases(o.LeaseTTL, o.LeaseRenew); err != nil {
 			return nil, err
 		}
-		c.leases = NewLeases(LeaseOptions{Store: ls, Owner: o.Replica, TTL: o.LeaseTTL, Renew: o.LeaseRenew, Apply: c.applyOwned, Log: o.Log})
+		c.leases = NewLeases(LeaseOptions{Store: ls, Owner: o.Replica, Address: o.ReplicaAddress, TTL: o.LeaseTTL, Renew: o.LeaseRenew, Apply: c.applyOwned, Log: o.Log})
 		o.Scheduler.WorkerContext, o.Views.WorkerContext = c.leases.WorkerContext, c.leases.WorkerContext
 	}
 	vo := o.Views

@@ -39,10 +39,11 @@ const (
 
 // LeaseStore is what leases need of the store; *store.Store is it.
 type LeaseStore interface {
-	AcquireLease(ctx context.Context, instance, owner string, ttl time.Duration) (int64, bool, error)
+	AcquireLease(ctx context.Context, instance, owner, address string, ttl time.Duration) (int64, bool, error)
 	RenewLeases(ctx context.Context, owner string, ttl time.Duration) ([]store.Lease, error)
 	ReleaseLease(ctx context.Context, instance, owner string, epoch int64) error
 	HeldLeases(ctx context.Context) ([]store.Lease, error)
+	Holder(ctx context.Context, instance string) (store.Lease, bool, error)
 }
 
 // LeaseOptions configures NewLeases.
@@ -52,6 +53,10 @@ type LeaseOptions struct {
 	// suffix makes every process's name its own, so a restarted pod never
 	// passes for the one before it.
 	Owner string
+	// Address is where this replica's owner API answers other replicas
+	// (the pod's IP and the owner port), kept with its leases so that an
+	// owner's import reaching another replica is passed on to it.
+	Address string
 	// TTL, Renew: zero means the defaults. Margin is how long before the
 	// lease expires (by the time the renewal was sent) the replica stops
 	// its workers if no renewal came through: Renew when zero. TTL must
@@ -145,6 +150,25 @@ func (l *Leases) Held() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// Holds tells whether this replica holds instance's lease now.
+func (l *Leases) Holds(instance string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held[instance] != nil
+}
+
+// Running returns instance's target if the watch reports it running.
+func (l *Leases) Running(instance string) (Target, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, t := range l.targets {
+		if t.Instance == instance {
+			return t, true
+		}
+	}
+	return Target{}, false
 }
 
 // WorkerContext is the scheduler's and the views' SchedulerOptions.
@@ -315,7 +339,7 @@ func (l *Leases) acquire(ctx context.Context, start time.Time, renewed bool) {
 		if taken[name] || ctx.Err() != nil {
 			continue
 		}
-		epoch, ok, err := l.o.Store.AcquireLease(ctx, name, l.owner, l.o.TTL)
+		epoch, ok, err := l.o.Store.AcquireLease(ctx, name, l.owner, l.o.Address, l.o.TTL)
 		if err != nil {
 			l.o.Log.Warn("taking a lease failed", "plugin", name, "error", err.Error())
 			continue

@@ -71,11 +71,11 @@ func (r *replicaStore) noteLease() {
 	r.mu.Unlock()
 }
 
-func (r *replicaStore) AcquireLease(ctx context.Context, instance, owner string, ttl time.Duration) (int64, bool, error) {
+func (r *replicaStore) AcquireLease(ctx context.Context, instance, owner, address string, ttl time.Duration) (int64, bool, error) {
 	if err := r.blocked(ctx); err != nil {
 		return 0, false, err
 	}
-	e, ok, err := r.Store.AcquireLease(ctx, instance, owner, ttl)
+	e, ok, err := r.Store.AcquireLease(ctx, instance, owner, address, ttl)
 	if ok {
 		r.noteLease()
 	}

@@ -29,6 +29,8 @@ type Lease struct {
 	Instance string
 	Owner    string
 	Epoch    int64
+	// Address is where the holder's owner API answers ("" if unknown).
+	Address string
 }
 
 // Fence is what a replica's write of an instance must still hold.
@@ -79,7 +81,9 @@ func (s *Store) checkFence(ctx context.Context, tx *sql.Tx, instance string) err
 // the lease's epoch and true, or false when another replica holds it. A
 // lease owner still holds keeps its epoch (a renewal); a lease taken raises
 // it, so nothing written under an earlier holding passes a fence.
-func (s *Store) AcquireLease(ctx context.Context, instance, owner string, ttl time.Duration) (int64, bool, error) {
+//
+// address is where owner's owner API answers, kept with the lease.
+func (s *Store) AcquireLease(ctx context.Context, instance, owner, address string, ttl time.Duration) (int64, bool, error) {
 	if !validInstance(instance) {
 		return 0, false, refuse("instance", ErrInstanceName)
 	}
@@ -88,12 +92,12 @@ func (s *Store) AcquireLease(ctx context.Context, instance, owner string, ttl ti
 	}
 	now := s.d.nowMillis
 	var epoch int64
-	err := s.db.QueryRowContext(ctx, s.d.bind(`INSERT INTO leases (instance, owner, epoch, expires_ms) VALUES (?, ?, 1, `+now+` + ?)
+	err := s.db.QueryRowContext(ctx, s.d.bind(`INSERT INTO leases (instance, owner, epoch, expires_ms, address) VALUES (?, ?, 1, `+now+` + ?, ?)
 ON CONFLICT (instance) DO UPDATE SET
 epoch = CASE WHEN leases.owner = excluded.owner AND leases.expires_ms > `+now+` THEN leases.epoch ELSE leases.epoch + 1 END,
-owner = excluded.owner, expires_ms = excluded.expires_ms
+owner = excluded.owner, expires_ms = excluded.expires_ms, address = excluded.address
 WHERE leases.expires_ms <= `+now+` OR leases.owner = excluded.owner
-RETURNING epoch`), instance, owner, ttl.Milliseconds()).Scan(&epoch)
+RETURNING epoch`), instance, owner, ttl.Milliseconds(), address).Scan(&epoch)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -129,14 +133,29 @@ func (s *Store) ReleaseLease(ctx context.Context, instance, owner string, epoch 
 
 // HeldLeases lists the leases that have not expired, of every replica.
 func (s *Store) HeldLeases(ctx context.Context) ([]Lease, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT instance, epoch, owner FROM leases WHERE expires_ms > `+s.d.nowMillis+` ORDER BY instance`)
+	rows, err := s.db.QueryContext(ctx, `SELECT instance, epoch, owner, address FROM leases WHERE expires_ms > `+s.d.nowMillis+` ORDER BY instance`)
 	if err != nil {
 		return nil, fmt.Errorf("store: list leases: %w", err)
 	}
 	return scanLeases(rows, "")
 }
 
-// scanLeases reads rows of instance, epoch and, when owner is "", owner.
+// Holder returns the lease of instance if a replica holds it now.
+func (s *Store) Holder(ctx context.Context, instance string) (Lease, bool, error) {
+	l := Lease{Instance: instance}
+	err := s.db.QueryRowContext(ctx, s.d.bind(`SELECT epoch, owner, address FROM leases WHERE instance = ? AND expires_ms > `+s.d.nowMillis), instance).
+		Scan(&l.Epoch, &l.Owner, &l.Address)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Lease{}, false, nil
+	}
+	if err != nil {
+		return Lease{}, false, fmt.Errorf("store: the lease of %s: %w", instance, err)
+	}
+	return l, true, nil
+}
+
+// scanLeases reads rows of instance, epoch and, when owner is "", owner and
+// address.
 func scanLeases(rows *sql.Rows, owner string) ([]Lease, error) {
 	defer func() { _ = rows.Close() }()
 	var out []Lease
@@ -144,7 +163,7 @@ func scanLeases(rows *sql.Rows, owner string) ([]Lease, error) {
 		l := Lease{Owner: owner}
 		dst := []any{&l.Instance, &l.Epoch}
 		if owner == "" {
-			dst = append(dst, &l.Owner)
+			dst = append(dst, &l.Owner, &l.Address)
 		}
 		if err := rows.Scan(dst...); err != nil {
 			return nil, fmt.Errorf("store: leases: %w", err)

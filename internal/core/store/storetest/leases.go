@@ -25,7 +25,7 @@ var leaseCases = []struct {
 
 func mustAcquire(t *testing.T, s *store.Store, instance, owner string, ttl time.Duration) (int64, bool) {
 	t.Helper()
-	e, ok, err := s.AcquireLease(context.Background(), instance, owner, ttl)
+	e, ok, err := s.AcquireLease(context.Background(), instance, owner, "10.0.0.1:8081", ttl)
 	if err != nil {
 		t.Fatalf("AcquireLease(%s, %s): %v", instance, owner, err)
 	}
@@ -35,7 +35,8 @@ func mustAcquire(t *testing.T, s *store.Store, instance, owner string, ttl time.
 func testLeaseClaimRenewExpire(t *testing.T, b Backend) {
 	s := open(t, b.NewDSN(t))
 	ctx := context.Background()
-	const ttl = 400 * time.Millisecond
+	// Long enough for a loaded machine to renew in time; b's is short.
+	const ttl, short = time.Second, 300 * time.Millisecond
 	e1, ok := mustAcquire(t, s, "nbp-fx", "a", ttl)
 	if !ok || e1 != 1 {
 		t.Fatalf("first claim: epoch %d, %v; want 1, true", e1, ok)
@@ -47,11 +48,11 @@ func testLeaseClaimRenewExpire(t *testing.T, b Backend) {
 		t.Fatalf("a claiming its own lease again: epoch %d, %v; want %d, true", e, ok, e1)
 	}
 	mustAcquire(t, s, "mbank", "a", ttl)
-	mustAcquire(t, s, "ing", "b", ttl)
+	mustAcquire(t, s, "ing", "b", short)
 	// Renewing, well inside the lease, keeps a's two leases past their
 	// first expiry; b's lapses.
-	for range 3 {
-		time.Sleep(ttl / 2)
+	for range 4 {
+		time.Sleep(300 * time.Millisecond)
 		got, err := s.RenewLeases(ctx, "a", ttl)
 		if err != nil {
 			t.Fatal(err)
@@ -64,7 +65,7 @@ func testLeaseClaimRenewExpire(t *testing.T, b Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(held) != 2 || held[0] != (store.Lease{Instance: "mbank", Owner: "a", Epoch: 1}) || held[1].Instance != "nbp-fx" {
+	if len(held) != 2 || held[0] != (store.Lease{Instance: "mbank", Owner: "a", Epoch: 1, Address: "10.0.0.1:8081"}) || held[1].Instance != "nbp-fx" {
 		t.Fatalf("HeldLeases = %+v, want a's two", held)
 	}
 	if got, err := s.RenewLeases(ctx, "b", ttl); err != nil || len(got) != 0 {
@@ -85,7 +86,7 @@ func fencedImport(s *store.Store, f store.Fence, batch string, first int) error 
 func testLeaseTakeoverFences(t *testing.T, b Backend) {
 	s := open(t, b.NewDSN(t))
 	ctx := context.Background()
-	const ttl = 300 * time.Millisecond
+	const ttl = time.Second
 	ea, _ := mustAcquire(t, s, "nbp-fx", "a", ttl)
 	fa := store.Fence{Instance: "nbp-fx", Owner: "a", Epoch: ea}
 	if err := fencedImport(s, fa, "b1", 0); err != nil {
@@ -105,7 +106,10 @@ func testLeaseTakeoverFences(t *testing.T, b Backend) {
 		"RecordSync":  s.RecordSync(store.WithFence(ctx, fa), "nbp-fx", store.SyncRecord{At: time.Now(), Error: "late", Next: time.Now()}),
 		"AdvanceView": s.AdvanceView(store.WithFence(ctx, fa), "nbp-fx", map[store.EntryKind]int64{store.KindPrices: 5}),
 		"ResetView":   s.ResetView(store.WithFence(ctx, fa), "nbp-fx"),
-		"Claim":       func() error { _, err := s.Claim(store.WithFence(ctx, fa), "nbp-fx", "0f8fad5b-d9cb-469f-a165-70867728950e", time.Now()); return err }(),
+		"Claim": func() error {
+			_, err := s.Claim(store.WithFence(ctx, fa), "nbp-fx", "0f8fad5b-d9cb-469f-a165-70867728950e", time.Now())
+			return err
+		}(),
 	}
 	for name, err := range late {
 		if !errors.Is(err, store.ErrFenced) {
