@@ -82,7 +82,7 @@ type Options struct {
 	// reaching a replica that does not serve the plugin is refused with
 	// 503, to be tried again, instead of passed on.
 	ReplicaAddress string
-	Log                  *slog.Logger
+	Log            *slog.Logger
 }
 
 // DefaultOptions returns the Options the binary starts from.

@@ -66,7 +66,10 @@ func Populate(t testing.TB, s *store.Store) {
 		func() error { _, err := s.Claim(ctx, "old", "22222222-bbbb", at); return err },
 		func() error { _, err := s.Import(ctx, "old", store.KindSync, Sync("o1", 200, 3, "wo")); return err },
 		func() error { _, err := s.MarkRemoved(ctx, "old", "22222222-bbbb", at.Add(time.Minute)); return err },
-		func() error { _, _, err := s.AcquireLease(ctx, "bank", "core-0-a1b2c3", "10.0.0.1:8081", time.Hour); return err },
+		func() error {
+			_, _, err := s.AcquireLease(ctx, "bank", "core-0-a1b2c3", "10.0.0.1:8081", time.Hour)
+			return err
+		},
 	} {
 		if err := step(); err != nil {
 			t.Fatalf("populate: %v", err)
