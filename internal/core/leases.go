@@ -233,7 +233,7 @@ func (l *Leases) round(ctx context.Context) {
 	}
 	l.apply()
 	l.release(ctx)
-	l.acquire(ctx, start, renewed)
+	l.acquire(ctx, renewed)
 	l.apply()
 }
 
@@ -311,7 +311,7 @@ func (l *Leases) release(ctx context.Context) {
 }
 
 // acquire takes the leases of running instances nobody holds.
-func (l *Leases) acquire(ctx context.Context, start time.Time, renewed bool) {
+func (l *Leases) acquire(ctx context.Context, renewed bool) {
 	l.mu.Lock()
 	var free []string
 	for name := range l.wanted() {
@@ -339,6 +339,7 @@ func (l *Leases) acquire(ctx context.Context, start time.Time, renewed bool) {
 		if taken[name] || ctx.Err() != nil {
 			continue
 		}
+		sent := time.Now()
 		epoch, ok, err := l.o.Store.AcquireLease(ctx, name, l.owner, l.o.Address, l.o.TTL)
 		if err != nil {
 			l.o.Log.Warn("taking a lease failed", "plugin", name, "error", err.Error())
@@ -349,10 +350,10 @@ func (l *Leases) acquire(ctx context.Context, start time.Time, renewed bool) {
 		}
 		l.mu.Lock()
 		if !renewed && len(l.held) == 0 {
-			// Nothing held before, or a failed renewal left no deadline to
-			// keep: this lease's own.
+			// A failed renewal left nothing held and no deadline to keep:
+			// this lease's own.
 			l.mu.Unlock()
-			l.extend(start.Add(l.o.TTL - l.o.Margin))
+			l.extend(sent.Add(l.o.TTL - l.o.Margin))
 			l.mu.Lock()
 		}
 		hctx, cancel := context.WithCancel(context.Background())
