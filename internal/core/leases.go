@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -44,6 +45,9 @@ type LeaseStore interface {
 	ReleaseLease(ctx context.Context, instance, owner string, epoch int64) error
 	HeldLeases(ctx context.Context) ([]store.Lease, error)
 	Holder(ctx context.Context, instance string) (store.Lease, bool, error)
+	Heartbeat(ctx context.Context, owner string, ttl time.Duration) error
+	LiveReplicas(ctx context.Context) (int, error)
+	Depart(ctx context.Context, owner string) error
 }
 
 // LeaseOptions configures NewLeases.
@@ -213,6 +217,10 @@ func (l *Leases) round(ctx context.Context) {
 	l.mu.Lock()
 	had := len(l.held) > 0
 	l.mu.Unlock()
+	// The heartbeat goes first: it expires no later than the leases
+	// renewed after it, so once a dead replica's leases are free the
+	// others no longer count it in their share.
+	share := l.share(ctx)
 	renewed := !had
 	if had {
 		rctx, cancel := context.WithTimeout(ctx, l.o.TTL)
@@ -232,9 +240,29 @@ func (l *Leases) round(ctx context.Context) {
 		l.extend(start.Add(l.o.TTL - l.o.Margin))
 	}
 	l.apply()
-	l.release(ctx)
-	l.acquire(ctx, renewed)
+	l.release(ctx, share)
+	l.acquire(ctx, renewed, share)
 	l.apply()
+}
+
+// share sends this replica's heartbeat and returns how many instances it
+// should hold at most, so that the replicas spread them evenly: the
+// running instances over the live replicas, rounded up. Without an answer
+// from the store there is no cap.
+func (l *Leases) share(ctx context.Context) int {
+	hctx, cancel := context.WithTimeout(ctx, l.o.Renew)
+	defer cancel()
+	if err := l.o.Store.Heartbeat(hctx, l.owner, l.o.TTL); err != nil {
+		return math.MaxInt
+	}
+	n, err := l.o.Store.LiveReplicas(hctx)
+	if err != nil || n < 1 {
+		return math.MaxInt
+	}
+	l.mu.Lock()
+	wanted := len(l.wanted())
+	l.mu.Unlock()
+	return (wanted + n - 1) / n
 }
 
 // keep drops the leases the renewal did not return (taken over or expired)
@@ -283,19 +311,36 @@ func (l *Leases) expire() {
 	l.poke()
 }
 
-// release gives up the leases of instances no longer running, once Apply
-// has stopped their workers.
-func (l *Leases) release(ctx context.Context) {
+// release gives up the leases of instances no longer running, and those
+// above this replica's share (the last by name: another replica under its
+// share takes them within a renewal period), once Apply has stopped their
+// workers.
+func (l *Leases) release(ctx context.Context, share int) {
 	l.mu.Lock()
 	want := l.wanted()
 	var gone []string
 	var epochs []int64
-	for name, h := range l.held {
+	drop := func(name string) {
+		h := l.held[name]
+		h.cancel()
+		delete(l.held, name)
+		gone = append(gone, name)
+		epochs = append(epochs, h.epoch)
+	}
+	for name := range l.held {
 		if _, ok := want[name]; !ok {
-			h.cancel()
-			delete(l.held, name)
-			gone = append(gone, name)
-			epochs = append(epochs, h.epoch)
+			drop(name)
+		}
+	}
+	if excess := len(l.held) - share; excess > 0 {
+		names := make([]string, 0, len(l.held))
+		for n := range l.held {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		for _, n := range names[len(names)-excess:] {
+			drop(n)
+			l.o.Log.Info("handing the plugin to another replica, so that each serves its share", "plugin", n)
 		}
 	}
 	l.mu.Unlock()
@@ -303,6 +348,8 @@ func (l *Leases) release(ctx context.Context) {
 		return
 	}
 	l.apply()
+	ctx, cancel := context.WithTimeout(ctx, l.o.TTL)
+	defer cancel()
 	for i, name := range gone {
 		if err := l.o.Store.ReleaseLease(ctx, name, l.owner, epochs[i]); err != nil {
 			l.o.Log.Warn("releasing a lease", "plugin", name, "error", err.Error())
@@ -311,8 +358,9 @@ func (l *Leases) release(ctx context.Context) {
 }
 
 // acquire takes the leases of running instances nobody holds.
-func (l *Leases) acquire(ctx context.Context, renewed bool) {
+func (l *Leases) acquire(ctx context.Context, renewed bool, share int) {
 	l.mu.Lock()
+	room := share - len(l.held)
 	var free []string
 	for name := range l.wanted() {
 		if l.held[name] == nil {
@@ -320,9 +368,13 @@ func (l *Leases) acquire(ctx context.Context, renewed bool) {
 		}
 	}
 	l.mu.Unlock()
-	if len(free) == 0 {
+	if len(free) == 0 || room <= 0 {
 		return
 	}
+	// Every statement of the loop is bounded: a connection that hangs
+	// must not stop the renewals once it is back.
+	ctx, cancel := context.WithTimeout(ctx, l.o.TTL)
+	defer cancel()
 	held, err := l.o.Store.HeldLeases(ctx)
 	if err != nil {
 		l.o.Log.Warn("reading the leases failed", "error", err.Error())
@@ -338,6 +390,9 @@ func (l *Leases) acquire(ctx context.Context, renewed bool) {
 	for _, name := range free {
 		if taken[name] || ctx.Err() != nil {
 			continue
+		}
+		if room <= 0 {
+			break
 		}
 		sent := time.Now()
 		epoch, ok, err := l.o.Store.AcquireLease(ctx, name, l.owner, l.o.Address, l.o.TTL)
@@ -358,6 +413,7 @@ func (l *Leases) acquire(ctx context.Context, renewed bool) {
 		}
 		hctx, cancel := context.WithCancel(context.Background())
 		l.held[name] = &heldLease{epoch: epoch, ctx: hctx, cancel: cancel}
+		room--
 		l.mu.Unlock()
 		l.o.Log.Info("took the lease: this replica serves the plugin", "plugin", name, "epoch", epoch)
 	}
@@ -428,6 +484,9 @@ func (l *Leases) releaseAll() {
 		if err := l.o.Store.ReleaseLease(ctx, name, l.owner, h.epoch); err != nil {
 			l.o.Log.Warn("releasing a lease", "plugin", name, "error", err.Error())
 		}
+	}
+	if err := l.o.Store.Depart(ctx, l.owner); err != nil {
+		l.o.Log.Warn("leaving the replicas", "error", err.Error())
 	}
 }
 

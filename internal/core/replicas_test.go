@@ -107,6 +107,27 @@ func (r *replicaStore) HeldLeases(ctx context.Context) ([]store.Lease, error) {
 	return r.Store.HeldLeases(ctx)
 }
 
+func (r *replicaStore) Heartbeat(ctx context.Context, owner string, ttl time.Duration) error {
+	if err := r.blocked(ctx); err != nil {
+		return err
+	}
+	return r.Store.Heartbeat(ctx, owner, ttl)
+}
+
+func (r *replicaStore) LiveReplicas(ctx context.Context) (int, error) {
+	if err := r.blocked(ctx); err != nil {
+		return 0, err
+	}
+	return r.Store.LiveReplicas(ctx)
+}
+
+func (r *replicaStore) Depart(ctx context.Context, owner string) error {
+	if err := r.blocked(ctx); err != nil {
+		return err
+	}
+	return r.Store.Depart(ctx, owner)
+}
+
 func (r *replicaStore) Import(ctx context.Context, instance string, kind store.Kind, d *connectorv1.Delivery) (store.ImportResult, error) {
 	res, err := r.Store.Import(ctx, instance, kind, d)
 	if err == nil {
@@ -361,6 +382,12 @@ func testReplicasKilledMidSync(t *testing.T, st *store.Store) {
 	if len(held) != len(names) {
 		t.Fatalf("held: %v, want every one of %v", held, names)
 	}
+	// Spread: six instances over three replicas, two each.
+	for _, r := range replicas {
+		if got := r.leases.Held(); len(got) != 2 {
+			t.Errorf("%s holds %v, want its share of two", r.name, got)
+		}
+	}
 
 	mid := conn.waitCall(t, "c1", time.Time{}, "", 3*replicaInterval)
 	time.Sleep(replicaCall / 2)
@@ -409,30 +436,33 @@ func testReplicasKilledMidSync(t *testing.T, st *store.Store) {
 	}
 }
 
-// testReplicaCutOff cuts a replica's lease statements
-// (as a partition from the database would): it stops calling and storing
-// before its leases expire, by its own deadline, another replica takes its
-// instances once they expired, and the store refuses its writes after the
-// expiry whatever it does.
+// testReplicaCutOff cuts a replica's lease statements (as a partition from
+// the database would): it stops calling and storing before its leases
+// expire, by its own deadline, another replica takes its instances once
+// they expired, the store refuses its writes after the expiry whatever it
+// does, and once the cut heals the two share the instances again.
 func testReplicaCutOff(t *testing.T, st *store.Store) {
 	names := []string{"c1", "c2", "c3"}
 	targets := connectorTargets(names...)
 	conn := newStandIn()
 	a := startReplica(t, "a", st, conn, targets)
-	first := conn.waitCall(t, "c1", time.Time{}, "", 2*replicaInterval)
+	conn.waitCall(t, "c1", time.Time{}, "", 2*replicaInterval)
 	b := startReplica(t, "b", st, conn, targets)
 	time.Sleep(replicaInterval)
-	if got := a.leases.Held(); len(got) != len(names) {
-		t.Fatalf("a holds %v, want all of %v (it came first)", got, names)
+	// The two share the three: a keeps two, b takes one.
+	ha, hb := a.leases.Held(), b.leases.Held()
+	if len(ha) != 2 || len(hb) != 1 {
+		t.Fatalf("a holds %v, b %v; want a two and b one", ha, hb)
 	}
-	if got := b.leases.Held(); len(got) != 0 {
-		t.Fatalf("b holds %v while a renews", got)
-	}
+	x := ha[0]
+	a.leases.mu.Lock()
+	first := standInCall{fence: store.Fence{Instance: x, Owner: a.leases.Owner(), Epoch: a.leases.held[x].epoch}}
+	a.leases.mu.Unlock()
 
 	a.st.cut.Store(true)
 	cut := time.Now()
 	expiry := a.st.leasedAt().Add(replicaTTL) // no lease of a outlives this
-	takeover := conn.waitCall(t, "c1", cut, "a", 2*takeoverBound)
+	takeover := conn.waitCall(t, x, cut, "a", 2*takeoverBound)
 	time.Sleep(2 * replicaInterval)
 
 	calls, _ := conn.snapshot()
@@ -451,19 +481,22 @@ func testReplicaCutOff(t *testing.T, st *store.Store) {
 	if len(a.leases.Held()) != 0 {
 		t.Errorf("a still holds %v while cut off", a.leases.Held())
 	}
-	t.Logf("cut at 0; a stopped by %s; its leases expired by %s; b took c1 at %s",
-		lastA.Sub(cut).Round(time.Millisecond), expiry.Sub(cut).Round(time.Millisecond), takeover.start.Sub(cut).Round(time.Millisecond))
+	t.Logf("cut at 0; a stopped by %s; its leases expired by %s; b took %s at %s",
+		lastA.Sub(cut).Round(time.Millisecond), expiry.Sub(cut).Round(time.Millisecond), x, takeover.start.Sub(cut).Round(time.Millisecond))
 	// a's data statements still reach the database: the store itself
 	// refuses what a would write under its old lease.
-	err := a.st.RecordSync(store.WithFence(context.Background(), first.fence), "c1", store.SyncRecord{At: time.Now(), Error: "late", Next: time.Now()})
+	err := a.st.RecordSync(store.WithFence(context.Background(), first.fence), x, store.SyncRecord{At: time.Now(), Error: "late", Next: time.Now()})
 	if !errors.Is(err, store.ErrFenced) {
 		t.Errorf("a's write after its lease expired: %v, want it refused as fenced", err)
 	}
-	// The cut heals: a holds nothing b holds, and takes nothing back.
+	if got := b.leases.Held(); len(got) != len(names) {
+		t.Errorf("b holds %v while a is cut off, want all of %v", got, names)
+	}
+	// The cut heals: the two share the instances again.
 	a.st.cut.Store(false)
-	time.Sleep(2 * replicaRenew)
-	if got := a.leases.Held(); len(got) != 0 {
-		t.Errorf("a took back %v from b", got)
+	time.Sleep(replicaTTL + 3*replicaRenew)
+	if ha, hb := a.leases.Held(), b.leases.Held(); len(ha)+len(hb) != len(names) || len(ha) == 0 || len(hb) == 0 {
+		t.Errorf("after the cut healed a holds %v, b %v; want the three shared", ha, hb)
 	}
 	a.stop()
 	b.stop()

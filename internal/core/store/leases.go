@@ -113,7 +113,7 @@ RETURNING epoch`), instance, owner, ttl.Milliseconds(), address).Scan(&epoch)
 func (s *Store) RenewLeases(ctx context.Context, owner string, ttl time.Duration) ([]Lease, error) {
 	now := s.d.nowMillis
 	rows, err := s.db.QueryContext(ctx, s.d.bind(`UPDATE leases SET expires_ms = `+now+` + ?
-WHERE owner = ? AND expires_ms > `+now+` RETURNING instance, epoch`), ttl.Milliseconds(), owner)
+WHERE owner = ? AND expires_ms > `+now+` AND instance NOT LIKE '~%' RETURNING instance, epoch`), ttl.Milliseconds(), owner)
 	if err != nil {
 		return nil, fmt.Errorf("store: renew leases: %w", err)
 	}
@@ -131,9 +131,10 @@ func (s *Store) ReleaseLease(ctx context.Context, instance, owner string, epoch 
 	return nil
 }
 
-// HeldLeases lists the leases that have not expired, of every replica.
+// HeldLeases lists the leases of instances that have not expired, of every
+// replica.
 func (s *Store) HeldLeases(ctx context.Context) ([]Lease, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT instance, epoch, owner, address FROM leases WHERE expires_ms > `+s.d.nowMillis+` ORDER BY instance`)
+	rows, err := s.db.QueryContext(ctx, `SELECT instance, epoch, owner, address FROM leases WHERE expires_ms > `+s.d.nowMillis+` AND instance NOT LIKE '~%' ORDER BY instance`)
 	if err != nil {
 		return nil, fmt.Errorf("store: list leases: %w", err)
 	}
@@ -207,3 +208,34 @@ func (s *Store) fenced(ctx context.Context, instance string, write func(execer) 
 // Postgres tells whether the store is PostgreSQL, where several replicas of
 // the core may share it.
 func (s *Store) Postgres() bool { return s.d.name == postgresDialect.name }
+
+// replicaRow prefixes the row each replica keeps in leases to say it is
+// alive (Heartbeat): no plugin's name starts with '~'.
+const replicaRow = "~replica:"
+
+// Heartbeat says owner is alive for ttl: LiveReplicas counts it until then.
+func (s *Store) Heartbeat(ctx context.Context, owner string, ttl time.Duration) error {
+	now := s.d.nowMillis
+	if _, err := s.db.ExecContext(ctx, s.d.bind(`INSERT INTO leases (instance, owner, epoch, expires_ms) VALUES (?, ?, 0, `+now+` + ?)
+ON CONFLICT (instance) DO UPDATE SET expires_ms = excluded.expires_ms`), replicaRow+owner, owner, ttl.Milliseconds()); err != nil {
+		return fmt.Errorf("store: heartbeat: %w", err)
+	}
+	return nil
+}
+
+// LiveReplicas counts the replicas whose heartbeat has not expired.
+func (s *Store) LiveReplicas(ctx context.Context) (int, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, s.d.bind(`SELECT COUNT(*) FROM leases WHERE instance LIKE ? AND expires_ms > `+s.d.nowMillis), replicaRow+"%").Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: live replicas: %w", err)
+	}
+	return n, nil
+}
+
+// Depart ends owner's heartbeat at once (a replica shutting down).
+func (s *Store) Depart(ctx context.Context, owner string) error {
+	if _, err := s.db.ExecContext(ctx, s.d.bind(`UPDATE leases SET expires_ms = 0 WHERE instance = ?`), replicaRow+owner); err != nil {
+		return fmt.Errorf("store: depart: %w", err)
+	}
+	return nil
+}

@@ -21,6 +21,7 @@ var leaseCases = []struct {
 	{"LeaseExpiredFencesWrites", testLeaseExpiredFences},
 	{"LeaseReleaseHandsOver", testLeaseRelease},
 	{"LeaseRevokedByRemoval", testLeaseRevokedByRemoval},
+	{"LeaseReplicasCounted", testLeaseReplicasCounted},
 }
 
 func mustAcquire(t *testing.T, s *store.Store, instance, owner string, ttl time.Duration) (int64, bool) {
@@ -199,4 +200,46 @@ func testLeaseRevokedByRemoval(t *testing.T, b Backend) {
 		t.Errorf("write after the instance was marked removed: %v, want ErrFenced", err)
 	}
 	checkUnknown(t, s, "nbp-fx")
+}
+
+func testLeaseReplicasCounted(t *testing.T, b Backend) {
+	s := open(t, b.NewDSN(t))
+	ctx := context.Background()
+	count := func() int {
+		t.Helper()
+		n, err := s.LiveReplicas(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, hb := range []struct {
+		owner string
+		ttl   time.Duration
+	}{{"a", time.Hour}, {"b", time.Hour}, {"c", 200 * time.Millisecond}, {"a", time.Hour}} {
+		if err := s.Heartbeat(ctx, hb.owner, hb.ttl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count(); n != 3 {
+		t.Fatalf("LiveReplicas = %d, want 3 (a twice is one)", n)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := count(); n != 2 {
+		t.Errorf("LiveReplicas after c's heartbeat expired = %d, want 2", n)
+	}
+	if err := s.Depart(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 1 {
+		t.Errorf("LiveReplicas after b departed = %d, want 1", n)
+	}
+	// The heartbeats are no instance's lease: never listed, never renewed.
+	mustAcquire(t, s, "nbp-fx", "a", time.Hour)
+	if held, err := s.HeldLeases(ctx); err != nil || len(held) != 1 || held[0].Instance != "nbp-fx" {
+		t.Errorf("HeldLeases = %+v, %v; want nbp-fx alone", held, err)
+	}
+	if got, err := s.RenewLeases(ctx, "a", time.Hour); err != nil || len(got) != 1 || got[0].Instance != "nbp-fx" {
+		t.Errorf("RenewLeases = %+v, %v; want nbp-fx alone", got, err)
+	}
 }
