@@ -181,7 +181,11 @@ func Start(ctx context.Context, cfg *rest.Config, o Options) (c *Core, err error
 		if err := CheckLeases(o.LeaseTTL, o.LeaseRenew); err != nil {
 			return nil, err
 		}
-		c.leases = NewLeases(LeaseOptions{Store: ls, Owner: o.Replica, Address: o.ReplicaAddress, TTL: o.LeaseTTL, Renew: o.LeaseRenew, Apply: c.applyOwned, Log: o.Log})
+		c.leases = NewLeases(LeaseOptions{Store: ls, Owner: o.Replica, Address: o.ReplicaAddress, TTL: o.LeaseTTL, Renew: o.LeaseRenew, Apply: c.applyOwned, Log: o.Log,
+			Check: func(ctx context.Context) error {
+				// /version is readable by every identity (system:public-info-viewer).
+				return cs.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error()
+			}})
 		o.Scheduler.WorkerContext, o.Views.WorkerContext = c.leases.WorkerContext, c.leases.WorkerContext
 	}
 	vo := o.Views

@@ -69,6 +69,12 @@ type LeaseOptions struct {
 	// Apply hands the scheduler and the views the running instances this
 	// replica holds (Scheduler.Update and Views.Update).
 	Apply func(owned []Target)
+	// Check, when set, tells whether this replica can do its work besides
+	// the database: the API server answering (its Plugins watch, the
+	// tokens it calls plugins with). While it fails the replica releases
+	// every lease, once its workers stopped, and takes none, so the others
+	// serve its plugins.
+	Check func(ctx context.Context) error
 	Log   *slog.Logger
 }
 
@@ -214,6 +220,24 @@ func (l *Leases) Run(ctx context.Context) {
 // changed.
 func (l *Leases) round(ctx context.Context) {
 	start := time.Now()
+	if l.o.Check != nil {
+		cctx, cancel := context.WithTimeout(ctx, l.o.Renew)
+		err := l.o.Check(cctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			l.o.Log.Warn("the API server does not answer: handing every plugin to the other replicas", "error", err.Error())
+			l.release(ctx, 0)
+			l.apply()
+			// Counted no more in the others' shares, so they take all.
+			dctx, cancel := context.WithTimeout(ctx, l.o.Renew)
+			_ = l.o.Store.Depart(dctx, l.owner)
+			cancel()
+			return
+		}
+	}
 	l.mu.Lock()
 	had := len(l.held) > 0
 	l.mu.Unlock()

@@ -243,6 +243,8 @@ func (s *standIn) snapshot() ([]standInCall, map[string]int) {
 
 // testReplica is one replica: its leases and its scheduler.
 type testReplica struct {
+	// apiCut fails the replica's check of the API server.
+	apiCut atomic.Bool
 	name   string
 	st     *replicaStore
 	leases *Leases
@@ -257,7 +259,13 @@ func startReplica(t *testing.T, name string, shared *store.Store, conn *standIn,
 	r := &testReplica{name: name, st: &replicaStore{Store: shared}, cancel: cancel, done: make(chan struct{})}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r.leases = NewLeases(LeaseOptions{Store: r.st, Owner: name, TTL: replicaTTL, Renew: replicaRenew, Log: log,
-		Apply: func(owned []Target) { r.sched.Update(owned) }})
+		Apply: func(owned []Target) { r.sched.Update(owned) },
+		Check: func(context.Context) error {
+			if r.apiCut.Load() {
+				return errors.New("the API server does not answer")
+			}
+			return nil
+		}})
 	r.sched = NewScheduler(ctx, SchedulerOptions{
 		Store: r.st, Connector: standInConn{s: conn, replica: name}, DefaultInterval: replicaInterval,
 		Jitter: -1, FirstSyncDelay: -1, Backoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
@@ -302,6 +310,7 @@ func TestReplicasPostgres(t *testing.T) {
 	t.Run("KilledMidSync", func(t *testing.T) { testReplicasKilledMidSync(t, db(t)) })
 	t.Run("CutOffFencesItself", func(t *testing.T) { testReplicaCutOff(t, db(t)) })
 	t.Run("StopHandsOver", func(t *testing.T) { testReplicaStopHandsOver(t, db(t)) })
+	t.Run("APIServerCutHandsOver", func(t *testing.T) { testReplicaAPIServerCut(t, db(t)) })
 }
 
 func replicaDatabase(t *testing.T, srv *pgtest.Server) *store.Store {
@@ -525,6 +534,47 @@ func testReplicaStopHandsOver(t *testing.T, st *store.Store) {
 		t.Errorf("c1 waited %s after a stopped: the lease was not released", waited)
 	}
 	time.Sleep(2 * replicaInterval)
+	b.stop()
+	checkShared(t, conn, names)
+}
+
+// testReplicaAPIServerCut cuts a replica from the API server (its check
+// fails) while the database still answers: it releases its plugins, once
+// its workers stopped, and the other replica serves them within a renewal
+// period or two, not after the leases' expiry; it stores nothing after.
+func testReplicaAPIServerCut(t *testing.T, st *store.Store) {
+	names := []string{"c1", "c2"}
+	conn := newStandIn()
+	a := startReplica(t, "a", st, conn, connectorTargets(names...))
+	b := startReplica(t, "b", st, conn, connectorTargets(names...))
+	time.Sleep(replicaInterval)
+	ha := a.leases.Held()
+	if len(ha) != 1 {
+		t.Fatalf("a holds %v, want its share of one", ha)
+	}
+	x := ha[0]
+	cut := time.Now()
+	a.apiCut.Store(true)
+	next := conn.waitCall(t, x, cut, "a", takeoverBound+replicaInterval)
+	if next.replica != "b" {
+		t.Fatalf("%s called by %s", x, next.replica)
+	}
+	handed := time.Now()
+	time.Sleep(2 * replicaInterval)
+	if got := a.leases.Held(); len(got) != 0 {
+		t.Errorf("a holds %v while cut from the API server", got)
+	}
+	if s := a.st.lastStored(); s.After(handed) {
+		t.Errorf("a stored %s after b took over", s.Sub(handed))
+	}
+	calls, _ := conn.snapshot()
+	for _, c := range calls {
+		if c.replica == "a" && c.start.After(cut.Add(replicaRenew+replicaCall)) {
+			t.Errorf("a called %s %s after it was cut off", c.instance, c.start.Sub(cut))
+		}
+	}
+	t.Logf("cut a from the API server: b serves %s %s later", x, next.start.Sub(cut).Round(time.Millisecond))
+	a.stop()
 	b.stop()
 	checkShared(t, conn, names)
 }
