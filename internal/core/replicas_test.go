@@ -533,7 +533,7 @@ func testReplicaStopHandsOver(t *testing.T, st *store.Store) {
 	if waited := next.start.Sub(stopped); waited > replicaInterval+2*replicaRenew+500*time.Millisecond {
 		t.Errorf("c1 waited %s after a stopped: the lease was not released", waited)
 	}
-	time.Sleep(2 * replicaInterval)
+	time.Sleep(3 * replicaInterval)
 	b.stop()
 	checkShared(t, conn, names)
 }
@@ -560,7 +560,7 @@ func testReplicaAPIServerCut(t *testing.T, st *store.Store) {
 		t.Fatalf("%s called by %s", x, next.replica)
 	}
 	handed := time.Now()
-	time.Sleep(2 * replicaInterval)
+	time.Sleep(3 * replicaInterval)
 	if got := a.leases.Held(); len(got) != 0 {
 		t.Errorf("a holds %v while cut from the API server", got)
 	}
