@@ -9,6 +9,7 @@ import (
 	"context"
 	"flag"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -61,7 +62,14 @@ func main() {
 	fs.IntVar(&o.Scheduler.MaxAttempts, "sync-attempts", core.DefaultMaxAttempts, "calls of one batch at most (retries on Unavailable, DeadlineExceeded and database failures)")
 	fs.DurationVar(&o.Scheduler.CallTimeout, "call-timeout", core.DefaultCallTimeout, "bound on one call to a plugin")
 	fs.DurationVar(&o.TokenCacheTTL, "token-cache-ttl", 0, "how long an accepted plugin token review is reused (0: 1m; never past the token's expiry; negative disables)")
+	fs.StringVar(&o.Replica, "replica-name", defaultReplica(), "this replica's name in the leases kept on PostgreSQL (default: $POD_NAME, else the host name)")
+	fs.DurationVar(&o.LeaseTTL, "lease-duration", core.DefaultLeaseTTL, "on PostgreSQL, how long a replica's hold on a plugin lasts unrenewed: the longest a plugin waits after its replica died or was cut off")
+	fs.DurationVar(&o.LeaseRenew, "lease-renew", core.DefaultLeaseRenew, "on PostgreSQL, how often a replica renews its holds and takes plugins no replica serves")
+	fs.StringVar(&o.ReplicaAddress, "replica-address", "", "on PostgreSQL, HOST:PORT where the other replicas reach this one's owner API, to pass it an owner's import of a plugin it serves (default: $POD_IP and the --owner-listen port; none outside a pod)")
 	_ = fs.Parse(os.Args[1:])
+	if o.ReplicaAddress == "" {
+		o.ReplicaAddress = defaultReplicaAddress(o.OwnerAddr)
+	}
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	// A Go soft memory limit under the container's, so the GC works harder
@@ -77,6 +85,10 @@ func main() {
 		log.Error("--export-interval", "error", err.Error())
 		os.Exit(2)
 	}
+	if err := core.CheckLeases(o.LeaseTTL, o.LeaseRenew); err != nil {
+		log.Error("--lease-duration, --lease-renew", "error", err.Error())
+		os.Exit(2)
+	}
 	o.Log = log
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -88,4 +100,25 @@ func main() {
 		log.Error("openfief-core failed", "error", err.Error())
 		os.Exit(1)
 	}
+}
+
+// defaultReplica is the pod's name from the downward API (deploy/core sets
+// POD_NAME), else the host name, which is the pod's name in a pod too.
+func defaultReplica() string {
+	if n := os.Getenv("POD_NAME"); n != "" {
+		return n
+	}
+	n, _ := os.Hostname()
+	return n
+}
+
+// defaultReplicaAddress is the pod's IP from the downward API (deploy/core
+// sets POD_IP) with the owner listener's port, or "" outside a pod.
+func defaultReplicaAddress(ownerAddr string) string {
+	ip := os.Getenv("POD_IP")
+	_, port, err := net.SplitHostPort(ownerAddr)
+	if ip == "" || err != nil || port == "" {
+		return ""
+	}
+	return net.JoinHostPort(ip, port)
 }

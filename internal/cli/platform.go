@@ -36,7 +36,10 @@ openfief namespace, the admission policy, the operator, the egress proxy and
 openfief-core, from a release overlay (make release-overlay). Objects are
 server-side applied with the field manager openfief-platform and labelled
 app.kubernetes.io/managed-by=openfief-platform; upgrade prunes and uninstall
-removes only objects with that label.`,
+removes only objects with that label. openfief-core runs as one replica on
+SQLite (deploy/core as committed); several replicas need PostgreSQL
+(deploy/core/components/postgres-replicas), and an overlay with several on
+SQLite is refused.`,
 		Example: `  # Install from a release overlay (make release-overlay), then check it
   openfief platform install --overlay release
   openfief platform status`,
@@ -127,6 +130,9 @@ func (o *platformApplyOptions) Run(ctx context.Context) error {
 	set, err := platform.Load(o.overlay)
 	if err != nil {
 		return exitf(ExitInvalid, "%w", err)
+	}
+	if err := checkCoreReplicas(set.Objects); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
@@ -249,6 +255,9 @@ func (o *platformApplyOptions) apply(ctx context.Context, c client.Client, set *
 		}
 	}
 	fmt.Fprintf(e.Out, "the platform %s is Available\n", set.Version)
+	if line := coreReplicasLine(set.Objects); line != "" {
+		fmt.Fprintln(e.Out, line)
+	}
 	return nil
 }
 

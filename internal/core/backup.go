@@ -53,8 +53,30 @@ func (c *Core) onPlugins(ts []Target) {
 	defer c.gate.mu.Unlock()
 	c.gate.targets, c.gate.seen = ts, true
 	if !c.gate.restoring && !c.gate.stopped {
-		c.sched.Update(ts)
-		c.views.Update(ts)
+		c.applyTargets(ts)
+	}
+}
+
+// applyTargets hands the running instances to the scheduler and the views,
+// or, on several replicas, to the leases, which hand on those this replica
+// holds (applyOwned). c.gate.mu is held.
+func (c *Core) applyTargets(ts []Target) {
+	if c.leases != nil {
+		c.leases.Update(ts)
+		return
+	}
+	c.sched.Update(ts)
+	c.views.Update(ts)
+}
+
+// applyOwned is the leases' Apply: the running instances this replica
+// holds, applied unless the core is paused (resume applies them then).
+func (c *Core) applyOwned(owned []Target) {
+	c.gate.mu.Lock()
+	defer c.gate.mu.Unlock()
+	if !c.gate.restoring && !c.gate.stopped {
+		c.sched.Update(owned)
+		c.views.Update(owned)
 	}
 }
 
@@ -106,8 +128,7 @@ func (c *Core) resume() {
 	defer c.gate.mu.Unlock()
 	c.gate.restoring, c.gate.stopped = false, false
 	if c.gate.seen {
-		c.sched.Update(c.gate.targets)
-		c.views.Update(c.gate.targets)
+		c.applyTargets(c.gate.targets)
 	}
 }
 

@@ -71,7 +71,18 @@ type Options struct {
 	PreMigrationBackupDir string
 	// TokenCacheTTL is auth.Options.CacheTTL.
 	TokenCacheTTL time.Duration
-	Log           *slog.Logger
+	// Replica names this replica in the store's leases (the pod's name);
+	// LeaseTTL and LeaseRenew are LeaseOptions' TTL and Renew. Leases are
+	// kept whenever the store is PostgreSQL, so that any number of replicas
+	// share the instances; a SQLite store is one replica's and keeps none.
+	Replica              string
+	LeaseTTL, LeaseRenew time.Duration
+	// ReplicaAddress is where other replicas reach this one's owner API
+	// (the pod's IP and the owner port); empty means an owner's import
+	// reaching a replica that does not serve the plugin is refused with
+	// 503, to be tried again, instead of passed on.
+	ReplicaAddress string
+	Log            *slog.Logger
 }
 
 // DefaultOptions returns the Options the binary starts from.
@@ -94,6 +105,11 @@ type Core struct {
 	log     *slog.Logger
 	// gate pauses the workers while a restore runs (backup.go).
 	gate gate
+	// leases, on PostgreSQL, share the instances among the replicas
+	// (leases.go); nil on SQLite. leasesDone is closed when they are
+	// released on shutdown.
+	leases     *Leases
+	leasesDone chan struct{}
 
 	pluginLn, ownerLn, metricsLn net.Listener
 	servers                      []*http.Server
@@ -161,6 +177,17 @@ func Start(ctx context.Context, cfg *rest.Config, o Options) (c *Core, err error
 	if !ok {
 		return nil, errors.New("the store cannot read pages for views")
 	}
+	if ls, ok := c.store.(replicatedStore); ok && ls.Postgres() {
+		if err := CheckLeases(o.LeaseTTL, o.LeaseRenew); err != nil {
+			return nil, err
+		}
+		c.leases = NewLeases(LeaseOptions{Store: ls, Owner: o.Replica, Address: o.ReplicaAddress, TTL: o.LeaseTTL, Renew: o.LeaseRenew, Apply: c.applyOwned, Log: o.Log,
+			Check: func(ctx context.Context) error {
+				// /version is readable by every identity (system:public-info-viewer).
+				return cs.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error()
+			}})
+		o.Scheduler.WorkerContext, o.Views.WorkerContext = c.leases.WorkerContext, c.leases.WorkerContext
+	}
 	vo := o.Views
 	vo.Exporter = &Exporter{Store: vs, Caller: caller, CallTimeout: o.Scheduler.CallTimeout}
 	vo.Store, vo.Log, vo.Metrics = c.store, o.Log, metrics
@@ -170,6 +197,16 @@ func Start(ctx context.Context, cfg *rest.Config, o Options) (c *Core, err error
 	so.OnStop = tokens.Forget
 	so.OnStored = c.views.Poke
 	c.sched = NewScheduler(ctx, so)
+	c.leasesDone = make(chan struct{})
+	if c.leases != nil {
+		go func() {
+			defer close(c.leasesDone)
+			c.leases.Run(ctx)
+		}()
+		o.Log.Info("sharing the plugins with the other replicas by leases in PostgreSQL", "replica", c.leases.Owner())
+	} else {
+		close(c.leasesDone)
+	}
 	c.plugins, err = WatchPlugins(ctx, cfg, o.Namespace, c.onPlugins, c.markRemoved)
 	if err != nil {
 		return nil, err
@@ -215,6 +252,7 @@ func Start(ctx context.Context, cfg *rest.Config, o Options) (c *Core, err error
 		for _, srv := range c.servers {
 			_ = srv.Shutdown(sctx)
 		}
+		<-c.leasesDone
 		c.sched.Wait()
 		c.views.Wait()
 		if err := c.closeDB(); err != nil {

@@ -54,12 +54,50 @@ func (c *Core) status(r *http.Request, name string) (ownerapi.InstanceStatus, er
 	} else if out.View {
 		out.IntervalSeconds = int64(c.views.Interval() / time.Second)
 	}
+	if !ok && c.servedElsewhere(name) {
+		return c.statusElsewhere(r, name, st, out)
+	}
 	if out.View {
 		lag, err := c.viewLag(r.Context(), name)
 		if err != nil {
 			return ownerapi.InstanceStatus{}, err
 		}
 		out.Lag = lag
+	}
+	return out, nil
+}
+
+// servedElsewhere tells a running instance another replica serves.
+func (c *Core) servedElsewhere(name string) bool {
+	if c.leases == nil || c.leases.Holds(name) {
+		return false
+	}
+	_, running := c.leases.Running(name)
+	return running
+}
+
+// statusElsewhere is the status of an instance another replica serves: its
+// schedule as the store recorded it (the holder records each sync's next),
+// its interval and, for a view, its lag under the grant the watch reports.
+func (c *Core) statusElsewhere(r *http.Request, name string, rec store.InstanceRecord, out ownerapi.InstanceStatus) (ownerapi.InstanceStatus, error) {
+	t, _ := c.leases.Running(name)
+	out.Scheduled, out.View = true, t.View
+	if !rec.NextSync.IsZero() {
+		n := rec.NextSync.UTC()
+		out.NextSync = &n
+	}
+	switch {
+	case t.Connector:
+		out.IntervalSeconds = int64(c.sched.interval(name) / time.Second)
+	case t.View:
+		out.IntervalSeconds = int64(c.views.Interval() / time.Second)
+	}
+	if lr, ok := c.store.(lagReader); ok && t.View {
+		n, err := lr.ViewLag(r.Context(), name, ViewKinds(t.DataTiers))
+		if err != nil {
+			return ownerapi.InstanceStatus{}, err
+		}
+		out.Lag = &n
 	}
 	return out, nil
 }

@@ -85,6 +85,10 @@ type SchedulerOptions struct {
 	OnStored func()
 	// Metrics, when set, count each sync and hold its outcome by instance.
 	Metrics *Metrics
+	// WorkerContext, when set, derives each worker's context from the one
+	// the scheduler gives it: Leases.WorkerContext, whose context carries
+	// the lease's fence and ends with the lease.
+	WorkerContext func(ctx context.Context, instance string) context.Context
 }
 
 // Scheduler calls Sync on every running connector on its schedule (D-49):
@@ -218,6 +222,9 @@ func (s *Scheduler) Update(targets []Target) {
 			continue
 		}
 		ctx, cancel := context.WithCancel(s.ctx)
+		if s.o.WorkerContext != nil {
+			ctx = s.o.WorkerContext(ctx, name)
+		}
 		w := &worker{ctx: ctx, cancel: cancel, done: make(chan struct{}), claimed: make(chan struct{}), target: t}
 		s.workers[name] = w
 		s.wg.Add(1)
@@ -575,6 +582,10 @@ func (s *Scheduler) ImportFile(ctx context.Context, instance, fileName, mediaTyp
 	}
 	actx, acancel := context.WithCancel(ctx)
 	defer acancel()
+	if f, ok := store.FenceOf(w.ctx); ok {
+		// Stored under the lease of the replica serving the instance.
+		actx = store.WithFence(actx, f)
+	}
 	defer context.AfterFunc(w.ctx, acancel)()
 	return s.accept(actx, instance, w, batch, store.KindFile, d)
 }

@@ -103,6 +103,9 @@ func (c *Core) serveImport(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, err)
 		return
 	}
+	if c.forwardImport(w, r, name) {
+		return
+	}
 	preview := r.URL.Query().Get("mode") == "preview"
 	body := http.MaxBytesReader(w, r.Body, ownerapi.MaxImportBytes)
 	res, err := c.sched.ImportFile(r.Context(), name, r.Header.Get(ownerapi.HeaderFileName), mediaType(r.Header.Get("Content-Type")), preview, body)
@@ -111,6 +114,9 @@ func (c *Core) serveImport(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case errors.As(err, &mbe):
 			writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("the file is larger than %d bytes", ownerapi.MaxImportBytes))
+		case errors.Is(err, ErrNotConnector) && c.servedElsewhere(name):
+			// The lease moved while the import began.
+			writeError(w, http.StatusServiceUnavailable, errServedElsewhere)
 		case errors.Is(err, ErrNotConnector):
 			writeError(w, http.StatusNotFound, err)
 		case errors.Is(err, ErrOutsideTiers), errors.Is(err, ErrBatchMismatch):

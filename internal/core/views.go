@@ -53,6 +53,9 @@ type ViewOptions struct {
 	Log                 *slog.Logger
 	// Metrics, when set, count each export and hold its outcome by view.
 	Metrics *Metrics
+	// WorkerContext is SchedulerOptions.WorkerContext for the views'
+	// workers.
+	WorkerContext func(ctx context.Context, instance string) context.Context
 }
 
 // Views runs every view instance's exports (OF-35): one worker per view, so
@@ -230,6 +233,9 @@ func (v *Views) Update(targets []Target) {
 			continue
 		}
 		ctx, cancel := context.WithCancel(v.ctx)
+		if v.o.WorkerContext != nil {
+			ctx = v.o.WorkerContext(ctx, name)
+		}
 		w := &viewWorker{uid: t.UID, cancel: cancel, done: make(chan struct{}), poke: make(chan struct{}, 1)}
 		v.workers[name] = w
 		v.wg.Add(1)

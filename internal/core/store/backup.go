@@ -40,6 +40,7 @@ var backupTables = []backupTable{
 	{"problems", "instance, problem_key"},
 	{"counters", "name"},
 	{"view_places", "instance, kind"},
+	{"leases", "instance"},
 }
 
 // BackupOptions configures Backup.

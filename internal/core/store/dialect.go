@@ -26,15 +26,21 @@ type dialect struct {
 	// (PostgreSQL, bulk.go); SQLite has no COPY and its multi-row INSERTs
 	// already outrun a plain insert loop.
 	copy bool
+	// nowMillis is the database's clock in milliseconds since the Unix
+	// epoch, which leases are measured by (leases.go): every replica
+	// reads the same clock.
+	nowMillis string
 }
 
 var (
-	sqliteDialect   = dialect{name: "sqlite", maxParams: 32766}
+	sqliteDialect = dialect{name: "sqlite", maxParams: 32766,
+		nowMillis: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"}
 	postgresDialect = dialect{
 		name: "postgres", numbered: true, maxParams: 65535,
 		migrationLock: "SELECT pg_advisory_xact_lock(7468201515)",
 		lockRow:       " FOR UPDATE",
 		copy:          true,
+		nowMillis:     "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
 	}
 )
 

@@ -255,6 +255,9 @@ ON CONFLICT (instance, kind) DO UPDATE SET seq = excluded.seq WHERE view_places.
 			return fmt.Errorf("store: advance %s: %s: %w", view, k, err)
 		}
 	}
+	if err := s.checkFence(ctx, tx, view); err != nil {
+		return fmt.Errorf("store: advance %s: %w", view, err)
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: advance %s: %w", view, err)
 	}
@@ -264,7 +267,10 @@ ON CONFLICT (instance, kind) DO UPDATE SET seq = excluded.seq WHERE view_places.
 // ResetView forgets view's places: its next page starts from the oldest
 // entry of every kind.
 func (s *Store) ResetView(ctx context.Context, view string) error {
-	if _, err := s.db.ExecContext(ctx, s.d.bind(`DELETE FROM view_places WHERE instance = ?`), view); err != nil {
+	if err := s.fenced(ctx, view, func(e execer) error {
+		_, err := e.ExecContext(ctx, s.d.bind(`DELETE FROM view_places WHERE instance = ?`), view)
+		return err
+	}); err != nil {
 		return fmt.Errorf("store: reset %s: %w", view, err)
 	}
 	return nil

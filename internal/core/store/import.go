@@ -69,6 +69,9 @@ func (s *Store) Import(ctx context.Context, instance string, kind Kind, d *conne
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("store: import %s: %w", instance, err)
 	}
+	if err := s.checkFence(ctx, tx, instance); err != nil {
+		return ImportResult{}, fmt.Errorf("store: import %s: %w", instance, err)
+	}
 	if err := s.step(&im.steps); err != nil {
 		return ImportResult{}, fmt.Errorf("store: import %s: commit: %w", instance, err)
 	}

@@ -63,11 +63,11 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s, err := store.Open(context.Background(), path); err == nil || !strings.Contains(err.Error(), "999") ||
-		!strings.Contains(err.Error(), "up to 3") || !errors.Is(err, store.ErrNewerSchema) {
+		!strings.Contains(err.Error(), "up to 4") || !errors.Is(err, store.ErrNewerSchema) {
 		if s != nil {
 			_ = s.Close()
 		}
-		t.Fatalf("Open of a database at schema 999 = %v, want ErrNewerSchema naming 999 and this core's 3", err)
+		t.Fatalf("Open of a database at schema 999 = %v, want ErrNewerSchema naming 999 and this core's 4", err)
 	}
 }
 

@@ -220,28 +220,36 @@ func (s *Store) Claim(ctx context.Context, name, uid string, at time.Time) (remo
 		return "", refuse("at", ErrRemovedAt)
 	}
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		stored, found, err := s.liveUID(ctx, tx, name)
-		if err != nil {
+		if err := s.claimTx(ctx, tx, name, uid, at, &removedKey); err != nil {
 			return err
 		}
-		switch {
-		case found && stored == uid:
-			return nil
-		case found && stored == "":
-			_, err := tx.ExecContext(ctx, s.d.bind(`UPDATE instances SET uid = ? WHERE instance = ?`), uid, name)
-			return err
-		case found:
-			if removedKey, err = s.rekey(ctx, tx, name, stored, at); err != nil {
-				return err
-			}
-		}
-		_, err = tx.ExecContext(ctx, s.d.bind(`INSERT INTO instances (instance, uid) VALUES (?, ?)`), name, uid)
-		return err
+		return s.checkFence(ctx, tx, name)
 	})
 	if err != nil {
 		return "", fmt.Errorf("store: claim %s: %w", name, err)
 	}
 	return removedKey, nil
+}
+
+// claimTx is Claim's work inside its transaction.
+func (s *Store) claimTx(ctx context.Context, tx *sql.Tx, name, uid string, at time.Time, removedKey *string) error {
+	stored, found, err := s.liveUID(ctx, tx, name)
+	if err != nil {
+		return err
+	}
+	switch {
+	case found && stored == uid:
+		return nil
+	case found && stored == "":
+		_, err := tx.ExecContext(ctx, s.d.bind(`UPDATE instances SET uid = ? WHERE instance = ?`), uid, name)
+		return err
+	case found:
+		if *removedKey, err = s.rekey(ctx, tx, name, stored, at); err != nil {
+			return err
+		}
+	}
+	_, err = tx.ExecContext(ctx, s.d.bind(`INSERT INTO instances (instance, uid) VALUES (?, ?)`), name, uid)
+	return err
 }
 
 // MarkRemoved marks name's live instance removed at at, if the store holds
@@ -266,8 +274,10 @@ func (s *Store) MarkRemoved(ctx context.Context, name, uid string, at time.Time)
 		if err != nil || !found || stored != uid {
 			return err
 		}
-		key, err = s.rekey(ctx, tx, name, stored, at)
-		return err
+		if key, err = s.rekey(ctx, tx, name, stored, at); err != nil {
+			return err
+		}
+		return s.revokeLease(ctx, tx, name)
 	})
 	if err != nil {
 		return "", fmt.Errorf("store: mark %s removed: %w", name, err)

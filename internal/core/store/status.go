@@ -119,11 +119,14 @@ func (s *Store) RecordSync(ctx context.Context, instance string, r SyncRecord) e
 	if r.OK {
 		ok = 1
 	}
-	_, err := s.db.ExecContext(ctx, s.d.bind(`INSERT INTO instances (instance, last_sync_at, last_sync_ok, last_error, next_sync_at)
+	err := s.fenced(ctx, instance, func(e execer) error {
+		_, err := e.ExecContext(ctx, s.d.bind(`INSERT INTO instances (instance, last_sync_at, last_sync_ok, last_error, next_sync_at)
 VALUES (?, ?, ?, ?, ?)
 ON CONFLICT (instance) DO UPDATE SET last_sync_at = excluded.last_sync_at, last_sync_ok = excluded.last_sync_ok,
 last_error = excluded.last_error, next_sync_at = excluded.next_sync_at`),
-		instance, formatTime(r.At), ok, cleanError(r.Error), formatTime(r.Next))
+			instance, formatTime(r.At), ok, cleanError(r.Error), formatTime(r.Next))
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("store: record sync of %s: %w", instance, err)
 	}

@@ -43,8 +43,8 @@ var backupCases = []struct {
 var snapshotTime = time.Date(2026, 12, 6, 7, 0, 0, 0, time.UTC)
 
 // Populate fills s with something in every table: two connectors' imports
-// (one of them twice), their sync records, a view's places, and the data of
-// an uninstalled plugin.
+// (one of them twice), their sync records, a view's places, the data of
+// an uninstalled plugin, and a replica's lease.
 func Populate(t testing.TB, s *store.Store) {
 	t.Helper()
 	ctx := context.Background()
@@ -66,6 +66,10 @@ func Populate(t testing.TB, s *store.Store) {
 		func() error { _, err := s.Claim(ctx, "old", "22222222-bbbb", at); return err },
 		func() error { _, err := s.Import(ctx, "old", store.KindSync, Sync("o1", 200, 3, "wo")); return err },
 		func() error { _, err := s.MarkRemoved(ctx, "old", "22222222-bbbb", at.Add(time.Minute)); return err },
+		func() error {
+			_, _, err := s.AcquireLease(ctx, "bank", "core-0-a1b2c3", "10.0.0.1:8081", time.Hour)
+			return err
+		},
 	} {
 		if err := step(); err != nil {
 			t.Fatalf("populate: %v", err)
@@ -252,7 +256,7 @@ func testRestoreRefusals(t *testing.T, b Backend) {
 		message string
 	}{
 		{"not empty", raw, store.RestoreOptions{}, store.ErrRecordNotEmpty, "replace"},
-		{"newer schema", Reseal(t, replaceFirst(lines, `"schema":[1,2,3]`, `"schema":[1,2,3,4]`)), replace, store.ErrNewerSchema, "schema version 4"},
+		{"newer schema", Reseal(t, replaceFirst(lines, `"schema":[1,2,3,4]`, `"schema":[1,2,3,4,5]`)), replace, store.ErrNewerSchema, "schema version 5"},
 		{"checksum", Gzip(t, withRow("problems", func(l string) string { return strings.TrimSuffix(l, `"]`) + `x"]` })), replace, store.ErrDamagedBackup, "checksum"},
 		{"truncated", raw[:len(raw)*2/3], replace, store.ErrDamagedBackup, "damaged"},
 		{"truncated before the trailer", Gzip(t, lines[:len(lines)-1]), replace, store.ErrDamagedBackup, "truncated"},

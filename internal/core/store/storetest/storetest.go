@@ -85,6 +85,7 @@ func Run(t *testing.T, b Backend) {
 	cases = append(cases, exportCases...)
 	cases = append(cases, metricsCases...)
 	cases = append(cases, backupCases...)
+	cases = append(cases, leaseCases...)
 	for _, c := range append(cases, removedCases...) {
 		t.Run(c.name, func(t *testing.T) { c.run(t, b) })
 	}
@@ -478,8 +479,8 @@ func testReopen(t *testing.T, b Backend) {
 	checkRows(t, s, "nbp-fx", rows(res))
 	checkWatermark(t, s, "nbp-fx", "w1")
 	versions, err := s.Migrations(context.Background())
-	if err != nil || !cmp.Equal(versions, []int{1, 2, 3}) {
-		t.Errorf("Migrations = %v, %v; want [1 2 3] (each applied once)", versions, err)
+	if err != nil || !cmp.Equal(versions, []int{1, 2, 3, 4}) {
+		t.Errorf("Migrations = %v, %v; want [1 2 3 4] (each applied once)", versions, err)
 	}
 	if again := mustImport(t, s, "nbp-fx", store.KindSync, Sync("b1", 0, 30, "w1")); again.Rows() != 0 || !again.Duplicate {
 		t.Errorf("the same delivery after reopening: %+v", again)

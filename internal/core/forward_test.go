@@ -1,0 +1,77 @@
+package core
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestImportPassedToTheHolder: an owner's import reaching a replica that
+// does not serve the plugin goes, once, to the replica holding its lease,
+// with the owner's token and the file; one passed on already, or one whose
+// holder cannot be reached, is answered 503; one of a plugin this replica
+// serves, or of none running, is left to the replica itself.
+func TestImportPassedToTheHolder(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	type got struct{ path, auth, forwarded, name, body string }
+	seen := make(chan got, 1)
+	holder := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		seen <- got{r.URL.RequestURI(), r.Header.Get("Authorization"), r.Header.Get(headerForwarded), r.Header.Get("X-OpenFief-File-Name"), string(b)}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"plugin":"fx","transactions":3}`)
+	}))
+	defer holder.Close()
+	if _, ok, err := st.AcquireLease(ctx, "fx", "core-1-abc", strings.TrimPrefix(holder.URL, "http://"), time.Hour); err != nil || !ok {
+		t.Fatalf("AcquireLease: %v, %v", ok, err)
+	}
+	l := NewLeases(LeaseOptions{Store: st, Owner: "core-0", Apply: func([]Target) {}})
+	l.Update([]Target{{Instance: "fx", Connector: true}, {Instance: "mine", Connector: true}, {Instance: "gone", Connector: true}})
+	l.held["mine"] = &heldLease{epoch: 1, ctx: ctx, cancel: func() {}}
+	c := &Core{leases: l, store: st}
+
+	send := func(name string, header map[string]string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, "/v1/plugins/"+name+"/import?mode=preview", strings.NewReader("date,amount\n"))
+		r.Header.Set("Authorization", "Bearer owner-token")
+		r.Header.Set("X-OpenFief-File-Name", "statement.csv")
+		for k, v := range header {
+			r.Header.Set(k, v)
+		}
+		w := httptest.NewRecorder()
+		if !c.forwardImport(w, r, name) {
+			return nil
+		}
+		return w
+	}
+	w := send("fx", nil)
+	if w == nil || w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"transactions":3`) {
+		t.Fatalf("import of fx: %+v, want the holder's answer", w)
+	}
+	g := <-seen
+	if g.path != "/v1/plugins/fx/import?mode=preview" || g.auth != "Bearer owner-token" || !strings.HasPrefix(g.forwarded, "core-0-") ||
+		g.name != "statement.csv" || g.body != "date,amount\n" {
+		t.Errorf("the holder got %+v", g)
+	}
+	if w := send("fx", map[string]string{headerForwarded: "core-2-def"}); w == nil || w.Code != http.StatusServiceUnavailable {
+		t.Errorf("an import passed on already: %+v, want 503", w)
+	}
+	if send("mine", nil) != nil {
+		t.Error("an import of a plugin this replica serves was passed on")
+	}
+	if send("nothing", nil) != nil {
+		t.Error("an import of a plugin not running was passed on")
+	}
+	// "gone" runs, and nobody holds it (between two holders): 503.
+	if w := send("gone", nil); w == nil || w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "try again") {
+		t.Errorf("an import of a plugin nobody holds: %+v, want 503", w)
+	}
+	holder.Close()
+	if w := send("fx", nil); w == nil || w.Code != http.StatusServiceUnavailable {
+		t.Errorf("an import whose holder is unreachable: %+v, want 503", w)
+	}
+}
