@@ -100,16 +100,17 @@ func (c *Core) stopWorkers() {
 	c.views.Update(nil)
 }
 
-// pause stops the workers for a restore. A second restore is refused.
-func (c *Core) pause() error {
+// pause stops the workers for a restore and reports whether the core was
+// stopped already (a final backup). A second restore is refused.
+func (c *Core) pause() (stopped bool, err error) {
 	c.gate.mu.Lock()
 	defer c.gate.mu.Unlock()
 	if c.gate.restoring {
-		return ErrRestoring
+		return false, ErrRestoring
 	}
 	c.gate.restoring = true
 	c.stopWorkers()
-	return nil
+	return c.gate.stopped, nil
 }
 
 // stop stops the workers for good (a final backup): until the core
@@ -121,13 +122,14 @@ func (c *Core) stop() {
 	c.stopWorkers()
 }
 
-// resume starts the workers again for the Plugins as the watch saw them
-// last.
-func (c *Core) resume() {
+// resume ends a restore: the core stays stopped when stopped (a refused
+// restore into a core a final backup stopped), else it starts the workers
+// again for the Plugins as the watch saw them last.
+func (c *Core) resume(stopped bool) {
 	c.gate.mu.Lock()
 	defer c.gate.mu.Unlock()
-	c.gate.restoring, c.gate.stopped = false, false
-	if c.gate.seen {
+	c.gate.restoring, c.gate.stopped = false, stopped
+	if !stopped && c.gate.seen {
 		c.applyTargets(c.gate.targets)
 	}
 }
@@ -195,11 +197,14 @@ func (c *Core) serveRestore(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotImplemented, errors.New("this core's store cannot be restored"))
 		return
 	}
-	if err := c.pause(); err != nil {
+	stopped, err := c.pause()
+	if err != nil {
 		writeError(w, http.StatusConflict, err)
 		return
 	}
-	defer c.resume()
+	// A refused restore leaves the core as it was, stopped or calling
+	// plugins; a restore made resumes it.
+	defer func() { c.resume(stopped) }()
 	c.log.Info("restoring the record: calls to plugins stopped")
 	body := http.MaxBytesReader(w, r.Body, ownerapi.MaxRestoreBytes)
 	res, err := rs.Restore(r.Context(), body, store.RestoreOptions{
@@ -233,6 +238,7 @@ func (c *Core) serveRestore(w http.ResponseWriter, r *http.Request) {
 	for _, n := range res.Rows {
 		out.RowsTotal += n
 	}
+	stopped = false
 	c.log.Info("restored the record: calling plugins again", "rows", out.RowsTotal, "schema", out.Schema, "taken", out.Time.Format(time.RFC3339))
 	writeJSON(w, http.StatusOK, out)
 }

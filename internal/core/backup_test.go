@@ -455,6 +455,14 @@ func TestOwnerBackupRestore(t *testing.T) {
 	if !bytes.Equal(gunzip(t, before.Bytes()), gunzip(t, after.Bytes())) {
 		t.Fatal("a refused restore changed the record")
 	}
+	// A refused restore leaves a stopped core stopped (a final backup's):
+	// it does not start calling plugins again.
+	c.gate.mu.Lock()
+	stillStopped := c.gate.stopped && !c.gate.restoring
+	c.gate.mu.Unlock()
+	if !stillStopped {
+		t.Fatal("a refused restore started a stopped core's workers again")
+	}
 	if resp, body := restore("?replace=true"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("restore with replace = %d %s", resp.StatusCode, body)
 	}
