@@ -76,7 +76,9 @@ func TestVendorSignerLiveRealNode(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a real node needs root: containers, cgroups, a bridge and netfilter rules")
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
+	// The node lock's wait comes first: make test's other real-node
+	// packages take the node in turn.
+	ctx, cancel := context.WithTimeout(t.Context(), devcluster.NodeLockWait()+15*time.Minute)
 	defer cancel()
 	var progress bytes.Buffer
 	s, err := Start(ctx, Options{
