@@ -40,7 +40,7 @@ func TestCoreRenders(t *testing.T) {
 	want := []string{
 		"ClusterRole/openfief-core-tokenreview", "ClusterRoleBinding/openfief-core-tokenreview",
 		"Deployment/openfief-core", "NetworkPolicy/openfief-core", "PersistentVolumeClaim/openfief-core-data",
-		"Role/openfief-core", "Role/openfief-owner", "RoleBinding/openfief-core", "Service/openfief-core",
+		"PodDisruptionBudget/openfief-core", "Role/openfief-core", "Role/openfief-owner", "RoleBinding/openfief-core", "Service/openfief-core",
 		"ServiceAccount/openfief-core", "ServiceAccount/openfief-owner",
 	}
 	if diff := cmp.Diff(want, keys); diff != "" {

@@ -59,7 +59,8 @@ var kinds = []kind{
 	{schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"}, true, 8},
 	{schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"}, false, 9},
 	{schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicyBinding"}, false, 10},
-	{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, true, 11},
+	{schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"}, true, 11},
+	{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, true, 12},
 }
 
 // kindOf finds the kind of an object by group and kind (any version).

@@ -148,6 +148,51 @@ func TestLoad(t *testing.T) {
 	}
 }
 
+// TestLoadReplicasComponent: a release overlay with the core's
+// postgres-replicas component on top loads as a platform, every object of
+// the release's version (the PodDisruptionBudget too), the core as three
+// replicas on PostgreSQL and without its SQLite claim.
+func TestLoadReplicasComponent(t *testing.T) {
+	base := writeOverlay(t, "v1.0.0", "")
+	root, err := images.FindRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := filepath.Join(filepath.Dir(base), "replicas")
+	if err := os.MkdirAll(top, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	component, err := filepath.Rel(top, filepath.Join(root, "deploy", "core", "components", "postgres-replicas"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(top, "kustomization.yaml"), []byte("resources:\n  - ../release\ncomponents:\n  - "+component+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pdb, pvc bool
+	for _, u := range s.Objects {
+		switch u.GetKind() {
+		case "PodDisruptionBudget":
+			pdb = u.GetName() == "openfief-core" && u.GetLabels()[LabelVersion] == "v1.0.0"
+		case "PersistentVolumeClaim":
+			pvc = true
+		case "Deployment":
+			if u.GetName() == deploy.CoreDeployment {
+				if n, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); n != 3 {
+					t.Errorf("the core has %d replicas, want 3", n)
+				}
+			}
+		}
+	}
+	if !pdb || pvc {
+		t.Errorf("PodDisruptionBudget of the release's version: %v; SQLite claim left: %v", pdb, pvc)
+	}
+}
+
 // TestStale: objects a new version dropped are pruned, except the data
 // (CRDs, the namespace, the claim), which is kept.
 func TestStale(t *testing.T) {
