@@ -187,10 +187,12 @@ test-deps: test-deps-heavy ## Install what make test runs besides Go (adds Libre
 
 # Run the end-to-end, real-node and fault suites N times (default 10) and
 # print each test's pass rate and the runs it failed in; RUN=regexp narrows
-# it, failed tests' output in .cache/soak (root; about 10 minutes a run).
+# it (subtests count when it names one), PKG=packages narrows the packages,
+# failed tests' output in .cache/soak (root; about 10 minutes a run).
+SOAK_PACKAGES := ./test/e2e/... ./test/fault/
 .PHONY: soak
 soak: controlplane node test-deps ## Run the end-to-end, real-node and fault suites N times (default 10; root).
-	OPENFIEF_NODE_LOCK_WAIT=$(NODE_LOCK_WAIT) $(GO) run ./hack/test/soak -tags $(CLUSTER_TAG) -n $(or $(N),10) $(if $(RUN),-run '$(RUN)') ./test/e2e/... ./test/fault/
+	OPENFIEF_NODE_LOCK_WAIT=$(NODE_LOCK_WAIT) $(GO) run ./hack/test/soak -tags $(CLUSTER_TAG) -n $(or $(N),10) $(if $(RUN),-run '$(RUN)' $(if $(findstring /,$(RUN)),-subtests)) $(or $(PKG),$(SOAK_PACKAGES))
 
 .PHONY: cover
 cover: ## Statement coverage of the domain package.

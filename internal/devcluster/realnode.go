@@ -245,6 +245,15 @@ func (c *Cluster) PodNetNS(uid string) (string, error) {
 	return c.node.PodNetNS(uid)
 }
 
+// PodPIDs returns the processes of the real node's pod with the given UID
+// (node.Node.PodPIDs).
+func (c *Cluster) PodPIDs(uid string) ([]int, error) {
+	if c.node == nil {
+		return nil, errNoNode("PodPIDs")
+	}
+	return c.node.PodPIDs(uid)
+}
+
 // PodTraces lists what of one pod is still on the real node, one line each
 // (node.Node.PodTraces): empty once the kubelet and containerd have removed
 // the pod, and nil without a real node.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -14,31 +15,45 @@ import (
 // kubelet or containerd, so a test can look into a pod while either is
 // down.
 func (n *Node) PodNetNS(uid string) (string, error) {
-	if uid == "" || strings.ContainsAny(uid, "/.") {
-		return "", fmt.Errorf("devcluster: %q is not a pod UID", uid)
+	pids, err := n.PodPIDs(uid)
+	if err != nil {
+		return "", err
 	}
-	want := "pod" + uid
+	return fmt.Sprintf("/proc/%d/ns/net", pids[0]), nil
+}
+
+// PodPIDs returns the processes of the real node's pod with the given UID,
+// every container's, sorted, as the node's cgroups list them (a fault test
+// kills one of them as a crash would). It fails when the pod has none.
+func (n *Node) PodPIDs(uid string) ([]int, error) {
+	if uid == "" || strings.ContainsAny(uid, "/.") {
+		return nil, fmt.Errorf("devcluster: %q is not a pod UID", uid)
+	}
+	want := "/pod" + uid
+	var pids []int
 	for _, h := range cgroupHierarchies() {
-		pid := 0
 		_ = filepath.WalkDir(filepath.Join(h, n.rec.CgroupRoot), func(path string, d os.DirEntry, err error) error {
-			if err != nil || pid != 0 {
+			if err != nil {
 				return filepath.SkipDir
 			}
-			if d.IsDir() || d.Name() != "cgroup.procs" || !strings.Contains(path, "/"+want) {
+			if d.IsDir() || d.Name() != "cgroup.procs" || !strings.Contains(path, want) {
 				return nil
 			}
 			data, _ := os.ReadFile(path)
 			for _, f := range strings.Fields(string(data)) {
-				if p, err := strconv.Atoi(f); err == nil {
-					pid = p
-					return filepath.SkipAll
+				if p, err := strconv.Atoi(f); err == nil && !slices.Contains(pids, p) {
+					pids = append(pids, p)
 				}
 			}
 			return nil
 		})
-		if pid != 0 {
-			return fmt.Sprintf("/proc/%d/ns/net", pid), nil
+		if len(pids) > 0 {
+			break
 		}
 	}
-	return "", fmt.Errorf("devcluster: no process of pod %s in the node's cgroups", uid)
+	if len(pids) == 0 {
+		return nil, fmt.Errorf("devcluster: no process of pod %s in the node's cgroups", uid)
+	}
+	slices.Sort(pids)
+	return pids, nil
 }

@@ -96,7 +96,10 @@ var phases = []phase{
 	{"upgrade", testUpgradeRollback},
 	{"registry-down", testRegistryDown}, // the plugins' registry stopped across an operator restart and an upgrade
 	{"faults", testFaults},
-	{"guide", testGuide},         // docs/plugin-authors.md as written
+	{"guide", testGuide}, // docs/plugin-authors.md as written
+	// The core as three replicas on PostgreSQL: one killed mid-sync, one
+	// cut off from the API server; back to one on SQLite afterwards.
+	{"core-replicas", testCoreReplicas},
 	{"uninstall", testUninstall}, // the platform is gone afterwards
 	{"release", testRelease},     // installs a release on the empty node, and uninstalls it
 	// Installs release A (an earlier commit's), upgrades it to the tree's
