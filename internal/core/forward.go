@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"time"
 
 	"github.com/arkadiuss/openfief/internal/core/ownerapi"
 )
@@ -24,6 +25,18 @@ const headerForwarded = "X-Openfief-Forwarded"
 // errServedElsewhere is an import that reached a replica not serving the
 // plugin, when it cannot be passed on.
 var errServedElsewhere = errors.New("another replica of the core serves this plugin and could not be reached: try again shortly")
+
+// forwardTransport carries an import from one replica to another: straight
+// to the holder's address, never through a proxy the environment names (the
+// request holds the owner's token), with a bounded dial; the owner's request
+// bounds the rest.
+var forwardTransport = &http.Transport{
+	Proxy:               nil,
+	DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+	TLSHandshakeTimeout: 5 * time.Second,
+	MaxIdleConnsPerHost: 2,
+	IdleConnTimeout:     time.Minute,
+}
 
 // forwardImport passes an owner's import of name to the replica serving it,
 // if that is another; true when it has answered w.
@@ -53,6 +66,7 @@ func (c *Core) forwardImport(w http.ResponseWriter, r *http.Request, name string
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, ownerapi.MaxImportBytes)
 	proxy := &httputil.ReverseProxy{
+		Transport: forwardTransport,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(&url.URL{Scheme: "http", Host: h.Address})
 			pr.Out.Header.Set(headerForwarded, c.leases.Owner())

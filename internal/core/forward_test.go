@@ -3,8 +3,11 @@ package core
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -73,5 +76,60 @@ func TestImportPassedToTheHolder(t *testing.T) {
 	holder.Close()
 	if w := send("fx", nil); w == nil || w.Code != http.StatusServiceUnavailable {
 		t.Errorf("an import whose holder is unreachable: %+v, want 503", w)
+	}
+}
+
+// TestImportNeverThroughAProxy: an import passed to the holder goes to its
+// address directly even when the environment names an HTTP proxy, so the
+// owner's token never reaches the proxy. The environment's proxy is read
+// once per process, so the check runs in a child process of the test
+// binary with HTTP_PROXY set to a listener that records what reaches it.
+func TestImportNeverThroughAProxy(t *testing.T) {
+	if os.Getenv("OPENFIEF_FORWARD_PROXY_CHILD") != "" {
+		st := openStore(t)
+		ctx := context.Background()
+		// A holder's address that is not loopback (loopback is never
+		// proxied) and does not resolve.
+		if _, ok, err := st.AcquireLease(ctx, "fx", "core-1-abc", "holder.invalid:8081", time.Hour); err != nil || !ok {
+			t.Fatalf("AcquireLease: %v, %v", ok, err)
+		}
+		l := NewLeases(LeaseOptions{Store: st, Owner: "core-0", Apply: func([]Target) {}})
+		l.Update([]Target{{Instance: "fx", Connector: true}})
+		c := &Core{leases: l, store: st}
+		r := httptest.NewRequest(http.MethodPost, "/v1/plugins/fx/import", strings.NewReader("date,amount\n"))
+		r.Header.Set("Authorization", "Bearer owner-token")
+		w := httptest.NewRecorder()
+		if !c.forwardImport(w, r, "fx") || w.Code != http.StatusServiceUnavailable {
+			t.Fatalf("import of fx: %d %s, want 503 (the holder does not resolve)", w.Code, w.Body)
+		}
+		return
+	}
+	proxy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reached := make(chan string, 1)
+	go func() {
+		conn, err := proxy.Accept()
+		if err != nil {
+			return
+		}
+		defer func() { _ = conn.Close() }()
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		b := make([]byte, 4096)
+		n, _ := conn.Read(b)
+		reached <- string(b[:n])
+	}()
+	defer func() { _ = proxy.Close() }()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestImportNeverThroughAProxy$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "OPENFIEF_FORWARD_PROXY_CHILD=1", "HTTP_PROXY=http://"+proxy.Addr().String(), "http_proxy=http://"+proxy.Addr().String(), "NO_PROXY=", "no_proxy=")
+	out, err := cmd.CombinedOutput()
+	select {
+	case got := <-reached:
+		t.Errorf("the import went through the environment's proxy; it received %q", strings.ReplaceAll(got, "owner-token", "<token>"))
+	default:
+	}
+	if err != nil {
+		t.Fatalf("the child: %v\n%s", err, out)
 	}
 }

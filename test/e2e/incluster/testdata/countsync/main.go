@@ -34,7 +34,7 @@ const syncTime = 3 * time.Second
 // day0 is the date of sequence number 0's rate.
 var day0 = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// Line is one line the connector prints; the test reads the same type.
+// Line is one line the connector prints (the test mirrors it as callLine).
 type Line struct {
 	Event     string `json:"event"` // start, end
 	Seq       int    `json:"seq"`
