@@ -12,6 +12,7 @@ import (
 
 	"github.com/arkadiuss/openfief/internal/core/ownerapi"
 	"github.com/arkadiuss/openfief/internal/core/store"
+	"github.com/arkadiuss/openfief/internal/plugins"
 )
 
 // Backup and restore through the owner API (docs/operations.md). A backup is
@@ -197,6 +198,11 @@ func (c *Core) serveRestore(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotImplemented, errors.New("this core's store cannot be restored"))
 		return
 	}
+	if err := c.onlyReplica(r.Context()); err != nil {
+		writeError(w, http.StatusConflict, err)
+		c.log.Warn("restore refused: nothing changed", "error", err.Error())
+		return
+	}
 	stopped, err := c.pause()
 	if err != nil {
 		writeError(w, http.StatusConflict, err)
@@ -257,4 +263,22 @@ func coreVersion() string {
 		}
 	}
 	return v
+}
+
+// onlyReplica refuses a restore while other replicas of the core run on the
+// same database: a restore pauses only the replica it reaches, and the
+// others would go on calling plugins and storing while the record is
+// replaced. A core without leases (SQLite) is always the only one.
+func (c *Core) onlyReplica(ctx context.Context) error {
+	if c.leases == nil {
+		return nil
+	}
+	n, err := c.leases.o.Store.LiveReplicas(ctx)
+	if err != nil {
+		return fmt.Errorf("cannot tell whether other replicas of the core run, so nothing was restored: %w", err)
+	}
+	if n > 1 {
+		return fmt.Errorf("%d replicas of the core run on this database: a restore needs exactly one, or the others would store while the record is replaced; scale the core to one replica (kubectl -n %s scale deployment openfief-core --replicas=1), restore, then scale it back: nothing was restored", n, plugins.Namespace)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -131,5 +132,37 @@ func TestImportNeverThroughAProxy(t *testing.T) {
 	}
 	if err != nil {
 		t.Fatalf("the child: %v\n%s", err, out)
+	}
+}
+
+// TestRestoreRefusedBesideOtherReplicas: a restore reaching one of several
+// live replicas on one database is refused with 409, naming the rule and
+// the way out, before anything is paused or read; once the others are
+// gone it is let through.
+func TestRestoreRefusedBesideOtherReplicas(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	for _, owner := range []string{"core-0-aaa", "core-1-bbb"} {
+		if err := st.Heartbeat(ctx, owner, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := NewLeases(LeaseOptions{Store: st, Owner: "core-0", Apply: func([]Target) {}})
+	c := &Core{leases: l, store: st, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	err := c.onlyReplica(ctx)
+	if err == nil || !strings.Contains(err.Error(), "2 replicas of the core run") || !strings.Contains(err.Error(), "--replicas=1") {
+		t.Fatalf("onlyReplica beside another replica: %v, want refused naming the rule", err)
+	}
+	r := httptest.NewRequest(http.MethodPost, "/v1/restore", strings.NewReader("not read"))
+	w := httptest.NewRecorder()
+	c.serveRestore(w, r)
+	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "nothing was restored") {
+		t.Errorf("restore beside another replica: %d %s, want 409", w.Code, w.Body)
+	}
+	if err := st.Depart(ctx, "core-1-bbb"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.onlyReplica(ctx); err != nil {
+		t.Errorf("onlyReplica alone: %v", err)
 	}
 }
