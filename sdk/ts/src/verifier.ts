@@ -134,6 +134,16 @@ interface StampedKeySet {
 }
 
 /**
+ * The parse of one token: its protected header, and once its signature
+ * verified, its claims. Both depend on the token's text alone.
+ */
+interface ParsedToken {
+  token: string;
+  header: Header;
+  claims?: Claims;
+}
+
+/**
  * JWKSVerifier is the SDK's CoreVerifier: it checks a core token's signature
  * with jose against the cluster's public keys in jwks.json, and its claims
  * against the issuer in issuer, the core's ServiceAccount as subject, this
@@ -159,6 +169,13 @@ export class JWKSVerifier implements CoreVerifier {
    * whose stat finds the same stamps uses it unread.
    */
   private current: StampedKeySet | undefined;
+  /**
+   * The parse of the last token seen. The core sends one instance the same
+   * token until it renews it, so each call compares the text with this one
+   * and parses only a different token; the signature and the claims' times
+   * are still checked on every call.
+   */
+  private parsed: ParsedToken | undefined;
 
   /**
    * Returns a verifier of core tokens for the plugin instance named
@@ -188,10 +205,15 @@ export class JWKSVerifier implements CoreVerifier {
    * refusal is a {@link TokenRefusedError}; none contains the token.
    */
   async verify(token: string): Promise<void> {
-    const header = parseCompact(token);
+    let parsed = this.parsed;
+    if (parsed?.token !== token) {
+      parsed = { token, header: parseCompact(token) };
+      this.parsed = parsed;
+    }
+    const header = parsed.header;
     const kid = header.kid;
     if (kid === "") throw new TokenRefusedError("key_id", "no key ID");
-    const ks = await this.keys();
+    const ks = this.keysUnread() ?? (await this.keys());
     if (ks.err !== undefined || ks.keys === undefined) {
       throw new TokenRefusedError("keys", ks.err ?? "no keys");
     }
@@ -206,7 +228,7 @@ export class JWKSVerifier implements CoreVerifier {
     } catch {
       throw new TokenRefusedError("signature", "bad signature");
     }
-    const claims = parseClaims(payload);
+    const claims = (parsed.claims ??= parseClaims(payload));
     if (claims === undefined) throw new TokenRefusedError("signature", "bad signature");
     checkClaims(claims, {
       issuer: ks.issuer,
@@ -217,11 +239,12 @@ export class JWKSVerifier implements CoreVerifier {
   }
 
   /**
-   * Returns the key set. When the files' stamps are those of the last read,
-   * and that read was trusted, the files are not read; otherwise both are
-   * read, and parsed again only when their bytes differ from the last parse.
+   * Returns the key set of the last read when that read was trusted and both
+   * files' stamps are still those it took, without reading them; otherwise
+   * undefined, and keys must read them. Synchronous, so that the common call
+   * costs two stat(2) and no turn of the microtask queue.
    */
-  private async keys(): Promise<KeySet> {
+  private keysUnread(): KeySet | undefined {
     const cur = this.current;
     if (
       cur?.trusted &&
@@ -230,6 +253,14 @@ export class JWKSVerifier implements CoreVerifier {
     ) {
       return cur.ks;
     }
+    return undefined;
+  }
+
+  /**
+   * Reads both files and returns their key set, parsed again only when their
+   * bytes differ from the last parse.
+   */
+  private async keys(): Promise<KeySet> {
     // Taken before the files are opened: a change after it leaves a change
     // time no earlier than it, less the file system's granularity.
     const readAt = this.now();
