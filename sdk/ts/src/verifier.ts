@@ -143,6 +143,24 @@ interface ParsedToken {
   claims?: Claims;
 }
 
+/** A token whose signature verified: its payload, and the issuer of the key set that verified it. */
+interface Signed {
+  issuer: string;
+  payload: Uint8Array;
+}
+
+/**
+ * How many turns of the microtask queue jose 6 takes, from compactVerify's
+ * call, to hand the signature to crypto.subtle.verify (its key preparation
+ * awaits two settled promises). The verifier lets as many pass before it
+ * stats its files, so that the stats run while the thread pool computes the
+ * signature. A jose that took more turns would only make the stats run
+ * before the signature starts, as they used to: slower, never wrong (a test
+ * checks the count against the pinned jose).
+ * @internal
+ */
+export const JOSE_DISPATCH_TURNS = 2;
+
 /**
  * JWKSVerifier is the SDK's CoreVerifier: it checks a core token's signature
  * with jose against the cluster's public keys in jwks.json, and its claims
@@ -211,27 +229,13 @@ export class JWKSVerifier implements CoreVerifier {
       this.parsed = parsed;
     }
     const header = parsed.header;
-    const kid = header.kid;
-    if (kid === "") throw new TokenRefusedError("key_id", "no key ID");
-    const ks = this.keysUnread() ?? (await this.keys());
-    if (ks.err !== undefined || ks.keys === undefined) {
-      throw new TokenRefusedError("keys", ks.err ?? "no keys");
-    }
-    const key = ks.keys.get(kid);
-    if (key === undefined) throw new TokenRefusedError("key_id", "unknown key ID");
-    if (key.alg !== header.alg) {
-      throw new TokenRefusedError("key_alg", "algorithm does not fit the key");
-    }
-    let payload: Uint8Array;
-    try {
-      ({ payload } = await compactVerify(token, key.key, verifyOptions[key.alg]));
-    } catch {
-      throw new TokenRefusedError("signature", "bad signature");
-    }
-    const claims = (parsed.claims ??= parseClaims(payload));
+    if (header.kid === "") throw new TokenRefusedError("key_id", "no key ID");
+    const signed =
+      (await this.verifyWithTrusted(token, header)) ?? (await this.verifyWithRead(token, header));
+    const claims = (parsed.claims ??= parseClaims(signed.payload));
     if (claims === undefined) throw new TokenRefusedError("signature", "bad signature");
     checkClaims(claims, {
-      issuer: ks.issuer,
+      issuer: signed.issuer,
       subject: this.subject,
       audience: this.audience,
       nowMs: this.now(),
@@ -239,10 +243,62 @@ export class JWKSVerifier implements CoreVerifier {
   }
 
   /**
+   * Checks token's signature with the key set of the last read, when that
+   * read was trusted and holds the token's key, while the two files are
+   * stat'ed: jose hands the signature to WebCrypto, which computes it on
+   * libuv's thread pool, and the stats run in the meantime. When either file
+   * changed, the result is dropped and undefined returned, and the call goes
+   * on as if there had been no trusted read, so a rotated key still counts
+   * from this call. Also undefined when there is no such read or key.
+   */
+  private async verifyWithTrusted(token: string, header: Header): Promise<Signed | undefined> {
+    const cur = this.current;
+    const key = cur?.trusted ? cur.ks.keys?.get(header.kid) : undefined;
+    if (cur === undefined || key === undefined || key.alg !== header.alg) return undefined;
+    const pending = compactVerify(token, key.key, verifyOptions[key.alg]).then(
+      (r) => r.payload,
+      () => undefined,
+    );
+    for (let i = 0; i < JOSE_DISPATCH_TURNS; i++) await Promise.resolve();
+    if (
+      !unchanged(this.jwksPath, cur.jwks as FileStamp) ||
+      !unchanged(this.issuerPath, cur.issuer as FileStamp)
+    ) {
+      return undefined;
+    }
+    const payload = await pending;
+    if (payload === undefined) throw new TokenRefusedError("signature", "bad signature");
+    return { issuer: cur.ks.issuer, payload };
+  }
+
+  /**
+   * Checks token's signature with the key set the files hold now: the last
+   * one when its read was trusted and both files still have its stamps,
+   * otherwise one read from them again. The refusals come in the Go SDK's
+   * order: the key set, the key ID, the algorithm, the signature.
+   */
+  private async verifyWithRead(token: string, header: Header): Promise<Signed> {
+    const ks = this.keysUnread() ?? (await this.keys());
+    if (ks.err !== undefined || ks.keys === undefined) {
+      throw new TokenRefusedError("keys", ks.err ?? "no keys");
+    }
+    const key = ks.keys.get(header.kid);
+    if (key === undefined) throw new TokenRefusedError("key_id", "unknown key ID");
+    if (key.alg !== header.alg) {
+      throw new TokenRefusedError("key_alg", "algorithm does not fit the key");
+    }
+    try {
+      const { payload } = await compactVerify(token, key.key, verifyOptions[key.alg]);
+      return { issuer: ks.issuer, payload };
+    } catch {
+      throw new TokenRefusedError("signature", "bad signature");
+    }
+  }
+
+  /**
    * Returns the key set of the last read when that read was trusted and both
    * files' stamps are still those it took, without reading them; otherwise
-   * undefined, and keys must read them. Synchronous, so that the common call
-   * costs two stat(2) and no turn of the microtask queue.
+   * undefined, and keys must read them.
    */
   private keysUnread(): KeySet | undefined {
     const cur = this.current;
