@@ -172,7 +172,11 @@ export const JOSE_DISPATCH_TURNS = 2;
  * or when that read came less than two seconds after their last change; the
  * bytes are parsed again only when they differ. A key the operator rotates
  * or retires therefore counts from the first call after the kubelet updates
- * the mount, with no delay added by the cache.
+ * the mount, with no delay added by the cache. When the stamps it holds are
+ * trusted, the stats run while WebCrypto checks the signature, and a changed
+ * stamp drops that check's result. The header and claims of the last token
+ * are parsed once, not at each call with the same token; its signature and
+ * claims are checked at every call.
  */
 export class JWKSVerifier implements CoreVerifier {
   private readonly audience: string;
