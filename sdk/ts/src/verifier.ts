@@ -139,6 +139,9 @@ interface StampedKeySet {
  */
 interface ParsedToken {
   token: string;
+  /** The token's first two parts as it encodes them. */
+  headerPart: string;
+  payloadPart: string;
   header: Header;
   claims?: Claims;
 }
@@ -229,13 +232,13 @@ export class JWKSVerifier implements CoreVerifier {
   async verify(token: string): Promise<void> {
     let parsed = this.parsed;
     if (parsed?.token !== token) {
-      parsed = { token, header: parseCompact(token) };
+      parsed = parseCompact(token, parsed);
       this.parsed = parsed;
     }
     const header = parsed.header;
     if (header.kid === "") throw new TokenRefusedError("key_id", "no key ID");
     const signed =
-      (await this.verifyWithTrusted(token, header)) ?? (await this.verifyWithRead(token, header));
+      (await this.verifyWithTrusted(parsed)) ?? (await this.verifyWithRead(token, header));
     const claims = (parsed.claims ??= parseClaims(signed.payload));
     if (claims === undefined) throw new TokenRefusedError("signature", "bad signature");
     checkClaims(claims, {
@@ -253,9 +256,12 @@ export class JWKSVerifier implements CoreVerifier {
    * libuv's thread pool, and the stats run in the meantime. When either file
    * changed, the result is dropped and undefined returned, and the call goes
    * on as if there had been no trusted read, so a rotated key still counts
-   * from this call. Also undefined when there is no such read or key.
+   * from this call. The claims of a token not seen before are parsed in the
+   * same wait; they count only once the signature verified. Also undefined
+   * when there is no such read or key.
    */
-  private async verifyWithTrusted(token: string, header: Header): Promise<Signed | undefined> {
+  private async verifyWithTrusted(parsed: ParsedToken): Promise<Signed | undefined> {
+    const { token, header } = parsed;
     const cur = this.current;
     const key = cur?.trusted ? cur.ks.keys?.get(header.kid) : undefined;
     if (cur === undefined || key === undefined || key.alg !== header.alg) return undefined;
@@ -270,6 +276,9 @@ export class JWKSVerifier implements CoreVerifier {
     ) {
       return undefined;
     }
+    // The payload as the token encodes it: parseCompact found it strict
+    // base64url, and jose decodes the same text to the bytes it verifies.
+    parsed.claims ??= parseClaims(Buffer.from(parsed.payloadPart, "base64url"));
     const payload = await pending;
     if (payload === undefined) throw new TokenRefusedError("signature", "bad signature");
     return { issuer: cur.ks.issuer, payload };
@@ -401,20 +410,32 @@ function malformed(detail: string): TokenRefusedError {
 
 /**
  * Checks that token is a compact JWS, three strict base64url parts, whose
- * protected header is a JSON object naming an allowed algorithm; returns
- * that header.
+ * protected header is a JSON object naming an allowed algorithm; returns its
+ * parts and that header. The header of prev, the last token parsed, is taken
+ * as it stands when this token's is the same text: the tokens a key signs
+ * share one.
  */
-function parseCompact(token: string): Header {
+function parseCompact(token: string, prev: ParsedToken | undefined): ParsedToken {
   if (token === "") throw malformed("no token");
   if (token.length > MAX_TOKEN_LENGTH) throw malformed("token too long");
-  const notJWS = () => malformed("not a JWS with an allowed algorithm");
   const parts = token.split(".");
   if (parts.length !== 3) throw notJWS();
   const [h, p, s] = parts as [string, string, string];
   // Only the header is decoded here; jose decodes the payload and the
   // signature, which must be as strict.
+  if (!isBase64url(p) || !isBase64url(s)) throw notJWS();
+  const header = prev?.headerPart === h ? prev.header : parseHeader(h);
+  return { token, headerPart: h, payloadPart: p, header };
+}
+
+function notJWS(): TokenRefusedError {
+  return malformed("not a JWS with an allowed algorithm");
+}
+
+/** Reads a token's protected header from its base64url text. */
+function parseHeader(h: string): Header {
   const decoded = decodeBase64url(h);
-  if (decoded === undefined || !isBase64url(p) || !isBase64url(s)) throw notJWS();
+  if (decoded === undefined) throw notJWS();
   let header: unknown;
   try {
     const text = decoded.toString("utf8");

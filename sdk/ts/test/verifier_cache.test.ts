@@ -13,7 +13,13 @@ import { syncBuiltinESMExports } from "node:module";
 import { join } from "node:path";
 import { test } from "node:test";
 import { STAMP_SETTLE_MS, settled, stampOf, type FileStamp } from "../src/filestamp.js";
-import { ISSUER_FILE_NAME, JWKS_FILE_NAME, JWKSVerifier, LEEWAY_SECONDS } from "../src/index.js";
+import {
+  ISSUER_FILE_NAME,
+  JWKS_FILE_NAME,
+  JWKSVerifier,
+  LEEWAY_SECONDS,
+  TokenRefusedError,
+} from "../src/index.js";
 import { JOSE_DISPATCH_TURNS } from "../src/verifier.js";
 import {
   jwksDir,
@@ -237,6 +243,12 @@ test("a token parsed once is still checked in full on every call", async (t) => 
     await assert.rejects(v.verify(unsigned), /bad signature/);
     await assert.rejects(v.verify(unsigned), /bad signature/);
     await v.verify(valid);
+    await v.verify(valid);
+  }
+  // A token with the valid one's header is still checked part by part.
+  const malformed = (e: unknown) => e instanceof TokenRefusedError && e.reason === "malformed";
+  for (const bad of [`${h}.${body}*.${sig}`, `${h}.${body}.${sig}=`, `${h}.${body}`]) {
+    await assert.rejects(v.verify(bad), malformed, bad.slice(-8));
     await v.verify(valid);
   }
   // The same token's times are checked against the clock at each call.
