@@ -134,8 +134,9 @@ interface StampedKeySet {
 }
 
 /**
- * The parse of one token: its protected header, and once its signature
- * verified, its claims. Both depend on the token's text alone.
+ * The parse of one token: its parts, its protected header and, once parsed,
+ * its claims, which count only in a call whose signature check passed. All
+ * depend on the token's text alone.
  */
 interface ParsedToken {
   token: string;
