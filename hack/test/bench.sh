@@ -11,8 +11,9 @@
 # -count of every set but proxy-idle, which opens ~10,000 tunnels per proxy
 # once; sdk-ts is the TypeScript SDK's verifier beside bare jose (npm run
 # bench in sdk/ts, after hack/build/ts-deps.sh), -count runs of 2 seconds
-# per algorithm. The proxy sets start stripe/smokescreen, built from
-# hack/tools/smokescreen, and say so when it cannot be built.
+# per algorithm, with one token and with two in turn. The proxy sets start
+# stripe/smokescreen, built from hack/tools/smokescreen, and say so when it
+# cannot be built.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

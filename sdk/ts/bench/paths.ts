@@ -30,6 +30,8 @@ export interface VerifyPaths {
   key: TestKey;
   /** A core token for the test instance, valid for an hour. */
   token: string;
+  /** Another such token, one second longer: the SDK parses it anew after token. */
+  otherToken: string;
   /** The SDK: JWKSVerifier over a kubelet-style key directory. */
   sdk: Check;
   /** Bare jose: jwtVerify with the public key itself. */
@@ -65,6 +67,7 @@ export async function verifyPaths(alg: "RS256" | "ES256"): Promise<VerifyPaths> 
     alg,
     key,
     token: await signToken(key, { expiresIn: 3600 }),
+    otherToken: await signToken(key, { expiresIn: 3601 }),
     sdk: (token) => sdk.verify(token),
     jose: (token) => jwtVerify(token, key.publicKey, options),
     joseJWKS: (token) => jwtVerify(token, jwks, options),

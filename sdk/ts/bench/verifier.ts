@@ -9,9 +9,11 @@
 // on the machine falls on all three alike. Each run prints one line in Go's
 // benchmark format, for benchstat: the mean time of each path and the median
 // of the per-iteration ratios, which a burst of load moves less than either
-// time.
+// time. BenchmarkVerify/ALG verifies one token at every call, as a plugin
+// does between the core's renewals of its token; BenchmarkVerify/ALG/new-token
+// alternates two tokens, so that the SDK parses each call's token anew.
 //
-//   node build/bench/verifier.js [--count N] [--benchtime SECONDS] [--run RS256|ES256]
+//   node build/bench/verifier.js [--count N] [--benchtime SECONDS] [--run RS256|ES256|new-token]
 
 import { cpus } from "node:os";
 import { parseArgs } from "node:util";
@@ -51,16 +53,27 @@ console.log(`pkg: @openfief/sdk`);
 console.log(`node: ${process.version}`);
 console.log(`cpu: ${cpus()[0]?.model.trim() ?? "unknown"}`);
 
-for (const alg of ["RS256", "ES256"] as const) {
-  if (values.run !== "" && !alg.includes(values.run)) continue;
+const cases = [
+  { alg: "RS256", newToken: false },
+  { alg: "ES256", newToken: false },
+  { alg: "RS256", newToken: true },
+  { alg: "ES256", newToken: true },
+] as const;
+
+for (const { alg, newToken } of cases) {
+  const name = `BenchmarkVerify/${alg}${newToken ? "/new-token" : ""}`;
+  if (values.run !== "" && !name.includes(values.run)) continue;
   const p = await verifyPaths(alg);
   try {
     // The steady state: key files whose last change is old enough for
     // their stamps to stand for them, as a mount's are between rotations.
     await new Promise((r) => setTimeout(r, STAMP_SETTLE_MS + 100));
     const paths: Check[] = [p.sdk, p.jose, p.joseJWKS];
+    const tokens = newToken ? [p.token, p.otherToken] : [p.token];
     // Warm up: the JIT, jose's cache of imported keys, the SDK's key set.
-    for (let i = 0; i < 200; i++) for (const check of paths) await check(p.token);
+    for (let i = 0; i < 200; i++) {
+      for (const check of paths) await check(tokens[i % tokens.length] as string);
+    }
     for (let run = 0; run < count; run++) {
       const total = [0, 0, 0];
       const ratios: number[] = [];
@@ -68,10 +81,11 @@ for (const alg of ["RS256", "ES256"] as const) {
       const deadline = process.hrtime.bigint() + BigInt(Math.round(benchtime * 1e9));
       let n = 0;
       while (process.hrtime.bigint() < deadline) {
+        const token = tokens[n % tokens.length] as string;
         const t = [0, 0, 0];
         for (let j = 0; j < 3; j++) {
           const which = (n + j) % 3;
-          t[which] = await timed(paths[which] as Check, p.token);
+          t[which] = await timed(paths[which] as Check, token);
         }
         for (let j = 0; j < 3; j++) total[j] = (total[j] as number) + (t[j] as number);
         const [sdk, jose, joseJWKS] = t as [number, number, number];
@@ -82,7 +96,7 @@ for (const alg of ["RS256", "ES256"] as const) {
       const [sdk, jose, joseJWKS] = total as [number, number, number];
       console.log(
         [
-          `BenchmarkVerify/${alg}`,
+          name,
           String(n),
           `${((sdk + jose + joseJWKS) / n).toFixed(0)} ns/op`,
           `${(sdk / n / 1e3).toFixed(2)} sdk-µs/op`,

@@ -134,6 +134,38 @@ interface StampedKeySet {
 }
 
 /**
+ * The parse of one token: its parts, its protected header and, once parsed,
+ * its claims, which count only in a call whose signature check passed. All
+ * depend on the token's text alone.
+ */
+interface ParsedToken {
+  token: string;
+  /** The token's first two parts as it encodes them. */
+  headerPart: string;
+  payloadPart: string;
+  header: Header;
+  claims?: Claims;
+}
+
+/** A token whose signature verified: its payload, and the issuer of the key set that verified it. */
+interface Signed {
+  issuer: string;
+  payload: Uint8Array;
+}
+
+/**
+ * How many turns of the microtask queue jose 6 takes, from compactVerify's
+ * call, to hand the signature to crypto.subtle.verify (its key preparation
+ * awaits two settled promises). The verifier lets as many pass before it
+ * stats its files, so that the stats run while the thread pool computes the
+ * signature. A jose that took more turns would only make the stats run
+ * before the signature starts, as they used to: slower, never wrong (a test
+ * checks the count against the pinned jose).
+ * @internal
+ */
+export const JOSE_DISPATCH_TURNS = 2;
+
+/**
  * JWKSVerifier is the SDK's CoreVerifier: it checks a core token's signature
  * with jose against the cluster's public keys in jwks.json, and its claims
  * against the issuer in issuer, the core's ServiceAccount as subject, this
@@ -144,7 +176,11 @@ interface StampedKeySet {
  * or when that read came less than two seconds after their last change; the
  * bytes are parsed again only when they differ. A key the operator rotates
  * or retires therefore counts from the first call after the kubelet updates
- * the mount, with no delay added by the cache.
+ * the mount, with no delay added by the cache. When the stamps it holds are
+ * trusted, the stats run while WebCrypto checks the signature, and a changed
+ * stamp drops that check's result. The header and claims of the last token
+ * are parsed once, not at each call with the same token; its signature and
+ * claims are checked at every call.
  */
 export class JWKSVerifier implements CoreVerifier {
   private readonly audience: string;
@@ -159,6 +195,13 @@ export class JWKSVerifier implements CoreVerifier {
    * whose stat finds the same stamps uses it unread.
    */
   private current: StampedKeySet | undefined;
+  /**
+   * The parse of the last token seen. The core sends one instance the same
+   * token until it renews it, so each call compares the text with this one
+   * and parses only a different token; the signature and the claims' times
+   * are still checked on every call.
+   */
+  private parsed: ParsedToken | undefined;
 
   /**
    * Returns a verifier of core tokens for the plugin instance named
@@ -188,28 +231,19 @@ export class JWKSVerifier implements CoreVerifier {
    * refusal is a {@link TokenRefusedError}; none contains the token.
    */
   async verify(token: string): Promise<void> {
-    const header = parseCompact(token);
-    const kid = header.kid;
-    if (kid === "") throw new TokenRefusedError("key_id", "no key ID");
-    const ks = await this.keys();
-    if (ks.err !== undefined || ks.keys === undefined) {
-      throw new TokenRefusedError("keys", ks.err ?? "no keys");
+    let parsed = this.parsed;
+    if (parsed?.token !== token) {
+      parsed = parseCompact(token, parsed);
+      this.parsed = parsed;
     }
-    const key = ks.keys.get(kid);
-    if (key === undefined) throw new TokenRefusedError("key_id", "unknown key ID");
-    if (key.alg !== header.alg) {
-      throw new TokenRefusedError("key_alg", "algorithm does not fit the key");
-    }
-    let payload: Uint8Array;
-    try {
-      ({ payload } = await compactVerify(token, key.key, verifyOptions[key.alg]));
-    } catch {
-      throw new TokenRefusedError("signature", "bad signature");
-    }
-    const claims = parseClaims(payload);
+    const header = parsed.header;
+    if (header.kid === "") throw new TokenRefusedError("key_id", "no key ID");
+    const signed =
+      (await this.verifyWithTrusted(parsed)) ?? (await this.verifyWithRead(token, header));
+    const claims = (parsed.claims ??= parseClaims(signed.payload));
     if (claims === undefined) throw new TokenRefusedError("signature", "bad signature");
     checkClaims(claims, {
-      issuer: ks.issuer,
+      issuer: signed.issuer,
       subject: this.subject,
       audience: this.audience,
       nowMs: this.now(),
@@ -217,11 +251,70 @@ export class JWKSVerifier implements CoreVerifier {
   }
 
   /**
-   * Returns the key set. When the files' stamps are those of the last read,
-   * and that read was trusted, the files are not read; otherwise both are
-   * read, and parsed again only when their bytes differ from the last parse.
+   * Checks token's signature with the key set of the last read, when that
+   * read was trusted and holds the token's key, while the two files are
+   * stat'ed: jose hands the signature to WebCrypto, which computes it on
+   * libuv's thread pool, and the stats run in the meantime. When either file
+   * changed, the result is dropped and undefined returned, and the call goes
+   * on as if there had been no trusted read, so a rotated key still counts
+   * from this call. The claims of a token not seen before are parsed in the
+   * same wait; they count only once the signature verified. Also undefined
+   * when there is no such read or key.
    */
-  private async keys(): Promise<KeySet> {
+  private async verifyWithTrusted(parsed: ParsedToken): Promise<Signed | undefined> {
+    const { token, header } = parsed;
+    const cur = this.current;
+    const key = cur?.trusted ? cur.ks.keys?.get(header.kid) : undefined;
+    if (cur === undefined || key === undefined || key.alg !== header.alg) return undefined;
+    const pending = compactVerify(token, key.key, verifyOptions[key.alg]).then(
+      (r) => r.payload,
+      () => undefined,
+    );
+    for (let i = 0; i < JOSE_DISPATCH_TURNS; i++) await Promise.resolve();
+    if (
+      !unchanged(this.jwksPath, cur.jwks as FileStamp) ||
+      !unchanged(this.issuerPath, cur.issuer as FileStamp)
+    ) {
+      return undefined;
+    }
+    // The payload as the token encodes it: parseCompact found it strict
+    // base64url, and jose decodes the same text to the bytes it verifies.
+    parsed.claims ??= parseClaims(Buffer.from(parsed.payloadPart, "base64url"));
+    const payload = await pending;
+    if (payload === undefined) throw new TokenRefusedError("signature", "bad signature");
+    return { issuer: cur.ks.issuer, payload };
+  }
+
+  /**
+   * Checks token's signature with the key set the files hold now: the last
+   * one when its read was trusted and both files still have its stamps,
+   * otherwise one read from them again. The refusals come in the Go SDK's
+   * order: the key set, the key ID, the algorithm, the signature.
+   */
+  private async verifyWithRead(token: string, header: Header): Promise<Signed> {
+    const ks = this.keysUnread() ?? (await this.keys());
+    if (ks.err !== undefined || ks.keys === undefined) {
+      throw new TokenRefusedError("keys", ks.err ?? "no keys");
+    }
+    const key = ks.keys.get(header.kid);
+    if (key === undefined) throw new TokenRefusedError("key_id", "unknown key ID");
+    if (key.alg !== header.alg) {
+      throw new TokenRefusedError("key_alg", "algorithm does not fit the key");
+    }
+    try {
+      const { payload } = await compactVerify(token, key.key, verifyOptions[key.alg]);
+      return { issuer: ks.issuer, payload };
+    } catch {
+      throw new TokenRefusedError("signature", "bad signature");
+    }
+  }
+
+  /**
+   * Returns the key set of the last read when that read was trusted and both
+   * files' stamps are still those it took, without reading them; otherwise
+   * undefined, and keys must read them.
+   */
+  private keysUnread(): KeySet | undefined {
     const cur = this.current;
     if (
       cur?.trusted &&
@@ -230,6 +323,14 @@ export class JWKSVerifier implements CoreVerifier {
     ) {
       return cur.ks;
     }
+    return undefined;
+  }
+
+  /**
+   * Reads both files and returns their key set, parsed again only when their
+   * bytes differ from the last parse.
+   */
+  private async keys(): Promise<KeySet> {
     // Taken before the files are opened: a change after it leaves a change
     // time no earlier than it, less the file system's granularity.
     const readAt = this.now();
@@ -310,20 +411,32 @@ function malformed(detail: string): TokenRefusedError {
 
 /**
  * Checks that token is a compact JWS, three strict base64url parts, whose
- * protected header is a JSON object naming an allowed algorithm; returns
- * that header.
+ * protected header is a JSON object naming an allowed algorithm; returns its
+ * parts and that header. The header of prev, the last token parsed, is taken
+ * as it stands when this token's is the same text: the tokens a key signs
+ * share one.
  */
-function parseCompact(token: string): Header {
+function parseCompact(token: string, prev: ParsedToken | undefined): ParsedToken {
   if (token === "") throw malformed("no token");
   if (token.length > MAX_TOKEN_LENGTH) throw malformed("token too long");
-  const notJWS = () => malformed("not a JWS with an allowed algorithm");
   const parts = token.split(".");
   if (parts.length !== 3) throw notJWS();
   const [h, p, s] = parts as [string, string, string];
   // Only the header is decoded here; jose decodes the payload and the
   // signature, which must be as strict.
+  if (!isBase64url(p) || !isBase64url(s)) throw notJWS();
+  const header = prev?.headerPart === h ? prev.header : parseHeader(h);
+  return { token, headerPart: h, payloadPart: p, header };
+}
+
+function notJWS(): TokenRefusedError {
+  return malformed("not a JWS with an allowed algorithm");
+}
+
+/** Reads a token's protected header from its base64url text. */
+function parseHeader(h: string): Header {
   const decoded = decodeBase64url(h);
-  if (decoded === undefined || !isBase64url(p) || !isBase64url(s)) throw notJWS();
+  if (decoded === undefined) throw notJWS();
   let header: unknown;
   try {
     const text = decoded.toString("utf8");

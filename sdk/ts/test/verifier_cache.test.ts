@@ -4,14 +4,23 @@
 // The verifier's stamps of its two files: unchanged settled files are not
 // read again, files changed less than two seconds ago are read on every
 // call, and a key rotated in any of three ways is seen at the next call even
-// when the old stamps were trusted.
+// when the old stamps were trusted, including when the stats run while jose
+// checks the signature.
 
 import assert from "node:assert/strict";
-import { renameSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import fs, { renameSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { syncBuiltinESMExports } from "node:module";
 import { join } from "node:path";
 import { test } from "node:test";
 import { STAMP_SETTLE_MS, settled, stampOf, type FileStamp } from "../src/filestamp.js";
-import { ISSUER_FILE_NAME, JWKS_FILE_NAME, JWKSVerifier } from "../src/index.js";
+import {
+  ISSUER_FILE_NAME,
+  JWKS_FILE_NAME,
+  JWKSVerifier,
+  LEEWAY_SECONDS,
+  TokenRefusedError,
+} from "../src/index.js";
+import { JOSE_DISPATCH_TURNS } from "../src/verifier.js";
 import {
   jwksDir,
   newKey,
@@ -161,4 +170,90 @@ test("a stamp stands for its file only once its last change is old enough", () =
     mtimeNs: st.mtimeNs,
     ctimeNs: st.ctimeNs,
   });
+});
+
+test(
+  "with trusted stamps, the stats run while WebCrypto checks the signature",
+  { skip: noStamps },
+  async (t) => {
+    const tmp = tempDir();
+    t.after(tmp.cleanup);
+    const key = newKey("rsa-a", "RS256");
+    await jwksDir(tmp.dir, testIssuer, [key]);
+    const v = new JWKSVerifier(tmp.dir, testInstance, testSubject, { now: settledClock });
+    const token = await signToken(key);
+    await v.verify(token);
+    const read = lastRead(v);
+    assert.ok(read?.trusted, "the first read's stamps are not trusted");
+
+    // Record, at each stat of a key file, whether jose had handed the
+    // signature to WebCrypto yet. node:fs's named exports follow its
+    // object's once syncBuiltinESMExports runs.
+    const subtle = globalThis.crypto.subtle;
+    const { statSync: realStat } = fs;
+    let signing = 0;
+    const seen: number[] = [];
+    const verify = subtle.verify.bind(subtle);
+    t.mock.method(subtle, "verify", (...args: Parameters<SubtleCrypto["verify"]>) => {
+      signing++;
+      return verify(...args);
+    });
+    const watched = new Set([join(tmp.dir, JWKS_FILE_NAME), join(tmp.dir, ISSUER_FILE_NAME)]);
+    const stat = t.mock.method(fs, "statSync", ((
+      path: fs.PathLike,
+      options?: fs.StatSyncOptions,
+    ) => {
+      if (watched.has(String(path))) seen.push(signing);
+      return realStat(path, options);
+    }) as typeof fs.statSync);
+    syncBuiltinESMExports();
+    try {
+      await v.verify(token);
+    } finally {
+      stat.mock.restore();
+      syncBuiltinESMExports();
+    }
+    assert.equal(lastRead(v), read, "unchanged settled files were read again");
+    assert.equal(signing, 1);
+    assert.deepEqual(
+      seen,
+      [1, 1],
+      `the stats ran before jose reached WebCrypto: JOSE_DISPATCH_TURNS (${JOSE_DISPATCH_TURNS}) no longer fits the pinned jose`,
+    );
+  },
+);
+
+test("a token parsed once is still checked in full on every call", async (t) => {
+  const tmp = tempDir();
+  t.after(tmp.cleanup);
+  const key = newKey("rsa-a", "RS256");
+  await jwksDir(tmp.dir, testIssuer, [key]);
+  let now = Date.now();
+  const v = new JWKSVerifier(tmp.dir, testInstance, testSubject, { now: () => now });
+  const valid = await signToken(key, { expiresIn: 600 });
+  const other = await signToken(key, { instance: "other" });
+  const [h, body, sig] = valid.split(".") as [string, string, string];
+  const claims = JSON.parse(Buffer.from(body, "base64url").toString("utf8")) as object;
+  const unsigned = `${h}.${Buffer.from(JSON.stringify({ ...claims, aud: ["x"] })).toString("base64url")}.${sig}`;
+  // Tokens in turn, each seen again after another: the cached parse of one
+  // never stands for the next.
+  for (let round = 0; round < 2; round++) {
+    await v.verify(valid);
+    await assert.rejects(v.verify(other), /invalid audience claim/);
+    await assert.rejects(v.verify(unsigned), /bad signature/);
+    await assert.rejects(v.verify(unsigned), /bad signature/);
+    await v.verify(valid);
+    await v.verify(valid);
+  }
+  // A token with the valid one's header is still checked part by part.
+  const malformed = (e: unknown) => e instanceof TokenRefusedError && e.reason === "malformed";
+  for (const bad of [`${h}.${body}*.${sig}`, `${h}.${body}.${sig}=`, `${h}.${body}`]) {
+    await assert.rejects(v.verify(bad), malformed, bad.slice(-8));
+    await v.verify(valid);
+  }
+  // The same token's times are checked against the clock at each call.
+  now += (600 + LEEWAY_SECONDS + 1) * 1000;
+  await assert.rejects(v.verify(valid), /token is expired/);
+  now -= (600 + LEEWAY_SECONDS + 1) * 1000;
+  await v.verify(valid);
 });
