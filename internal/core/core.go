@@ -140,7 +140,7 @@ func Start(ctx context.Context, cfg *rest.Config, o Options) (c *Core, err error
 	if o.Resolve == nil {
 		o.Resolve = ServiceResolver(o.Namespace, o.PluginPort)
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubernetes.NewForConfig(coreClientConfig(cfg))
 	if err != nil {
 		return nil, err
 	}

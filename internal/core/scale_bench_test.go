@@ -1,0 +1,433 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/arkadiuss/openfief/internal/core/store"
+	"github.com/arkadiuss/openfief/internal/plugins"
+	openfief "github.com/arkadiuss/openfief/sdk/go"
+	connectorv1 "github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1"
+	"github.com/arkadiuss/openfief/sdk/go/gen/openfief/connector/v1/connectorv1connect"
+)
+
+// Environment of BenchmarkCoreScale (make bench-core).
+const (
+	// scaleInstancesEnv is how many connector instances the core calls
+	// (10,000).
+	scaleInstancesEnv = "OPENFIEF_BENCH_INSTANCES"
+	// scaleIntervalEnv is their sync interval (60s), scaleWindowEnv how
+	// long the core is watched (3m).
+	scaleIntervalEnv = "OPENFIEF_BENCH_INTERVAL"
+	scaleWindowEnv   = "OPENFIEF_BENCH_WINDOW"
+	// scaleProfilesEnv, when set, is a directory for the core's CPU
+	// profile of the window and its heap profile at the window's end.
+	scaleProfilesEnv = "OPENFIEF_BENCH_PROFILES"
+)
+
+// Targets of the core at scale: its resident memory and how late a sync
+// may start at the 99th percentile.
+const (
+	scaleMaxRSS  = 256 << 20
+	scaleMaxLate = time.Second
+)
+
+// BenchmarkCoreScale runs the core's scheduler and caller as Start wires
+// them over n connector instances (10,000) on the real SQLite store, each
+// synced every interval (60 s; the first syncs spread over one interval, as
+// a restarted core's recorded schedule spreads them) for a window of three
+// minutes. One stand-in process (scale_standin_test.go) answers them all
+// over HTTP: it signs each instance's TokenRequest token, which the core
+// asks for through client-go as it asks the API server, and checks it
+// with the SDK's RequireCore and JWKSVerifier for that instance alone. It
+// reports:
+//   - RSS-MiB, peak-RSS-MiB: this process's resident memory (VmRSS at
+//     the window's end, VmHWM), which holds the core alone; idle-RSS-MiB
+//     before the scheduler started, and heap-inuse-MiB, goroutines at the
+//     end;
+//   - late-p50-ms, late-p99-ms, late-max-ms: how long after its due time
+//     each sync reached the stand-in, over every sync of the window, and
+//     late-p99-later-ms over the syncs after each instance's first (its
+//     token minted by then);
+//   - syncs, syncs-due, syncs-lost, syncs-failed: syncs stored in the
+//     window, those due in it (stored, plus those more than a second
+//     overdue at its end: lost), and those that failed;
+//   - store-calls/s, rows/s: the scheduler's calls of the store and the
+//     rows it imported, per second of the window; tokens the tokens
+//     minted;
+//   - cpu-µs/sync, floor-cpu-µs/sync and core/floor: this process's CPU
+//     time per sync, and a bare loop's making the same calls one after
+//     another (a token request per instance, the Sync over a plain Connect
+//     client, the watermark read, the import and the sync's record) in
+//     the same process once the window ended.
+//
+// It fails when a token was refused, an instance was called twice at once,
+// a sync failed or was lost, or a target (RSS < 256 MiB, p99 within 1 s) is
+// missed. Figures only: nothing here is a timed test.
+//
+//	go test ./internal/core -run '^$' -bench CoreScale -benchtime 1x -timeout 30m
+func BenchmarkCoreScale(b *testing.B) {
+	st, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "core.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	for b.Loop() {
+		runCoreScale(b, st, nil)
+	}
+}
+
+// scaleConfig is a run's size, from the environment.
+type scaleConfig struct {
+	n                int
+	interval, window time.Duration
+}
+
+func readScaleConfig(b *testing.B) scaleConfig {
+	c := scaleConfig{n: 10_000, interval: time.Minute, window: 3 * time.Minute}
+	if s := os.Getenv(scaleInstancesEnv); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("%s=%q: a positive number of instances", scaleInstancesEnv, s)
+		}
+		c.n = n
+	}
+	for env, dst := range map[string]*time.Duration{scaleIntervalEnv: &c.interval, scaleWindowEnv: &c.window} {
+		if s := os.Getenv(env); s != "" {
+			d, err := time.ParseDuration(s)
+			if err != nil || d < MinSyncInterval {
+				b.Fatalf("%s=%q: a duration of at least %v", env, s, MinSyncInterval)
+			}
+			*dst = d
+		}
+	}
+	return c
+}
+
+// scaleLeases, when set, starts the run's scheduler through a replica's
+// leases (PostgreSQL) instead of calling Update itself.
+type scaleLeases func(ctx context.Context, st *scaleStore, apply func([]Target)) (update func([]Target), wait func())
+
+func runCoreScale(b *testing.B, st *store.Store, leases scaleLeases) {
+	c := readScaleConfig(b)
+	addr, _, stopStandIn := startStandIn(b)
+	names := make([]string, c.n)
+	targets := make([]Target, c.n)
+	for i := range names {
+		names[i] = fmt.Sprintf("c-%05d", i)
+		targets[i] = Target{Instance: names[i], UID: fmt.Sprintf("00000000-0000-0000-0000-%012d", i), Connector: true}
+	}
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	cs, err := kubernetes.NewForConfig(coreClientConfig(&rest.Config{Host: "http://" + addr}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tokens := NewTokens(cs.CoreV1(), plugins.Namespace, DefaultServiceAccount, nil)
+	metrics := NewMetrics(log)
+	caller := &Caller{Tokens: tokens, Metrics: metrics, Resolve: func(instance string) string {
+		return "http://" + addr + standInPrefix + instance
+	}}
+	ss := &scaleStore{Store: st, firstSeen: map[string]bool{}}
+	runtime.GC()
+	idle := readProcStatus(b)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	sched := NewScheduler(ctx, SchedulerOptions{
+		Store: ss, Connector: caller, DefaultInterval: c.interval, FirstSyncDelay: c.interval,
+		Log: log, Metrics: metrics, OnStop: tokens.Forget,
+	})
+	ss.sched.Store(sched)
+	update, wait := sched.Update, sched.Wait
+	if leases != nil {
+		update, wait = leases(ctx, ss, sched.Update)
+	}
+	profiles := os.Getenv(scaleProfilesEnv)
+	if profiles != "" {
+		f, err := os.Create(filepath.Join(profiles, "core-scale-cpu.pprof"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatal(err)
+		}
+		defer func() { _ = f.Close() }()
+	}
+	cpu0 := cpuTime()
+	start := time.Now()
+	update(targets)
+	var rssMax uint64
+	for time.Since(start) < c.window {
+		time.Sleep(time.Second)
+		rssMax = max(rssMax, readProcStatus(b).rss)
+	}
+	end := time.Now()
+	cpu := cpuTime() - cpu0
+	if profiles != "" {
+		pprof.StopCPUProfile()
+		runtime.GC()
+		f, err := os.Create(filepath.Join(profiles, "core-scale-heap.pprof"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = pprof.WriteHeapProfile(f)
+		_ = f.Close()
+	}
+	mem := readProcStatus(b)
+	var heap runtime.MemStats
+	runtime.ReadMemStats(&heap)
+	goroutines := runtime.NumGoroutine()
+	got := ss.snapshot()
+	lost := 0
+	for _, n := range names {
+		if next, ok := sched.NextSync(n); !ok || next.Before(end.Add(-scaleMaxLate)) {
+			lost++
+		}
+	}
+	counts := standInCountsNow(b, addr)
+	cancel()
+	wait()
+	floor := scaleFloor(b, st, addr, names, max(1, int(got.stored/max(counts.Minted, 1))))
+	stopStandIn()
+
+	const mib = 1 << 20
+	secs := end.Sub(start).Seconds()
+	all, later := got.late, got.lateLater
+	b.ReportMetric(float64(c.n), "instances")
+	b.ReportMetric(float64(mem.rss)/mib, "RSS-MiB")
+	b.ReportMetric(float64(max(mem.hwm, rssMax))/mib, "peak-RSS-MiB")
+	b.ReportMetric(float64(idle.rss)/mib, "idle-RSS-MiB")
+	b.ReportMetric(float64(heap.HeapInuse)/mib, "heap-inuse-MiB")
+	b.ReportMetric(float64(goroutines), "goroutines")
+	b.ReportMetric(ms(percentile(all, 0.50)), "late-p50-ms")
+	b.ReportMetric(ms(percentile(all, 0.99)), "late-p99-ms")
+	b.ReportMetric(ms(percentile(all, 1)), "late-max-ms")
+	b.ReportMetric(ms(percentile(later, 0.99)), "late-p99-later-ms")
+	b.ReportMetric(float64(got.stored), "syncs")
+	b.ReportMetric(float64(got.stored+int64(lost)), "syncs-due")
+	b.ReportMetric(float64(lost), "syncs-lost")
+	b.ReportMetric(float64(got.failed), "syncs-failed")
+	b.ReportMetric(float64(got.calls)/secs, "store-calls/s")
+	b.ReportMetric(float64(got.rows)/secs, "rows/s")
+	b.ReportMetric(float64(counts.Minted), "tokens")
+	perSync := float64(cpu.Microseconds()) / float64(max(got.stored, 1))
+	b.ReportMetric(perSync, "cpu-µs/sync")
+	b.ReportMetric(floor, "floor-cpu-µs/sync")
+	b.ReportMetric(perSync/floor, "core/floor")
+	b.Logf("%d instances every %v for %v: %d syncs stored (%d by the stand-in's count, %d instances called), %d due, %d lost, %d failed; %d tokens minted, %d refused",
+		c.n, c.interval, c.window, got.stored, counts.Calls, counts.Instances, got.stored+int64(lost), lost, got.failed, counts.Minted, counts.Refused)
+
+	if counts.Refused > 0 {
+		b.Errorf("the stand-in refused %d tokens", counts.Refused)
+	}
+	if counts.Twice > 0 {
+		b.Errorf("%d instances were called twice at once", counts.Twice)
+	}
+	if got.failed > 0 || lost > 0 {
+		b.Errorf("%d syncs failed and %d were lost", got.failed, lost)
+	}
+	if peak := max(mem.hwm, rssMax); peak >= scaleMaxRSS {
+		b.Errorf("peak RSS %.0f MiB, the target is under %d MiB", float64(peak)/mib, scaleMaxRSS/mib)
+	}
+	if p99 := percentile(all, 0.99); p99 > scaleMaxLate {
+		b.Errorf("syncs started %v after their due time at p99, the target is %v", p99, scaleMaxLate)
+	}
+}
+
+// ms is a duration in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// percentile returns the p-quantile of ds (sorted here), zero when empty.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[min(len(ds)-1, int(p*float64(len(ds))))]
+}
+
+// scaleStore is the store as the scheduler uses it, counting its calls and
+// imported rows, and how late each stored sync reached the stand-in: the
+// watermark the stand-in answers is when the call arrived, and the
+// scheduler's NextSync still holds the sync's due time while it imports.
+type scaleStore struct {
+	*store.Store
+	sched atomic.Pointer[Scheduler]
+
+	calls, rows, stored, failed atomic.Int64
+
+	mu        sync.Mutex
+	late      []time.Duration
+	lateLater []time.Duration
+	firstSeen map[string]bool
+}
+
+type scaleCounts struct {
+	calls, rows, stored, failed int64
+	late, lateLater             []time.Duration
+}
+
+func (s *scaleStore) snapshot() scaleCounts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return scaleCounts{calls: s.calls.Load(), rows: s.rows.Load(), stored: s.stored.Load(), failed: s.failed.Load(),
+		late: slices.Clone(s.late), lateLater: slices.Clone(s.lateLater)}
+}
+
+func (s *scaleStore) Import(ctx context.Context, instance string, kind store.Kind, d *connectorv1.Delivery) (store.ImportResult, error) {
+	s.calls.Add(1)
+	due, _ := s.sched.Load().NextSync(instance)
+	res, err := s.Store.Import(ctx, instance, kind, d)
+	if err != nil {
+		return res, err
+	}
+	s.rows.Add(int64(res.Rows()))
+	s.stored.Add(1)
+	if ns, perr := strconv.ParseInt(d.GetWatermark(), 10, 64); perr == nil && !due.IsZero() {
+		late := time.Unix(0, ns).Sub(due)
+		s.mu.Lock()
+		s.late = append(s.late, late)
+		if s.firstSeen[instance] {
+			s.lateLater = append(s.lateLater, late)
+		}
+		s.firstSeen[instance] = true
+		s.mu.Unlock()
+	}
+	return res, nil
+}
+
+func (s *scaleStore) Watermark(ctx context.Context, instance string) (string, error) {
+	s.calls.Add(1)
+	return s.Store.Watermark(ctx, instance)
+}
+
+func (s *scaleStore) RecordSync(ctx context.Context, instance string, r store.SyncRecord) error {
+	s.calls.Add(1)
+	if !r.OK {
+		s.failed.Add(1)
+	}
+	return s.Store.RecordSync(ctx, instance, r)
+}
+
+func (s *scaleStore) Status(ctx context.Context, instance string) (store.InstanceRecord, error) {
+	s.calls.Add(1)
+	return s.Store.Status(ctx, instance)
+}
+
+func (s *scaleStore) Claim(ctx context.Context, name, uid string, at time.Time) (string, error) {
+	s.calls.Add(1)
+	return s.Store.Claim(ctx, name, uid, at)
+}
+
+// scaleFloor makes the calls of syncs one after another with nothing of the
+// core between them, and returns this process's CPU time per sync in µs:
+// for each of up to 2,000 instances a token request (a plain POST), then
+// perToken syncs of it, each the watermark read, the Sync over a plain
+// Connect client with that token, the import and the sync's record.
+func scaleFloor(b *testing.B, st *store.Store, addr string, names []string, perToken int) float64 {
+	ctx := context.Background()
+	hc := &http.Client{}
+	k := min(len(names), max(1, 2000/perToken))
+	var syncs int
+	cpu0 := cpuTime()
+	for _, name := range names[:k] {
+		token := floorToken(b, hc, addr, name)
+		cl := connectorv1connect.NewConnectorServiceClient(hc, "http://"+addr+standInPrefix+name)
+		for range perToken {
+			wm, err := st.Watermark(ctx, name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			req := connect.NewRequest(&connectorv1.SyncRequest{BatchId: newBatchID(), Watermark: wm})
+			req.Header().Set("Authorization", "Bearer "+token)
+			resp, err := cl.Sync(ctx, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := st.Import(ctx, name, store.KindSync, resp.Msg.GetDelivery()); err != nil {
+				b.Fatal(err)
+			}
+			now := time.Now()
+			if err := st.RecordSync(ctx, name, store.SyncRecord{At: now, OK: true, Next: now.Add(time.Hour)}); err != nil {
+				b.Fatal(err)
+			}
+			syncs++
+		}
+	}
+	return float64((cpuTime() - cpu0).Microseconds()) / float64(syncs)
+}
+
+// floorToken asks the stand-in for a token of instance with a plain POST,
+// as the TokenRequest client-go sends.
+func floorToken(b *testing.B, hc *http.Client, addr, instance string) string {
+	secs := int64(tokenLifetime / time.Second)
+	body, err := json.Marshal(&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		Audiences: []string{openfief.InstanceAudience(instance)}, ExpirationSeconds: &secs,
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	url := "http://" + addr + "/api/v1/namespaces/" + plugins.Namespace + "/serviceaccounts/" + DefaultServiceAccount + "/token"
+	resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var tr authenticationv1.TokenRequest
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&tr); err != nil || tr.Status.Token == "" {
+		b.Fatalf("token for %s: %v", instance, err)
+	}
+	return tr.Status.Token
+}
+
+// cpuTime is this process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// procMemory is this process's resident memory now and at its peak.
+type procMemory struct{ rss, hwm uint64 }
+
+// readProcStatus reads VmRSS and VmHWM from /proc/self/status.
+func readProcStatus(b *testing.B) procMemory {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var m procMemory
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		for key, dst := range map[string]*uint64{"VmRSS:": &m.rss, "VmHWM:": &m.hwm} {
+			if rest, ok := strings.CutPrefix(line, key); ok {
+				kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+				if err != nil {
+					b.Fatalf("%s %q: %v", key, rest, err)
+				}
+				*dst = kb << 10
+			}
+		}
+	}
+	return m
+}
