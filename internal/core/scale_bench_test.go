@@ -140,7 +140,7 @@ func runCoreScale(b *testing.B, st *store.Store, leases scaleLeases) {
 		targets[i] = Target{Instance: names[i], UID: fmt.Sprintf("00000000-0000-0000-0000-%012d", i), Connector: true}
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	cs, err := kubernetes.NewForConfig(coreClientConfig(&rest.Config{Host: "http://" + addr}))
+	cs, err := kubernetes.NewForConfig(coreClientConfig(&rest.Config{Host: "http://" + addr}, 0, 0))
 	if err != nil {
 		b.Fatal(err)
 	}
