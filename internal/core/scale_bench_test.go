@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -149,7 +150,7 @@ func runCoreScale(b *testing.B, st *store.Store, leases scaleLeases) {
 	caller := &Caller{Tokens: tokens, Metrics: metrics, Resolve: func(instance string) string {
 		return "http://" + addr + standInPrefix + instance
 	}}
-	ss := &scaleStore{Store: st, firstSeen: map[string]bool{}}
+	ss := &scaleStore{Store: st, firstSeen: map[string]bool{}, took: map[string][]time.Duration{}}
 	runtime.GC()
 	idle := readProcStatus(b)
 
@@ -178,9 +179,14 @@ func runCoreScale(b *testing.B, st *store.Store, leases scaleLeases) {
 	start := time.Now()
 	update(targets)
 	var rssMax uint64
+	var curve []string
 	for time.Since(start) < c.window {
 		time.Sleep(time.Second)
-		rssMax = max(rssMax, readProcStatus(b).rss)
+		rss := readProcStatus(b).rss
+		rssMax = max(rssMax, rss)
+		if sec := int(time.Since(start).Seconds()); sec%15 == 0 {
+			curve = append(curve, fmt.Sprintf("%ds %s", sec, runtimeMemory(rss)))
+		}
 	}
 	end := time.Now()
 	cpu := cpuTime() - cpu0
@@ -238,6 +244,11 @@ func runCoreScale(b *testing.B, st *store.Store, leases scaleLeases) {
 	b.Logf("%d instances every %v for %v: %d syncs stored (%d by the stand-in's count, %d instances called), %d due, %d lost, %d failed; %d tokens minted, %d refused",
 		c.n, c.interval, c.window, got.stored, counts.Calls, counts.Instances, got.stored+int64(lost), lost, got.failed, counts.Minted, counts.Refused)
 
+	b.Logf("store calls: %s", ss.tookSummary())
+	b.Logf("memory over the window:\n%s", strings.Join(curve, "\n"))
+	b.Logf("memory at the end: heap in use %.1f MiB, heap idle not released %.1f MiB, stacks %.1f MiB, other runtime %.1f MiB; GC cycles %d",
+		float64(heap.HeapInuse)/mib, float64(heap.HeapIdle-heap.HeapReleased)/mib, float64(heap.StackInuse)/mib,
+		float64(heap.MSpanInuse+heap.MCacheInuse+heap.GCSys+heap.OtherSys+heap.BuckHashSys)/mib, heap.NumGC)
 	if counts.Refused > 0 {
 		b.Errorf("the stand-in refused %d tokens", counts.Refused)
 	}
@@ -278,6 +289,7 @@ type scaleStore struct {
 	calls, rows, stored, failed atomic.Int64
 
 	mu        sync.Mutex
+	took      map[string][]time.Duration
 	late      []time.Duration
 	lateLater []time.Duration
 	firstSeen map[string]bool
@@ -295,8 +307,31 @@ func (s *scaleStore) snapshot() scaleCounts {
 		late: slices.Clone(s.late), lateLater: slices.Clone(s.lateLater)}
 }
 
+// timed records how long one call of method took.
+func (s *scaleStore) timed(method string, start time.Time) {
+	d := time.Since(start)
+	s.mu.Lock()
+	s.took[method] = append(s.took[method], d)
+	s.mu.Unlock()
+}
+
+// tookSummary returns p50, p99 and the longest of each method's calls.
+func (s *scaleStore) tookSummary() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var parts []string
+	for m, ds := range s.took {
+		ds = slices.Clone(ds)
+		parts = append(parts, fmt.Sprintf("%s n=%d p50=%v p99=%v max=%v", m, len(ds),
+			percentile(ds, 0.5).Round(time.Microsecond), percentile(ds, 0.99).Round(time.Microsecond), percentile(ds, 1).Round(time.Microsecond)))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "; ")
+}
+
 func (s *scaleStore) Import(ctx context.Context, instance string, kind store.Kind, d *connectorv1.Delivery) (store.ImportResult, error) {
 	s.calls.Add(1)
+	defer s.timed("Import", time.Now())
 	due, _ := s.sched.Load().NextSync(instance)
 	res, err := s.Store.Import(ctx, instance, kind, d)
 	if err != nil {
@@ -319,11 +354,13 @@ func (s *scaleStore) Import(ctx context.Context, instance string, kind store.Kin
 
 func (s *scaleStore) Watermark(ctx context.Context, instance string) (string, error) {
 	s.calls.Add(1)
+	defer s.timed("Watermark", time.Now())
 	return s.Store.Watermark(ctx, instance)
 }
 
 func (s *scaleStore) RecordSync(ctx context.Context, instance string, r store.SyncRecord) error {
 	s.calls.Add(1)
+	defer s.timed("RecordSync", time.Now())
 	if !r.OK {
 		s.failed.Add(1)
 	}
@@ -332,11 +369,13 @@ func (s *scaleStore) RecordSync(ctx context.Context, instance string, r store.Sy
 
 func (s *scaleStore) Status(ctx context.Context, instance string) (store.InstanceRecord, error) {
 	s.calls.Add(1)
+	defer s.timed("Status", time.Now())
 	return s.Store.Status(ctx, instance)
 }
 
 func (s *scaleStore) Claim(ctx context.Context, name, uid string, at time.Time) (string, error) {
 	s.calls.Add(1)
+	defer s.timed("Claim", time.Now())
 	return s.Store.Claim(ctx, name, uid, at)
 }
 
@@ -430,4 +469,21 @@ func readProcStatus(b *testing.B) procMemory {
 		}
 	}
 	return m
+}
+
+// runtimeMemory describes the resident memory rss and the runtime's share
+// of it now, read without stopping the world.
+func runtimeMemory(rss uint64) string {
+	samples := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/memory/classes/heap/stacks:bytes"},
+		{Name: "/sched/goroutines:goroutines"},
+	}
+	metrics.Read(samples)
+	const mib = 1 << 20
+	return fmt.Sprintf("RSS %.0f MiB: heap objects %.0f, unused %.0f, free not released %.0f, stacks %.0f MiB; %d goroutines",
+		float64(rss)/mib, float64(samples[0].Value.Uint64())/mib, float64(samples[1].Value.Uint64())/mib,
+		float64(samples[2].Value.Uint64())/mib, float64(samples[3].Value.Uint64())/mib, samples[4].Value.Uint64())
 }

@@ -190,11 +190,15 @@ type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// fenced runs a write of instance: straight on the database when ctx
-// carries no fence (one replica), otherwise in a transaction that checks
-// the fence after the write.
+// fenced runs a write of instance: when ctx carries no fence (one
+// replica), straight on PostgreSQL or in SQLite's next group commit
+// (writegroup.go), otherwise in a transaction that checks the fence after
+// the write.
 func (s *Store) fenced(ctx context.Context, instance string, write func(execer) error) error {
 	if _, ok := FenceOf(ctx); !ok {
+		if s.writes != nil {
+			return s.groupedExec(ctx, write)
+		}
 		return write(s.db)
 	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {

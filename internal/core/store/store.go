@@ -34,6 +34,12 @@ type Store struct {
 	// backupHook, set only by tests, runs inside a backup's transaction
 	// once its snapshot is fixed, before any table is written.
 	backupHook func(ctx context.Context, tx *sql.Tx)
+	// writes queues this process's writers of a SQLite file (writeturn.go);
+	// nil on PostgreSQL.
+	writes chan struct{}
+	// groups commits SQLite's unfenced single writes together
+	// (writegroup.go).
+	groups writeGroups
 }
 
 // sqliteParams make every connection wait for the file's lock instead of
@@ -86,7 +92,7 @@ func openAt(ctx context.Context, dsn string, upTo int, o OpenOptions) (*Store, e
 		}
 		db.SetMaxOpenConns(4)
 		db.SetMaxIdleConns(4)
-		s = &Store{db: db, d: sqliteDialect, path: t.dsn}
+		s = &Store{db: db, d: sqliteDialect, path: t.dsn, writes: newWriteTurn()}
 	}
 	s.beforeMigrate = o.preMigration(s, t)
 	if err := s.db.PingContext(ctx); err != nil {
