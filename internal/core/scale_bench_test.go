@@ -127,9 +127,9 @@ func readScaleConfig(b *testing.B) scaleConfig {
 	return c
 }
 
-// scaleLeases, when set, starts the run's scheduler through a replica's
-// leases (PostgreSQL) instead of calling Update itself.
-type scaleLeases func(ctx context.Context, st *scaleStore, apply func([]Target)) (update func([]Target), wait func())
+// scaleLeases, when set, makes the leases of the run's one replica
+// (PostgreSQL), which hand the scheduler its instances through apply.
+type scaleLeases func(st *store.Store, apply func([]Target)) *Leases
 
 func runCoreScale(b *testing.B, st *store.Store, leases scaleLeases) {
 	c := readScaleConfig(b)
@@ -147,22 +147,38 @@ func runCoreScale(b *testing.B, st *store.Store, leases scaleLeases) {
 	}
 	tokens := NewTokens(cs.CoreV1(), plugins.Namespace, DefaultServiceAccount, nil)
 	metrics := NewMetrics(log)
-	caller := &Caller{Tokens: tokens, Metrics: metrics, Resolve: func(instance string) string {
+	ss := &scaleStore{Store: st, firstSeen: map[string]bool{}, took: map[string][]time.Duration{}}
+	caller := &Caller{Tokens: timedTokens{tokens, ss}, Metrics: metrics, Resolve: func(instance string) string {
 		return "http://" + addr + standInPrefix + instance
 	}}
-	ss := &scaleStore{Store: st, firstSeen: map[string]bool{}, took: map[string][]time.Duration{}}
 	runtime.GC()
 	idle := readProcStatus(b)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	sched := NewScheduler(ctx, SchedulerOptions{
-		Store: ss, Connector: caller, DefaultInterval: c.interval, FirstSyncDelay: c.interval,
+	var sched *Scheduler
+	so := SchedulerOptions{
+		Store: ss, Connector: timedConnector{caller, ss}, DefaultInterval: c.interval, FirstSyncDelay: c.interval,
 		Log: log, Metrics: metrics, OnStop: tokens.Forget,
-	})
+	}
+	var lz *Leases
+	if leases != nil {
+		lz = leases(st, func(owned []Target) { sched.Update(owned) })
+		so.WorkerContext = lz.WorkerContext
+	}
+	sched = NewScheduler(ctx, so)
 	ss.sched.Store(sched)
 	update, wait := sched.Update, sched.Wait
-	if leases != nil {
-		update, wait = leases(ctx, ss, sched.Update)
+	if lz != nil {
+		leased := make(chan struct{})
+		go func() {
+			defer close(leased)
+			lz.Run(ctx)
+		}()
+		update = lz.Update
+		wait = func() {
+			<-leased
+			sched.Wait()
+		}
 	}
 	profiles := os.Getenv(scaleProfilesEnv)
 	if profiles != "" {
@@ -244,7 +260,11 @@ func runCoreScale(b *testing.B, st *store.Store, leases scaleLeases) {
 	b.Logf("%d instances every %v for %v: %d syncs stored (%d by the stand-in's count, %d instances called), %d due, %d lost, %d failed; %d tokens minted, %d refused",
 		c.n, c.interval, c.window, got.stored, counts.Calls, counts.Instances, got.stored+int64(lost), lost, got.failed, counts.Minted, counts.Refused)
 
-	b.Logf("store calls: %s", ss.tookSummary())
+	b.Logf("peak RSS %.0f MiB (%.0f at the end, %.0f idle); late p50 %v, p99 %v (after each instance's first sync %v), max %v; %.0f store calls/s, %.0f rows/s; CPU %.0f µs/sync, floor %.0f µs/sync, core/floor %.2f",
+		float64(max(mem.hwm, rssMax))/mib, float64(mem.rss)/mib, float64(idle.rss)/mib,
+		percentile(all, 0.5).Round(time.Millisecond), percentile(all, 0.99).Round(time.Millisecond), percentile(later, 0.99).Round(time.Millisecond), percentile(all, 1).Round(time.Millisecond),
+		float64(got.calls)/secs, float64(got.rows)/secs, perSync, floor, perSync/floor)
+	b.Logf("store calls, tokens and calls: %s", ss.tookSummary())
 	b.Logf("memory over the window:\n%s", strings.Join(curve, "\n"))
 	b.Logf("memory at the end: heap in use %.1f MiB, heap idle not released %.1f MiB, stacks %.1f MiB, other runtime %.1f MiB; GC cycles %d",
 		float64(heap.HeapInuse)/mib, float64(heap.HeapIdle-heap.HeapReleased)/mib, float64(heap.StackInuse)/mib,
@@ -486,4 +506,32 @@ func runtimeMemory(rss uint64) string {
 	return fmt.Sprintf("RSS %.0f MiB: heap objects %.0f, unused %.0f, free not released %.0f, stacks %.0f MiB; %d goroutines",
 		float64(rss)/mib, float64(samples[0].Value.Uint64())/mib, float64(samples[1].Value.Uint64())/mib,
 		float64(samples[2].Value.Uint64())/mib, float64(samples[3].Value.Uint64())/mib, samples[4].Value.Uint64())
+}
+
+// timedTokens and timedConnector time the core's token lookups and calls
+// beside the store's calls.
+type timedTokens struct {
+	TokenSource
+	ss *scaleStore
+}
+
+func (t timedTokens) Token(ctx context.Context, instance string) (string, error) {
+	defer t.ss.timed("Token", time.Now())
+	return t.TokenSource.Token(ctx, instance)
+}
+
+type timedConnector struct {
+	Connector
+	ss *scaleStore
+}
+
+func (c timedConnector) Warm(ctx context.Context, instance string) {
+	if w, ok := c.Connector.(warmer); ok {
+		w.Warm(ctx, instance)
+	}
+}
+
+func (c timedConnector) Sync(ctx context.Context, instance string, req *connectorv1.SyncRequest) (*connectorv1.Delivery, error) {
+	defer c.ss.timed("Sync", time.Now())
+	return c.Connector.Sync(ctx, instance, req)
 }

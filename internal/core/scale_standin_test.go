@@ -3,8 +3,9 @@ package core
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -38,8 +39,10 @@ import (
 // process, this test binary started again, so that the core's memory is
 // the parent's alone. It plays two parts:
 //   - the API server's token signer: TokenRequest for the core's
-//     ServiceAccount, answered with a ten-minute RS256 token for the
-//     audiences asked, as kube-apiserver signs them; its public key and
+//     ServiceAccount, answered with a ten-minute ES256 token for the
+//     audiences asked, as kube-apiserver signs them with an ECDSA key (an
+//     RSA key's signature would cost the shared machine ten times the
+//     CPU, which is the API server's, not the core's); its public key and
 //     issuer go where the SDK's verifier reads them (what the operator
 //     publishes in openfief-sa-jwks);
 //   - every connector instance: /p/<instance>/ serves the SDK's
@@ -128,17 +131,17 @@ type scaleStandIn struct {
 }
 
 func newScaleStandIn(dir string) (*scaleStandIn, error) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
 	}
 	const kid = "scale-key"
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key},
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key},
 		(&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", kid))
 	if err != nil {
 		return nil, err
 	}
-	set, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: kid, Algorithm: string(jose.RS256), Use: "sig"}}})
+	set, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: kid, Algorithm: string(jose.ES256), Use: "sig"}}})
 	if err != nil {
 		return nil, err
 	}
