@@ -34,6 +34,11 @@ const (
 	// DefaultFirstSyncDelay bounds the random delay of an instance's first
 	// sync after it starts running.
 	DefaultFirstSyncDelay = 5 * time.Second
+	// DefaultWarmAhead is how long before a sync is due the connector's
+	// token is got, so that a token to mint (every eight minutes, and on a
+	// restarted core's first sync of each instance) does not make the call
+	// late.
+	DefaultWarmAhead = 2 * time.Second
 	// DefaultMaxAttempts bounds the calls of one batch.
 	DefaultMaxAttempts = 5
 	// DefaultBackoff is the wait before the first retry; it doubles per
@@ -79,6 +84,10 @@ type SchedulerOptions struct {
 	Rand       func() float64
 	NewBatchID func() string
 	Log        *slog.Logger
+	// WarmAhead is how long before a sync is due a Connector that can warm
+	// (*Caller: the instance's token) is warmed: DefaultWarmAhead when
+	// zero, never when negative.
+	WarmAhead time.Duration
 	// OnStop is called with an instance the scheduler stopped calling.
 	OnStop func(instance string)
 	// OnStored is called after an import stored new rows (Views.Poke).
@@ -147,6 +156,9 @@ func NewScheduler(ctx context.Context, o SchedulerOptions) *Scheduler {
 	}
 	if o.FirstSyncDelay == 0 {
 		o.FirstSyncDelay = DefaultFirstSyncDelay
+	}
+	if o.WarmAhead == 0 {
+		o.WarmAhead = DefaultWarmAhead
 	}
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = DefaultMaxAttempts
@@ -353,12 +365,14 @@ func (s *Scheduler) run(ctx context.Context, instance string, w *worker) {
 	}
 	w.setNext(start)
 	warm, _ := s.o.Connector.(warmer)
+	if s.o.WarmAhead < 0 {
+		warm = nil
+	}
 	for {
 		if warm != nil {
-			// The token (minted every eight minutes, and on a restarted
-			// core's first sync of each instance) is got ahead of the due
-			// time, so the call starts on time.
-			if lead := w.getNext().Sub(s.o.Clock.Now()) - warmAhead; lead > 0 {
+			// What the call needs is got ahead of the due time
+			// (DefaultWarmAhead), so the call starts on time.
+			if lead := w.getNext().Sub(s.o.Clock.Now()) - s.o.WarmAhead; lead > 0 {
 				select {
 				case <-ctx.Done():
 					return
@@ -386,9 +400,6 @@ func (s *Scheduler) run(ctx context.Context, instance string, w *worker) {
 type warmer interface {
 	Warm(ctx context.Context, instance string)
 }
-
-// warmAhead is how long before a sync is due its connector is warmed.
-const warmAhead = 2 * time.Second
 
 // apart runs f on a goroutine of its own and returns once f has.
 func apart(f func()) {
