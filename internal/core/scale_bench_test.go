@@ -265,7 +265,7 @@ func runCoreScale(b *testing.B, st *store.Store, leases scaleLeases) {
 		percentile(all, 0.5).Round(time.Millisecond), percentile(all, 0.99).Round(time.Millisecond), percentile(later, 0.99).Round(time.Millisecond), percentile(all, 1).Round(time.Millisecond),
 		float64(got.calls)/secs, float64(got.rows)/secs, perSync, floor, perSync/floor)
 	b.Logf("store calls, tokens and calls: %s", ss.tookSummary())
-	b.Logf("memory over the window:\n%s", strings.Join(curve, "\n"))
+	b.Logf("memory over the window (go test shows ten lines of a benchmark's log): %s", strings.Join(curve, " | "))
 	b.Logf("memory at the end: heap in use %.1f MiB, heap idle not released %.1f MiB, stacks %.1f MiB, other runtime %.1f MiB; GC cycles %d",
 		float64(heap.HeapInuse)/mib, float64(heap.HeapIdle-heap.HeapReleased)/mib, float64(heap.StackInuse)/mib,
 		float64(heap.MSpanInuse+heap.MCacheInuse+heap.GCSys+heap.OtherSys+heap.BuckHashSys)/mib, heap.NumGC)
