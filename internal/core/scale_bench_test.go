@@ -74,7 +74,11 @@ const (
 //     token minted by then);
 //   - syncs, syncs-due, syncs-lost, syncs-failed: syncs stored in the
 //     window, those due in it (stored, plus those more than a second
-//     overdue at its end: lost), and those that failed;
+//     overdue at its end: lost), and those that failed; rounds-missed
+//     counts the syncs that reached the stand-in more than the interval,
+//     its jitter and a second after the instance's one before (a worker
+//     stopped and started again, its round skipped), longest-gap-s the
+//     longest such wait;
 //   - store-calls/s, rows/s: the scheduler's calls of the store and the
 //     rows it imported, per second of the window; tokens the tokens
 //     minted;
@@ -147,7 +151,9 @@ func runCoreScale(b *testing.B, st *store.Store, leases scaleLeases) {
 	}
 	tokens := NewTokens(cs.CoreV1(), plugins.Namespace, DefaultServiceAccount, nil)
 	metrics := NewMetrics(log)
-	ss := &scaleStore{Store: st, firstSeen: map[string]bool{}, took: map[string][]time.Duration{}}
+	ss := &scaleStore{Store: st, firstSeen: map[string]bool{}, took: map[string][]time.Duration{},
+		// The interval, its largest jitter (DefaultJitter) and a second.
+		lastArrival: map[string]time.Time{}, gapLimit: c.interval + time.Duration(DefaultJitter*float64(c.interval)) + scaleMaxLate}
 	caller := &Caller{Tokens: timedTokens{tokens, ss}, Metrics: metrics, Resolve: func(instance string) string {
 		return "http://" + addr + standInPrefix + instance
 	}}
@@ -250,6 +256,8 @@ func runCoreScale(b *testing.B, st *store.Store, leases scaleLeases) {
 	b.ReportMetric(float64(got.stored+int64(lost)), "syncs-due")
 	b.ReportMetric(float64(lost), "syncs-lost")
 	b.ReportMetric(float64(got.failed), "syncs-failed")
+	b.ReportMetric(float64(got.gaps), "rounds-missed")
+	b.ReportMetric(got.longest.Seconds(), "longest-gap-s")
 	b.ReportMetric(float64(got.calls)/secs, "store-calls/s")
 	b.ReportMetric(float64(got.rows)/secs, "rows/s")
 	b.ReportMetric(float64(counts.Minted), "tokens")
@@ -275,8 +283,9 @@ func runCoreScale(b *testing.B, st *store.Store, leases scaleLeases) {
 	if counts.Twice > 0 {
 		b.Errorf("%d instances were called twice at once", counts.Twice)
 	}
-	if got.failed > 0 || lost > 0 {
-		b.Errorf("%d syncs failed and %d were lost", got.failed, lost)
+	if got.failed > 0 || lost > 0 || got.gaps > 0 {
+		b.Errorf("%d syncs failed, %d were lost at the end, %d came more than %v after the one before (longest %v)",
+			got.failed, lost, got.gaps, ss.gapLimit, got.longest.Round(time.Millisecond))
 	}
 	if peak := max(mem.hwm, rssMax); peak >= scaleMaxRSS {
 		b.Errorf("peak RSS %.0f MiB, the target is under %d MiB", float64(peak)/mib, scaleMaxRSS/mib)
@@ -313,18 +322,27 @@ type scaleStore struct {
 	late      []time.Duration
 	lateLater []time.Duration
 	firstSeen map[string]bool
+	// lastArrival is when each instance's last stored sync reached the
+	// stand-in; gaps counts the syncs that came more than gapLimit after
+	// the one before (a round missed), longest the longest gap.
+	lastArrival map[string]time.Time
+	gapLimit    time.Duration
+	gaps        int
+	longest     time.Duration
 }
 
 type scaleCounts struct {
 	calls, rows, stored, failed int64
 	late, lateLater             []time.Duration
+	gaps                        int
+	longest                     time.Duration
 }
 
 func (s *scaleStore) snapshot() scaleCounts {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return scaleCounts{calls: s.calls.Load(), rows: s.rows.Load(), stored: s.stored.Load(), failed: s.failed.Load(),
-		late: slices.Clone(s.late), lateLater: slices.Clone(s.lateLater)}
+		late: slices.Clone(s.late), lateLater: slices.Clone(s.lateLater), gaps: s.gaps, longest: s.longest}
 }
 
 // timed records how long one call of method took.
@@ -360,8 +378,17 @@ func (s *scaleStore) Import(ctx context.Context, instance string, kind store.Kin
 	s.rows.Add(int64(res.Rows()))
 	s.stored.Add(1)
 	if ns, perr := strconv.ParseInt(d.GetWatermark(), 10, 64); perr == nil && !due.IsZero() {
-		late := time.Unix(0, ns).Sub(due)
+		arrived := time.Unix(0, ns)
+		late := arrived.Sub(due)
 		s.mu.Lock()
+		if last, ok := s.lastArrival[instance]; ok {
+			gap := arrived.Sub(last)
+			s.longest = max(s.longest, gap)
+			if gap > s.gapLimit {
+				s.gaps++
+			}
+		}
+		s.lastArrival[instance] = arrived
 		s.late = append(s.late, late)
 		if s.firstSeen[instance] {
 			s.lateLater = append(s.lateLater, late)

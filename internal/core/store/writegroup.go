@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -146,7 +147,7 @@ func (s *Store) commitGroup(batch []*groupedWrite) {
 		case outcome[i] != nil:
 			w.done <- outcome[i]
 		case err != nil:
-			w.done <- errors.Join(errGroupClosed, err)
+			w.done <- fmt.Errorf("%w: %w", errGroupClosed, err)
 		default:
 			w.done <- nil
 		}
