@@ -76,9 +76,9 @@ const (
 //     window, those due in it (stored, plus those more than a second
 //     overdue at its end: lost), and those that failed; rounds-missed
 //     counts the syncs that reached the stand-in more than the interval,
-//     its jitter and a second after the instance's one before (a worker
-//     stopped and started again, its round skipped), longest-gap-s the
-//     longest such wait;
+//     its jitter and ten seconds after the instance's one before (a
+//     worker stopped and started again, its round skipped), longest-gap-s
+//     the longest wait between two syncs of an instance;
 //   - store-calls/s, rows/s: the scheduler's calls of the store and the
 //     rows it imported, per second of the window; tokens the tokens
 //     minted;
@@ -152,8 +152,11 @@ func runCoreScale(b *testing.B, st *store.Store, leases scaleLeases) {
 	tokens := NewTokens(cs.CoreV1(), plugins.Namespace, DefaultServiceAccount, nil)
 	metrics := NewMetrics(log)
 	ss := &scaleStore{Store: st, firstSeen: map[string]bool{}, took: map[string][]time.Duration{},
-		// The interval, its largest jitter (DefaultJitter) and a second.
-		lastArrival: map[string]time.Time{}, gapLimit: c.interval + time.Duration(DefaultJitter*float64(c.interval)) + scaleMaxLate}
+		// The interval, its largest jitter (DefaultJitter) and ten seconds
+		// for the sync before (its call, import and record) and this one's
+		// lateness: more means a round skipped, as when leases stopped the
+		// workers and they started afresh.
+		lastArrival: map[string]time.Time{}, gapLimit: c.interval + time.Duration(DefaultJitter*float64(c.interval)) + 10*time.Second}
 	caller := &Caller{Tokens: timedTokens{tokens, ss}, Metrics: metrics, Resolve: func(instance string) string {
 		return "http://" + addr + standInPrefix + instance
 	}}

@@ -18,6 +18,9 @@ import (
 // is safe for concurrent use.
 type Store struct {
 	db *sql.DB
+	// leaseDB runs the lease statements: on PostgreSQL a pool of its own,
+	// on SQLite (which keeps no leases) db.
+	leaseDB *sql.DB
 	d  dialect
 	// path is the SQLite file, "" on PostgreSQL (Size).
 	path string
@@ -81,7 +84,13 @@ func openAt(ctx context.Context, dsn string, upTo int, o OpenOptions) (*Store, e
 		db := stdlib.OpenDB(*cfg)
 		db.SetMaxOpenConns(8)
 		db.SetMaxIdleConns(8)
-		s = &Store{db: db, d: postgresDialect}
+		// The lease statements have connections of their own: a renewal
+		// queued behind thousands of syncs' statements would miss the
+		// replica's deadline and stop every worker (leases.go).
+		leaseDB := stdlib.OpenDB(*cfg)
+		leaseDB.SetMaxOpenConns(2)
+		leaseDB.SetMaxIdleConns(2)
+		s = &Store{db: db, leaseDB: leaseDB, d: postgresDialect}
 	} else {
 		if err := createPrivate(t.dsn); err != nil {
 			return nil, err
@@ -92,15 +101,15 @@ func openAt(ctx context.Context, dsn string, upTo int, o OpenOptions) (*Store, e
 		}
 		db.SetMaxOpenConns(4)
 		db.SetMaxIdleConns(4)
-		s = &Store{db: db, d: sqliteDialect, path: t.dsn, writes: newWriteTurn()}
+		s = &Store{db: db, leaseDB: db, d: sqliteDialect, path: t.dsn, writes: newWriteTurn()}
 	}
 	s.beforeMigrate = o.preMigration(s, t)
 	if err := s.db.PingContext(ctx); err != nil {
-		_ = s.db.Close()
+		_ = s.Close()
 		return nil, fmt.Errorf("store: connect to %s: %w", s.d.name, err)
 	}
 	if err := s.migrate(ctx, upTo); err != nil {
-		_ = s.db.Close()
+		_ = s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -121,7 +130,12 @@ func createPrivate(path string) error {
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	if s.leaseDB != nil && s.leaseDB != s.db {
+		_ = s.leaseDB.Close()
+	}
+	return s.db.Close()
+}
 
 // step runs the test hook, if any, between two statements of an import.
 func (s *Store) step(n *int) error {
