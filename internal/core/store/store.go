@@ -21,7 +21,7 @@ type Store struct {
 	// leaseDB runs the lease statements: on PostgreSQL a pool of its own,
 	// on SQLite (which keeps no leases) db.
 	leaseDB *sql.DB
-	d  dialect
+	d       dialect
 	// path is the SQLite file, "" on PostgreSQL (Size).
 	path string
 	// hook, set only by tests, runs between the statements of an import
