@@ -220,6 +220,15 @@ bench-ts: ## The TypeScript SDK's token verification beside bare jose.
 bench-core: test-deps-heavy ## The store: a 10,000-transaction Sync, both databases, beside a raw floor.
 	$(GO) test -tags $(HEAVY_TAG) -run '^$$' -bench 'BenchmarkImport(10k|VsRaw)$$' -benchtime 5x -benchmem ./internal/core/store/
 
+# The core calling 10,000 connector instances answered by one stand-in process,
+# on SQLite and PostgreSQL (about 4 minutes each): its RSS, how late each sync
+# starts, syncs lost, the store's load and CPU per sync beside a bare loop
+# (docs/performance.md). OPENFIEF_BENCH_INSTANCES, OPENFIEF_BENCH_INTERVAL and
+# OPENFIEF_BENCH_WINDOW change the run.
+.PHONY: bench-core-scale
+bench-core-scale: test-deps-heavy ## The core calling 10,000 connectors: RSS, sync lateness, store load.
+	$(GO) test -tags $(HEAVY_TAG) -run '^$$' -bench 'BenchmarkCoreScale' -benchtime 1x -timeout 30m ./internal/core/
+
 # Backup and restore of a record of BENCH_ENTRIES entries (default 1,000,000)
 # on SQLite and PostgreSQL: time and peak heap (docs/operations.md).
 BENCH_ENTRIES ?= 1000000

@@ -61,12 +61,15 @@ func main() {
 	fs.Float64Var(&o.Scheduler.Jitter, "sync-jitter", core.DefaultJitter, "largest fraction of the interval added at random")
 	fs.IntVar(&o.Scheduler.MaxAttempts, "sync-attempts", core.DefaultMaxAttempts, "calls of one batch at most (retries on Unavailable, DeadlineExceeded and database failures)")
 	fs.DurationVar(&o.Scheduler.CallTimeout, "call-timeout", core.DefaultCallTimeout, "bound on one call to a plugin")
+	kubeQPS := fs.Float64("kube-api-qps", core.DefaultKubeAPIQPS, "requests per second the core sends to the API server at most (a token for each plugin it calls, reviews of the plugins' tokens)")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", core.DefaultKubeAPIBurst, "requests the core may send to the API server at once above --kube-api-qps")
 	fs.DurationVar(&o.TokenCacheTTL, "token-cache-ttl", 0, "how long an accepted plugin token review is reused (0: 1m; never past the token's expiry; negative disables)")
 	fs.StringVar(&o.Replica, "replica-name", defaultReplica(), "this replica's name in the leases kept on PostgreSQL (default: $POD_NAME, else the host name)")
 	fs.DurationVar(&o.LeaseTTL, "lease-duration", core.DefaultLeaseTTL, "on PostgreSQL, how long a replica's hold on a plugin lasts unrenewed: the longest a plugin waits after its replica died or was cut off")
 	fs.DurationVar(&o.LeaseRenew, "lease-renew", core.DefaultLeaseRenew, "on PostgreSQL, how often a replica renews its holds and takes plugins no replica serves")
 	fs.StringVar(&o.ReplicaAddress, "replica-address", "", "on PostgreSQL, HOST:PORT where the other replicas reach this one's owner API, to pass it an owner's import of a plugin it serves (default: $POD_IP and the --owner-listen port; none outside a pod)")
 	_ = fs.Parse(os.Args[1:])
+	o.KubeAPIQPS = float32(*kubeQPS)
 	if o.ReplicaAddress == "" {
 		o.ReplicaAddress = defaultReplicaAddress(o.OwnerAddr)
 	}
@@ -83,6 +86,10 @@ func main() {
 	}
 	if err := core.CheckInterval(o.Views.Interval); err != nil {
 		log.Error("--export-interval", "error", err.Error())
+		os.Exit(2)
+	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
+		log.Error("--kube-api-qps, --kube-api-burst", "error", "both must be positive")
 		os.Exit(2)
 	}
 	if err := core.CheckLeases(o.LeaseTTL, o.LeaseRenew); err != nil {

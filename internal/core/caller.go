@@ -94,6 +94,13 @@ func (c *Caller) limits() (maxBytes int, budget int64) {
 	return maxBytes, budget
 }
 
+// Warm gets the instance's token ahead of a call (the scheduler's warmer):
+// a token to mint waits for the API server before the sync is due, not
+// after. A failure is left to the call, which mints again and reports it.
+func (c *Caller) Warm(ctx context.Context, instance string) {
+	_, _ = c.Tokens.Token(ctx, instance)
+}
+
 // Sync calls the instance's Sync.
 func (c *Caller) Sync(ctx context.Context, instance string, req *connectorv1.SyncRequest) (*connectorv1.Delivery, error) {
 	defer c.Metrics.observeCall(instance, methodSync, time.Now())

@@ -71,6 +71,11 @@ type Options struct {
 	PreMigrationBackupDir string
 	// TokenCacheTTL is auth.Options.CacheTTL.
 	TokenCacheTTL time.Duration
+	// KubeAPIQPS and KubeAPIBurst limit the core's client of the API server
+	// (the tokens it calls plugins with, the reviews of theirs); zero means
+	// DefaultKubeAPIQPS and DefaultKubeAPIBurst.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 	// Replica names this replica in the store's leases (the pod's name);
 	// LeaseTTL and LeaseRenew are LeaseOptions' TTL and Renew. Leases are
 	// kept whenever the store is PostgreSQL, so that any number of replicas
@@ -140,7 +145,7 @@ func Start(ctx context.Context, cfg *rest.Config, o Options) (c *Core, err error
 	if o.Resolve == nil {
 		o.Resolve = ServiceResolver(o.Namespace, o.PluginPort)
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubernetes.NewForConfig(coreClientConfig(cfg, o.KubeAPIQPS, o.KubeAPIBurst))
 	if err != nil {
 		return nil, err
 	}

@@ -169,6 +169,9 @@ func schedule(t *testing.T, clk *fakeClock, c Connector, st Store, o SchedulerOp
 	if o.DefaultInterval == 0 {
 		o.DefaultInterval = time.Hour
 	}
+	if o.WarmAhead == 0 {
+		o.WarmAhead = -1 // each wait is the sync's alone; TestWarmAhead warms
+	}
 	n := 0
 	o.NewBatchID = func() string { n++; return fmt.Sprintf("batch-%d", n) }
 	s := NewScheduler(ctx, o)

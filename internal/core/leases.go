@@ -415,7 +415,7 @@ func (l *Leases) acquire(ctx context.Context, renewed bool, share int) {
 		if taken[name] || ctx.Err() != nil {
 			continue
 		}
-		if room <= 0 {
+		if room <= 0 || l.pastTaking() {
 			break
 		}
 		sent := time.Now()
@@ -441,6 +441,18 @@ func (l *Leases) acquire(ctx context.Context, renewed bool, share int) {
 		l.mu.Unlock()
 		l.o.Log.Info("took the lease: this replica serves the plugin", "plugin", name, "epoch", epoch)
 	}
+}
+
+// pastTaking tells whether acquire should leave the leases not yet taken to
+// the next round: while the replica holds some, taking more one by one
+// stops a renewal period before its local deadline, so the next round
+// renews what was taken before the watchdog stops every worker. With
+// 10,000 instances on a loaded database one round could not take them
+// all before the deadline; they are now taken over a few rounds.
+func (l *Leases) pastTaking() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.held) > 0 && time.Now().After(l.deadline.Add(-l.o.Renew))
 }
 
 // wanted maps the running instances by name; l.mu is held.

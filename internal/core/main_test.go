@@ -25,8 +25,12 @@ import (
 // The tests that call plugins or watch Plugins run against a real etcd and
 // kube-apiserver (devcluster's minimal mode, with the CRDs). Without the
 // binaries from `make controlplane` they fail, saying so; they never skip.
-// The scheduler's tests need no control plane and start none.
-func TestMain(m *testing.M) { os.Exit(devcluster.Main(m)) }
+// The scheduler's tests need no control plane and start none. The scale
+// benchmark's stand-in runs first when asked (scale_standin_test.go).
+func TestMain(m *testing.M) {
+	serveStandInIfAsked()
+	os.Exit(devcluster.Main(m))
+}
 
 // cluster returns an admin clientset and config with the openfief namespace
 // and the core's ServiceAccount in place.

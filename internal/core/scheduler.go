@@ -34,6 +34,11 @@ const (
 	// DefaultFirstSyncDelay bounds the random delay of an instance's first
 	// sync after it starts running.
 	DefaultFirstSyncDelay = 5 * time.Second
+	// DefaultWarmAhead is how long before a sync is due the connector's
+	// token is got, so that a token to mint (every eight minutes, and on a
+	// restarted core's first sync of each instance) does not make the call
+	// late.
+	DefaultWarmAhead = 2 * time.Second
 	// DefaultMaxAttempts bounds the calls of one batch.
 	DefaultMaxAttempts = 5
 	// DefaultBackoff is the wait before the first retry; it doubles per
@@ -79,6 +84,10 @@ type SchedulerOptions struct {
 	Rand       func() float64
 	NewBatchID func() string
 	Log        *slog.Logger
+	// WarmAhead is how long before a sync is due a Connector that can warm
+	// (*Caller: the instance's token) is warmed: DefaultWarmAhead when
+	// zero, never when negative.
+	WarmAhead time.Duration
 	// OnStop is called with an instance the scheduler stopped calling.
 	OnStop func(instance string)
 	// OnStored is called after an import stored new rows (Views.Poke).
@@ -147,6 +156,9 @@ func NewScheduler(ctx context.Context, o SchedulerOptions) *Scheduler {
 	}
 	if o.FirstSyncDelay == 0 {
 		o.FirstSyncDelay = DefaultFirstSyncDelay
+	}
+	if o.WarmAhead == 0 {
+		o.WarmAhead = DefaultWarmAhead
 	}
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = DefaultMaxAttempts
@@ -339,10 +351,71 @@ func (s *Scheduler) jitter(d time.Duration, frac float64) time.Duration {
 	return time.Duration(s.o.Rand() * frac * float64(d))
 }
 
-// run is one instance's worker: wait, sync, repeat, until ctx is done.
+// run is one instance's worker: wait, sync, repeat, until ctx is done. The
+// claim and each sync run apart, on a goroutine of their own: between syncs
+// the worker's goroutine holds only the small stack of this loop, not the
+// deep one a call and an import grew, which 10,000 instances waiting out
+// their intervals would otherwise keep.
 func (s *Scheduler) run(ctx context.Context, instance string, w *worker) {
-	if !s.claim(ctx, instance, w) {
+	var start time.Time
+	claimed := false
+	apart(func() { start, claimed = s.begin(ctx, instance, w) })
+	if !claimed {
 		return
+	}
+	w.setNext(start)
+	warm, _ := s.o.Connector.(warmer)
+	if s.o.WarmAhead < 0 {
+		warm = nil
+	}
+	for {
+		if warm != nil {
+			// What the call needs is got ahead of the due time
+			// (DefaultWarmAhead), so the call starts on time.
+			if lead := w.getNext().Sub(s.o.Clock.Now()) - s.o.WarmAhead; lead > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-s.o.Clock.After(lead):
+				}
+			}
+			apart(func() { warm.Warm(ctx, instance) })
+		}
+		wait := w.getNext().Sub(s.o.Clock.Now())
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.o.Clock.After(max(wait, 0)):
+		}
+		stopped := false
+		apart(func() { stopped = s.syncAndRecord(ctx, instance, w) })
+		if stopped {
+			return // revoked, uninstalled or shutting down
+		}
+	}
+}
+
+// warmer is a Connector that can make ready ahead of a call what the call
+// needs (*Caller: the instance's token); what fails is left to the call.
+type warmer interface {
+	Warm(ctx context.Context, instance string)
+}
+
+// apart runs f on a goroutine of its own and returns once f has.
+func apart(f func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	<-done
+}
+
+// begin claims the worker's instance and returns when its first sync is
+// due; false means the worker stopped first.
+func (s *Scheduler) begin(ctx context.Context, instance string, w *worker) (time.Time, bool) {
+	if !s.claim(ctx, instance, w) {
+		return time.Time{}, false
 	}
 	first := time.Duration(0)
 	if s.o.FirstSyncDelay > 0 {
@@ -361,33 +434,31 @@ func (s *Scheduler) run(ctx context.Context, instance string, w *worker) {
 		}
 	}
 	s.current(instance, w, func(m *runMetrics) { m.start(instance, s.interval(instance), st, serr == nil) })
-	w.setNext(start)
-	for {
-		wait := w.getNext().Sub(s.o.Clock.Now())
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.o.Clock.After(max(wait, 0)):
-		}
-		interval := s.interval(instance)
-		err := s.syncOnce(ctx, instance, w)
-		if ctx.Err() != nil {
-			return // stopped: revoked, uninstalled or shutting down
-		}
-		next := s.o.Clock.Now().Add(interval + s.jitter(interval, s.o.Jitter))
-		w.setNext(next)
-		rec := store.SyncRecord{At: s.o.Clock.Now(), OK: err == nil, Next: next}
-		if err != nil {
-			// The error can quote the plugin's own words: stored and
-			// shown only escaped and bounded (OF-17).
-			rec.Error = display.Message(err.Error())
-			s.o.Log.Warn("sync failed", "plugin", instance, "error", rec.Error)
-		}
-		if rerr := s.o.Store.RecordSync(ctx, instance, rec); rerr != nil {
-			s.o.Log.Error("recording the sync", "plugin", instance, "error", rerr.Error())
-		}
-		s.current(instance, w, func(m *runMetrics) { m.done(instance, err, rec.At) })
+	return start, true
+}
+
+// syncAndRecord runs one due sync, sets the next and records the outcome;
+// true means the worker stopped (its context ended) and records nothing.
+func (s *Scheduler) syncAndRecord(ctx context.Context, instance string, w *worker) (stopped bool) {
+	interval := s.interval(instance)
+	err := s.syncOnce(ctx, instance, w)
+	if ctx.Err() != nil {
+		return true
 	}
+	next := s.o.Clock.Now().Add(interval + s.jitter(interval, s.o.Jitter))
+	w.setNext(next)
+	rec := store.SyncRecord{At: s.o.Clock.Now(), OK: err == nil, Next: next}
+	if err != nil {
+		// The error can quote the plugin's own words: stored and
+		// shown only escaped and bounded (OF-17).
+		rec.Error = display.Message(err.Error())
+		s.o.Log.Warn("sync failed", "plugin", instance, "error", rec.Error)
+	}
+	if rerr := s.o.Store.RecordSync(ctx, instance, rec); rerr != nil {
+		s.o.Log.Error("recording the sync", "plugin", instance, "error", rerr.Error())
+	}
+	s.current(instance, w, func(m *runMetrics) { m.done(instance, err, rec.At) })
+	return false
 }
 
 // current runs f on the sync metrics while w is still instance's worker,

@@ -21,17 +21,23 @@ const tokenLifetime = 10 * time.Minute
 // for the core's own ServiceAccount with the audience
 // openfief-plugin:<instance>, the subject and audience the SDK's RequireCore
 // checks. A token is reused until a fifth of its lifetime is left, and kept
-// only in memory. Its RBAC: create serviceaccounts/token on the core's
-// ServiceAccount alone.
+// only in memory. Each instance's token is minted apart from the others':
+// a mint in flight (waiting for the API server or the client's rate limit)
+// holds up only the calls of its own instance, and concurrent calls of one
+// instance share one mint. Its RBAC: create serviceaccounts/token on the
+// core's ServiceAccount alone.
 type Tokens struct {
 	client        corev1client.ServiceAccountsGetter
 	namespace, sa string
 	now           func() time.Time
-	mu            sync.Mutex
-	byInstance    map[string]mintedToken
+	// mu guards byInstance alone; each entry has its own lock.
+	mu         sync.Mutex
+	byInstance map[string]*mintedToken
 }
 
+// mintedToken is one instance's token; mu is held while it is minted.
 type mintedToken struct {
+	mu      sync.Mutex
 	token   string
 	refresh time.Time
 }
@@ -41,15 +47,22 @@ func NewTokens(client corev1client.ServiceAccountsGetter, namespace, sa string, 
 	if now == nil {
 		now = time.Now
 	}
-	return &Tokens{client: client, namespace: namespace, sa: sa, now: now, byInstance: map[string]mintedToken{}}
+	return &Tokens{client: client, namespace: namespace, sa: sa, now: now, byInstance: map[string]*mintedToken{}}
 }
 
 // Token returns a current token for calling instance.
 func (t *Tokens) Token(ctx context.Context, instance string) (string, error) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	m, ok := t.byInstance[instance]
+	if !ok {
+		m = &mintedToken{}
+		t.byInstance[instance] = m
+	}
+	t.mu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	now := t.now()
-	if m, ok := t.byInstance[instance]; ok && now.Before(m.refresh) {
+	if m.token != "" && now.Before(m.refresh) {
 		return m.token, nil
 	}
 	secs := int64(tokenLifetime / time.Second)
@@ -63,7 +76,7 @@ func (t *Tokens) Token(ctx context.Context, instance string) (string, error) {
 		return "", fmt.Errorf("token for calling %s: %w", instance, err)
 	}
 	life := tr.Status.ExpirationTimestamp.Sub(now)
-	t.byInstance[instance] = mintedToken{token: tr.Status.Token, refresh: now.Add(life * 4 / 5)}
+	m.token, m.refresh = tr.Status.Token, now.Add(life*4/5)
 	return tr.Status.Token, nil
 }
 

@@ -240,6 +240,11 @@ func (s *Store) ViewPlaces(ctx context.Context, view string) (map[EntryKind]int6
 // given, never back: a place already further stays where it is, so a late
 // or repeated acknowledgement cannot make a view receive entries again.
 func (s *Store) AdvanceView(ctx context.Context, view string, places map[EntryKind]int64) error {
+	done, err := s.writeTurn(ctx)
+	if err != nil {
+		return fmt.Errorf("store: advance %s: %w", view, err)
+	}
+	defer done()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: advance %s: %w", view, err)

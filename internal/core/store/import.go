@@ -49,6 +49,29 @@ func (s *Store) Import(ctx context.Context, instance string, kind Kind, d *conne
 		return ImportResult{}, err
 	}
 	im := &importer{s: s, instance: instance, batch: d.GetBatchId()}
+	if s.writes != nil {
+		// SQLite: committed with the writes queued with it (writegroup.go).
+		var res ImportResult
+		err := s.writeTx(ctx, func(gctx context.Context, tx *sql.Tx) error {
+			im.tx = tx
+			r, err := im.run(gctx, kind, d)
+			if err != nil {
+				return err
+			}
+			if err := s.checkFence(gctx, tx, instance); err != nil {
+				return err
+			}
+			if err := s.step(&im.steps); err != nil {
+				return fmt.Errorf("commit: %w", err)
+			}
+			res = r
+			return nil
+		})
+		if err != nil {
+			return ImportResult{}, fmt.Errorf("store: import %s: %w", instance, err)
+		}
+		return res, nil
+	}
 	begin := s.db.BeginTx
 	if s.d.copy {
 		// COPY needs the driver's connection under the transaction (bulk.go).

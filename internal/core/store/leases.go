@@ -92,7 +92,7 @@ func (s *Store) AcquireLease(ctx context.Context, instance, owner, address strin
 	}
 	now := s.d.nowMillis
 	var epoch int64
-	err := s.db.QueryRowContext(ctx, s.d.bind(`INSERT INTO leases (instance, owner, epoch, expires_ms, address) VALUES (?, ?, 1, `+now+` + ?, ?)
+	err := s.leaseDB.QueryRowContext(ctx, s.d.bind(`INSERT INTO leases (instance, owner, epoch, expires_ms, address) VALUES (?, ?, 1, `+now+` + ?, ?)
 ON CONFLICT (instance) DO UPDATE SET
 epoch = CASE WHEN leases.owner = excluded.owner AND leases.expires_ms > `+now+` THEN leases.epoch ELSE leases.epoch + 1 END,
 owner = excluded.owner, expires_ms = excluded.expires_ms, address = excluded.address
@@ -112,7 +112,7 @@ RETURNING epoch`), instance, owner, ttl.Milliseconds(), address).Scan(&epoch)
 // that is missing here was lost.
 func (s *Store) RenewLeases(ctx context.Context, owner string, ttl time.Duration) ([]Lease, error) {
 	now := s.d.nowMillis
-	rows, err := s.db.QueryContext(ctx, s.d.bind(`UPDATE leases SET expires_ms = `+now+` + ?
+	rows, err := s.leaseDB.QueryContext(ctx, s.d.bind(`UPDATE leases SET expires_ms = `+now+` + ?
 WHERE owner = ? AND expires_ms > `+now+` AND instance NOT LIKE '~%' RETURNING instance, epoch`), ttl.Milliseconds(), owner)
 	if err != nil {
 		return nil, fmt.Errorf("store: renew leases: %w", err)
@@ -124,7 +124,7 @@ WHERE owner = ? AND expires_ms > `+now+` AND instance NOT LIKE '~%' RETURNING in
 // expires at once, and the next replica to take it raises the epoch. The
 // caller must have stopped writing for the instance.
 func (s *Store) ReleaseLease(ctx context.Context, instance, owner string, epoch int64) error {
-	if _, err := s.db.ExecContext(ctx, s.d.bind(`UPDATE leases SET expires_ms = 0 WHERE instance = ? AND owner = ? AND epoch = ?`),
+	if _, err := s.leaseDB.ExecContext(ctx, s.d.bind(`UPDATE leases SET expires_ms = 0 WHERE instance = ? AND owner = ? AND epoch = ?`),
 		instance, owner, epoch); err != nil {
 		return fmt.Errorf("store: release the lease of %s: %w", instance, err)
 	}
@@ -134,7 +134,7 @@ func (s *Store) ReleaseLease(ctx context.Context, instance, owner string, epoch 
 // HeldLeases lists the leases of instances that have not expired, of every
 // replica.
 func (s *Store) HeldLeases(ctx context.Context) ([]Lease, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT instance, epoch, owner, address FROM leases WHERE expires_ms > `+s.d.nowMillis+` AND instance NOT LIKE '~%' ORDER BY instance`)
+	rows, err := s.leaseDB.QueryContext(ctx, `SELECT instance, epoch, owner, address FROM leases WHERE expires_ms > `+s.d.nowMillis+` AND instance NOT LIKE '~%' ORDER BY instance`)
 	if err != nil {
 		return nil, fmt.Errorf("store: list leases: %w", err)
 	}
@@ -144,7 +144,7 @@ func (s *Store) HeldLeases(ctx context.Context) ([]Lease, error) {
 // Holder returns the lease of instance if a replica holds it now.
 func (s *Store) Holder(ctx context.Context, instance string) (Lease, bool, error) {
 	l := Lease{Instance: instance}
-	err := s.db.QueryRowContext(ctx, s.d.bind(`SELECT epoch, owner, address FROM leases WHERE instance = ? AND expires_ms > `+s.d.nowMillis), instance).
+	err := s.leaseDB.QueryRowContext(ctx, s.d.bind(`SELECT epoch, owner, address FROM leases WHERE instance = ? AND expires_ms > `+s.d.nowMillis), instance).
 		Scan(&l.Epoch, &l.Owner, &l.Address)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Lease{}, false, nil
@@ -190,11 +190,15 @@ type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// fenced runs a write of instance: straight on the database when ctx
-// carries no fence (one replica), otherwise in a transaction that checks
-// the fence after the write.
+// fenced runs a write of instance: when ctx carries no fence (one
+// replica), straight on PostgreSQL or in SQLite's next group commit
+// (writegroup.go), otherwise in a transaction that checks the fence after
+// the write.
 func (s *Store) fenced(ctx context.Context, instance string, write func(execer) error) error {
 	if _, ok := FenceOf(ctx); !ok {
+		if s.writes != nil {
+			return s.groupedExec(ctx, write)
+		}
 		return write(s.db)
 	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
@@ -216,7 +220,7 @@ const replicaRow = "~replica:"
 // Heartbeat says owner is alive for ttl: LiveReplicas counts it until then.
 func (s *Store) Heartbeat(ctx context.Context, owner string, ttl time.Duration) error {
 	now := s.d.nowMillis
-	if _, err := s.db.ExecContext(ctx, s.d.bind(`INSERT INTO leases (instance, owner, epoch, expires_ms) VALUES (?, ?, 0, `+now+` + ?)
+	if _, err := s.leaseDB.ExecContext(ctx, s.d.bind(`INSERT INTO leases (instance, owner, epoch, expires_ms) VALUES (?, ?, 0, `+now+` + ?)
 ON CONFLICT (instance) DO UPDATE SET expires_ms = excluded.expires_ms`), replicaRow+owner, owner, ttl.Milliseconds()); err != nil {
 		return fmt.Errorf("store: heartbeat: %w", err)
 	}
@@ -226,7 +230,7 @@ ON CONFLICT (instance) DO UPDATE SET expires_ms = excluded.expires_ms`), replica
 // LiveReplicas counts the replicas whose heartbeat has not expired.
 func (s *Store) LiveReplicas(ctx context.Context) (int, error) {
 	var n int
-	if err := s.db.QueryRowContext(ctx, s.d.bind(`SELECT COUNT(*) FROM leases WHERE instance LIKE ? AND expires_ms > `+s.d.nowMillis), replicaRow+"%").Scan(&n); err != nil {
+	if err := s.leaseDB.QueryRowContext(ctx, s.d.bind(`SELECT COUNT(*) FROM leases WHERE instance LIKE ? AND expires_ms > `+s.d.nowMillis), replicaRow+"%").Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: live replicas: %w", err)
 	}
 	return n, nil
@@ -234,7 +238,7 @@ func (s *Store) LiveReplicas(ctx context.Context) (int, error) {
 
 // Depart ends owner's heartbeat at once (a replica shutting down).
 func (s *Store) Depart(ctx context.Context, owner string) error {
-	if _, err := s.db.ExecContext(ctx, s.d.bind(`UPDATE leases SET expires_ms = 0 WHERE instance = ?`), replicaRow+owner); err != nil {
+	if _, err := s.leaseDB.ExecContext(ctx, s.d.bind(`UPDATE leases SET expires_ms = 0 WHERE instance = ?`), replicaRow+owner); err != nil {
 		return fmt.Errorf("store: depart: %w", err)
 	}
 	return nil

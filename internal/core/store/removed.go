@@ -219,7 +219,7 @@ func (s *Store) Claim(ctx context.Context, name, uid string, at time.Time) (remo
 	case at.IsZero():
 		return "", refuse("at", ErrRemovedAt)
 	}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := s.claimTx(ctx, tx, name, uid, at, &removedKey); err != nil {
 			return err
 		}
@@ -493,6 +493,11 @@ func (s *Store) Count(ctx context.Context, key string) (PurgeCounts, error) {
 
 // inTx runs f in one transaction and commits it when f succeeds.
 func (s *Store) inTx(ctx context.Context, f func(*sql.Tx) error) error {
+	done, err := s.writeTurn(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

@@ -18,7 +18,10 @@ import (
 // is safe for concurrent use.
 type Store struct {
 	db *sql.DB
-	d  dialect
+	// leaseDB runs the lease statements: on PostgreSQL a pool of its own,
+	// on SQLite (which keeps no leases) db.
+	leaseDB *sql.DB
+	d       dialect
 	// path is the SQLite file, "" on PostgreSQL (Size).
 	path string
 	// hook, set only by tests, runs between the statements of an import
@@ -34,6 +37,12 @@ type Store struct {
 	// backupHook, set only by tests, runs inside a backup's transaction
 	// once its snapshot is fixed, before any table is written.
 	backupHook func(ctx context.Context, tx *sql.Tx)
+	// writes queues this process's writers of a SQLite file (writeturn.go);
+	// nil on PostgreSQL.
+	writes chan struct{}
+	// groups commits SQLite's unfenced single writes together
+	// (writegroup.go).
+	groups writeGroups
 }
 
 // sqliteParams make every connection wait for the file's lock instead of
@@ -75,7 +84,13 @@ func openAt(ctx context.Context, dsn string, upTo int, o OpenOptions) (*Store, e
 		db := stdlib.OpenDB(*cfg)
 		db.SetMaxOpenConns(8)
 		db.SetMaxIdleConns(8)
-		s = &Store{db: db, d: postgresDialect}
+		// The lease statements have connections of their own: a renewal
+		// queued behind thousands of syncs' statements would miss the
+		// replica's deadline and stop every worker (leases.go).
+		leaseDB := stdlib.OpenDB(*cfg)
+		leaseDB.SetMaxOpenConns(2)
+		leaseDB.SetMaxIdleConns(2)
+		s = &Store{db: db, leaseDB: leaseDB, d: postgresDialect}
 	} else {
 		if err := createPrivate(t.dsn); err != nil {
 			return nil, err
@@ -86,15 +101,15 @@ func openAt(ctx context.Context, dsn string, upTo int, o OpenOptions) (*Store, e
 		}
 		db.SetMaxOpenConns(4)
 		db.SetMaxIdleConns(4)
-		s = &Store{db: db, d: sqliteDialect, path: t.dsn}
+		s = &Store{db: db, leaseDB: db, d: sqliteDialect, path: t.dsn, writes: newWriteTurn()}
 	}
 	s.beforeMigrate = o.preMigration(s, t)
 	if err := s.db.PingContext(ctx); err != nil {
-		_ = s.db.Close()
+		_ = s.Close()
 		return nil, fmt.Errorf("store: connect to %s: %w", s.d.name, err)
 	}
 	if err := s.migrate(ctx, upTo); err != nil {
-		_ = s.db.Close()
+		_ = s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -115,7 +130,12 @@ func createPrivate(path string) error {
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	if s.leaseDB != nil && s.leaseDB != s.db {
+		_ = s.leaseDB.Close()
+	}
+	return s.db.Close()
+}
 
 // step runs the test hook, if any, between two statements of an import.
 func (s *Store) step(n *int) error {
