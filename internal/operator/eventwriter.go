@@ -43,9 +43,12 @@ type eventWriter struct {
 }
 
 const (
-	// eventQueue is how many Events wait to be written at most, as the
-	// broadcaster's queue.
-	eventQueue = 1000
+	// eventQueue is how many Events wait to be written at most: a cold
+	// start of thousands of Plugins records two each faster than the
+	// client's rate limit for Events (50 a second by default) writes them.
+	// client-go's broadcaster let them wait in a goroutine each, unbounded;
+	// here about 1 KB each, 4 MB at most.
+	eventQueue = 4096
 	// eventWorkers write Events at once; the client's rate limit for the
 	// kind bounds them anyway.
 	eventWorkers = 4
