@@ -251,7 +251,8 @@ bench-operator: controlplane ## The operator with 500 Plugins on the local API s
 # The same with 10,000 Plugins (about 12 minutes; the floor on 2,000 of them,
 # scaled); profiles in SCALE_PROFILES (default .bench/scale);
 # OPENFIEF_BENCH_MEMORY_LIMIT=512Mi runs the operator in a memory cgroup
-# (root).
+# (root); OPENFIEF_BENCH_GOMEMLIMIT replaces deploy/operator's GOMEMLIMIT
+# (off: none).
 .PHONY: bench-scale
 bench-scale: controlplane ## The operator with 10,000 Plugins (about 12 minutes).
 	mkdir -p $(SCALE_PROFILES)

@@ -27,6 +27,9 @@ import (
 //     running gate, gatekeep.go) and the pull
 //     Secrets (cachedigest.go);
 //   - a NetworkPolicy's spec: replaced by its digest (cachedigest.go);
+//   - a Deployment's status: only what deploymentAvailable reads (the
+//     observed generation, the updated replicas and whether it is
+//     Available), no other condition, reason, message or time;
 //   - the namespace, label keys and values and owner references' API
 //     version and kind: shared constants instead of copies (cacheintern.go).
 //
@@ -61,6 +64,7 @@ func compactForCache(in any) (any, error) {
 	switch o := in.(type) {
 	case *appsv1.Deployment:
 		compactDeployment(o)
+		compactDeploymentStatus(o)
 	case *networkingv1.NetworkPolicy:
 		compactNetworkPolicy(o)
 	}
@@ -114,4 +118,23 @@ func fieldsAt(raw []byte, path []string) []byte {
 		return raw
 	}
 	return out
+}
+
+// compactDeploymentStatus cuts d's status down to what deploymentAvailable
+// reads: its observed generation, its updated replicas and the Available
+// condition's type and status. The Deployment controller's conditions carry
+// reasons, messages and times the operator never reads (OF-16).
+func compactDeploymentStatus(d *appsv1.Deployment) {
+	var kept []appsv1.DeploymentCondition
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentAvailable {
+			kept = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: c.Status}}
+			break
+		}
+	}
+	d.Status = appsv1.DeploymentStatus{
+		ObservedGeneration: d.Status.ObservedGeneration,
+		UpdatedReplicas:    d.Status.UpdatedReplicas,
+		Conditions:         kept,
+	}
 }

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -48,6 +49,41 @@ func TestCompactForCacheKeepsOwnPullSecrets(t *testing.T) {
 		}
 		if got := obj.GetManagedFields(); got != nil {
 			t.Errorf("%T keeps managed fields %s", obj, describeJSON(got))
+		}
+	}
+}
+
+// TestCompactForCacheCutsDeploymentStatus: the cache keeps of a
+// Deployment's status only what deploymentAvailable reads, which reads the
+// same from it.
+func TestCompactForCacheCutsDeploymentStatus(t *testing.T) {
+	at := metav1.Now()
+	for _, available := range []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse, ""} {
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Generation: 3, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager"}}},
+			Status: appsv1.DeploymentStatus{
+				ObservedGeneration: 3, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+				Conditions: []appsv1.DeploymentCondition{
+					{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable", Message: `ReplicaSet "x" has successfully progressed.`, LastUpdateTime: at, LastTransitionTime: at},
+				},
+			},
+		}
+		if available != "" {
+			d.Status.Conditions = append(d.Status.Conditions, appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: available, Reason: "MinimumReplicasAvailable", Message: "Deployment has minimum availability.", LastUpdateTime: at, LastTransitionTime: at})
+		}
+		want := deploymentAvailable(d)
+		if _, err := compactForCache(d); err != nil {
+			t.Fatal(err)
+		}
+		if got := deploymentAvailable(d); got != want || want != (available == corev1.ConditionTrue) {
+			t.Errorf("Available %q: deploymentAvailable %v after the transform, %v before", available, got, want)
+		}
+		kept := appsv1.DeploymentStatus{ObservedGeneration: 3, UpdatedReplicas: 1}
+		if available != "" {
+			kept.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: available}}
+		}
+		if !equality.Semantic.DeepEqual(d.Status, kept) {
+			t.Errorf("Available %q: kept status %s, want %s", available, describeJSON(d.Status), describeJSON(kept))
 		}
 	}
 }

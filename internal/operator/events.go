@@ -11,8 +11,8 @@ import (
 )
 
 // EventReportingController is the reportingController of the operator's
-// Events (events.k8s.io/v1); client-go appends "-" and the host name for the
-// reportingInstance.
+// Events (events.k8s.io/v1); eventWriter appends "-" and the host name for
+// the reportingInstance, as client-go's recorder does.
 const EventReportingController = "openfief-operator"
 
 // Reasons of the Events the operator records on a Plugin, so that `kubectl

@@ -67,8 +67,8 @@ type Reconcilers struct {
 // Sigstore root it verifies keyless signatures with (the embedded one, or
 // the administrator's ConfigMap openfief-sigstore-root once it verifies,
 // followed live, and its status publisher), the
-// Plugin reconciler with mgr's events.k8s.io/v1 recorder
-// (EventReportingController), the PluginGrant reconciler, the allow-list
+// Plugin reconciler with an events.k8s.io/v1 recorder that keeps no copy of
+// what it wrote (eventWriter, EventReportingController), the PluginGrant reconciler, the allow-list
 // pruner, the signing-key publisher reading the API server mgr connects to,
 // the Plugins' conditions on the metrics endpoint (metrics.go) and a
 // /healthz and /readyz check. A signers file that can't be read or
@@ -81,7 +81,10 @@ func AddToManager(mgr ctrl.Manager, o Options) (*Reconcilers, error) {
 		return nil, err
 	}
 	images := o.Images
-	recorder := mgr.GetEventRecorder(EventReportingController)
+	recorder := newEventWriter(mgr.GetClient(), mgr.GetScheme(), mgr.GetLogger().WithName("events"))
+	if err := mgr.Add(recorder); err != nil {
+		return nil, fmt.Errorf("add the Event writer: %w", err)
+	}
 	var (
 		signers *ownerSigners
 		roots   *trustRoots

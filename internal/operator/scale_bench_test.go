@@ -61,8 +61,10 @@ const (
 //     Plugin queues routine reconciles, and how many were still queued when
 //     the Deployment was gone (revocations go first, OF-15);
 //   - RSS-MiB, peak-RSS-MiB: the operator process's resident memory once
-//     steady and at its peak (VmRSS, VmHWM), and heap-inuse-MiB its Go
-//     heap in use once steady;
+//     steady and at its peak (VmRSS, VmHWM), file-RSS-MiB the binary's
+//     file pages in it once steady (RssFile), and heap-inuse-MiB its Go
+//     heap in use once steady; the child runs with deploy/operator's
+//     GOMEMLIMIT unless OPENFIEF_BENCH_GOMEMLIMIT says otherwise;
 //   - floor-s, floor-writes/plugin: a plain client at the same rate limit
 //     and concurrency writing the same objects (floorWrite; for a sample of
 //     the Plugins when OPENFIEF_BENCH_FLOOR_PLUGINS says so, its time scaled
@@ -139,7 +141,7 @@ func BenchmarkOperatorScale(b *testing.B) {
 		backlog := mustScrape(b, op).depth
 		touched.Wait()
 		steady := settle(b, op)
-		rss, peak := op.memory()
+		rss, peak, file := op.memory()
 		profiled.Wait()
 		op.stop()
 
@@ -159,6 +161,7 @@ func BenchmarkOperatorScale(b *testing.B) {
 		b.ReportMetric(backlog, "backlog")
 		b.ReportMetric(rss, "RSS-MiB")
 		b.ReportMetric(peak, "peak-RSS-MiB")
+		b.ReportMetric(file, "file-RSS-MiB")
 		b.ReportMetric(steady.heap/(1<<20), "heap-inuse-MiB")
 		b.ReportMetric(floorAll, "floor-s")
 		b.ReportMetric(floorPerPlugin, "floor-writes/plugin")

@@ -55,7 +55,11 @@ func startChildOperator(b *testing.B, c *devcluster.Cluster, qps float64, burst 
 		b.Fatal(err)
 	}
 	op.cmd = exec.Command(exe, "-test.run=^$")
-	op.cmd.Env = append(os.Environ(),
+	env, goMemLimit := childEnv(b, os.Environ())
+	if goMemLimit != "" {
+		b.Logf("operator child with GOMEMLIMIT=%s", goMemLimit)
+	}
+	op.cmd.Env = append(env,
 		childKubeconfigEnv+"="+c.KubeconfigPath,
 		childQPSEnv+"="+strconv.FormatFloat(qps, 'f', -1, 64),
 		childBurstEnv+"="+strconv.Itoa(burst),
@@ -172,23 +176,24 @@ func (op *childOperator) scrape() (childFigures, error) {
 }
 
 // memory returns the child's resident memory now and at its peak (VmRSS,
-// VmHWM), in MiB.
-func (op *childOperator) memory() (rss, peak float64) {
+// VmHWM), and the part of it now that is file pages (RssFile: the test
+// binary's, which a smaller cmd/operator has fewer of), in MiB.
+func (op *childOperator) memory() (rss, peak, file float64) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", op.cmd.Process.Pid))
 	if err != nil {
-		return 0, 0
+		return 0, 0, 0
 	}
 	defer func() { _ = f.Close() }() // opened read-only: a failed Close loses nothing
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		for key, dst := range map[string]*float64{"VmRSS:": &rss, "VmHWM:": &peak} {
+		for key, dst := range map[string]*float64{"VmRSS:": &rss, "VmHWM:": &peak, "RssFile:": &file} {
 			if rest, ok := strings.CutPrefix(s.Text(), key); ok {
 				kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
 				*dst = kb / 1024
 			}
 		}
 	}
-	return rss, peak
+	return rss, peak, file
 }
 
 // saveProfile writes the child's pprof profile kind (with query, such as
