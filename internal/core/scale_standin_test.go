@@ -27,7 +27,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/arkadiuss/openfief/internal/plugins"
 	openfief "github.com/arkadiuss/openfief/sdk/go"
@@ -230,7 +230,7 @@ func (s *scaleStandIn) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var tr authenticationv1.TokenRequest
-	if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, &tr); err != nil {
+	if _, _, err := clientgoscheme.Codecs.UniversalDeserializer().Decode(body, nil, &tr); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}

@@ -13,7 +13,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	"github.com/arkadiuss/openfief/internal/plugins"
@@ -38,7 +38,7 @@ func TestTokensMintEachInstanceApart(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<10))
 		var tr authenticationv1.TokenRequest
-		if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, &tr); err == nil {
+		if _, _, err := clientgoscheme.Codecs.UniversalDeserializer().Decode(body, nil, &tr); err == nil {
 			mu.Lock()
 			for _, a := range tr.Spec.Audiences {
 				minted[a]++
