@@ -117,7 +117,7 @@ var kubernetesCheckLines = []string{
 // names them.
 var writableKinds = []string{"clusterrolebindings.rbac.authorization.k8s.io", "clusterroles.rbac.authorization.k8s.io", "configmaps",
 	"customresourcedefinitions.apiextensions.k8s.io", "deployments.apps", "limitranges", "namespaces", "networkpolicies.networking.k8s.io",
-	"persistentvolumeclaims", "resourcequotas", "rolebindings.rbac.authorization.k8s.io", "roles.rbac.authorization.k8s.io", "serviceaccounts",
+	"persistentvolumeclaims", "poddisruptionbudgets.policy", "resourcequotas", "rolebindings.rbac.authorization.k8s.io", "roles.rbac.authorization.k8s.io", "serviceaccounts",
 	"services", "validatingadmissionpolicies.admissionregistration.k8s.io", "validatingadmissionpolicybindings.admissionregistration.k8s.io"}
 
 // preCheckLines are `openfief check --pre` on the test's control plane
