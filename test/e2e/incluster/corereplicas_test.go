@@ -128,7 +128,7 @@ func testCoreReplicas(t *testing.T, e *platformEnv) {
 	for _, name := range countInstances {
 		checkCalls(t, name, logs[name].snapshot())
 	}
-	checkNotStored(t, db, "count-a", logs["count-a"].snapshot(), func(c call) bool { return c.seq == killed.seq || c.seq == frozen.seq },
+	checkNotStored(t, db, "count-a", logs["count-a"].snapshot(), func(c call) bool { return c.seq == killed || c.seq == frozen },
 		"calls of the killed and the frozen replica")
 	checkNotStored(t, db, "count-b", logs["count-b"].snapshot(), func(c call) bool {
 		return c.peer == cut.ip && c.end.After(cut.moved)
@@ -212,6 +212,10 @@ func (db *replicaDatabase) query(t *testing.T, q string, args []any, scan func(p
 	must(t, rows.Err())
 }
 
+// leaseLive is the leases table's condition for a lease not yet expired,
+// by the database's clock, as the core reads it.
+const leaseLive = `expires_ms > (extract(epoch from clock_timestamp()) * 1000)::bigint`
+
 // lease is one row of the core's leases table.
 type lease struct {
 	owner, address string
@@ -224,7 +228,7 @@ func (db *replicaDatabase) holder(t *testing.T, instance string) (lease, bool) {
 	t.Helper()
 	var l lease
 	found := false
-	db.query(t, `SELECT owner, address, epoch, expires_ms > (extract(epoch from clock_timestamp()) * 1000)::bigint FROM leases WHERE instance = $1`,
+	db.query(t, `SELECT owner, address, epoch, `+leaseLive+` FROM leases WHERE instance = $1`,
 		[]any{instance}, func(r pgx.Rows) error {
 			found = true
 			return r.Scan(&l.owner, &l.address, &l.epoch, &l.live)
@@ -387,12 +391,6 @@ func (l *callLog) waitCallsAfter(t *testing.T, since time.Time, n int, within ti
 	})
 }
 
-// stopped is the call of the replica stopMidSync stopped.
-type stopped struct {
-	seq  int
-	peer string
-}
-
 // stopMidSync waits until the replica holding instance's lease is in the
 // middle of a call (at least half of it left) and sends its core process
 // sig: SIGKILL, a crash (the kubelet starts the container again), or
@@ -401,8 +399,8 @@ type stopped struct {
 // stopped process calls instance, another pod when the process is frozen.
 // A frozen process is continued (SIGCONT) once the call was made, and the
 // phase waits two renewal periods for whatever it would store, which its
-// fence must refuse.
-func stopMidSync(t *testing.T, e *platformEnv, db *replicaDatabase, log *callLog, instance string, sig syscall.Signal) stopped {
+// fence must refuse. It returns the sequence number of the call it cut.
+func stopMidSync(t *testing.T, e *platformEnv, db *replicaDatabase, log *callLog, instance string, sig syscall.Signal) int {
 	t.Helper()
 	var victim call
 	var holder lease
@@ -470,7 +468,7 @@ func stopMidSync(t *testing.T, e *platformEnv, db *replicaDatabase, log *callLog
 			}
 		}
 	}
-	return stopped{seq: victim.seq, peer: victim.peer}
+	return victim.seq
 }
 
 // cut is the replica cutFromAPIServer cut off.
@@ -575,7 +573,7 @@ func cutFromAPIServer(t *testing.T, e *platformEnv, db *replicaDatabase, logs ma
 	// While cut, the replica holds nothing and calls nothing.
 	time.Sleep(2 * replicaRenew)
 	var held []string
-	db.query(t, `SELECT instance FROM leases WHERE owner = $1 AND expires_ms > (extract(epoch from clock_timestamp()) * 1000)::bigint`,
+	db.query(t, `SELECT instance FROM leases WHERE owner = $1 AND `+leaseLive,
 		[]any{holder.owner}, func(r pgx.Rows) error {
 			var s string
 			err := r.Scan(&s)
