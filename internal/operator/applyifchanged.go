@@ -3,11 +3,10 @@ package operator
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,37 +15,13 @@ import (
 // FieldManager owns every field the operator applies to a plugin's objects.
 const FieldManager = "openfief-operator"
 
-// ownedObject is one object BuildObjects produces.
-type ownedObject interface {
-	client.Object
-}
-
-// applyIfChanged server-side applies obj unless the cached copy already holds
-// everything obj sets (OF-4: a steady-state reconcile sends no
-// write). A hand edit to a field the operator sets makes the copies differ,
-// so the next reconcile applies again and the API server restores the field;
-// fields that another manager added are left alone by server-side apply.
-func applyIfChanged(ctx context.Context, c client.Client, obj ownedObject) (bool, error) {
-	current := obj.DeepCopyObject().(client.Object)
-	err := c.Get(ctx, client.ObjectKeyFromObject(obj), current)
-	switch {
-	case err == nil && holds(current, obj):
-		return false, nil
-	case err != nil && !apierrors.IsNotFound(err):
-		return false, fmt.Errorf("read %s: %w", describe(obj), err)
-	}
-	if err := apply(ctx, c, obj); err != nil {
-		return false, err
-	}
-	return true, nil
-}
-
 // apply server-side applies obj (its status and creation time left out) as
-// FieldManager, taking over the fields another manager changed.
-func apply(ctx context.Context, c client.Client, obj ownedObject) error {
+// FieldManager, taking over the fields another manager changed, and returns
+// the object as the API server answered, whole.
+func apply(ctx context.Context, c client.Client, obj client.Object) (client.Object, error) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
-		return fmt.Errorf("convert %s: %w", describe(obj), err)
+		return nil, fmt.Errorf("convert %s: %w", describe(obj), err)
 	}
 	delete(u, "status")
 	if meta, ok := u["metadata"].(map[string]any); ok {
@@ -55,11 +30,15 @@ func apply(ctx context.Context, c client.Client, obj ownedObject) error {
 	if np, ok := obj.(*networkingv1.NetworkPolicy); ok {
 		ownEmptyRules(u, np)
 	}
-	ac := client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u})
-	if err := c.Apply(ctx, ac, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply %s: %w", describe(obj), err)
+	answer := &unstructured.Unstructured{Object: u}
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(answer), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return nil, fmt.Errorf("apply %s: %w", describe(obj), err)
 	}
-	return nil
+	out := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(answer.Object, out); err != nil {
+		return nil, fmt.Errorf("read the answer to the apply of %s: %w", describe(obj), err)
+	}
+	return out, nil
 }
 
 // ownEmptyRules puts np's empty rule lists back into u, its unstructured
@@ -82,9 +61,10 @@ func ownEmptyRules(u map[string]any, np *networkingv1.NetworkPolicy) {
 
 // holds reports whether current already carries every field of desired: its
 // labels and owner references, and everything desired sets outside metadata
-// (compared with the API server's defaults ignored). Where current is the
-// cache's copy, a Deployment's pod spec and a NetworkPolicy's spec are
-// compared by the digests the cache keeps instead (compactedHeld, OF-16).
+// (compared with the API server's defaults ignored). Where current is a
+// compacted copy (compactOwned), a Deployment's pod spec and a
+// NetworkPolicy's spec are compared by the digests it keeps instead
+// (compactedHeld, OF-16).
 func holds(current, desired client.Object) bool {
 	for k, v := range desired.GetLabels() {
 		if current.GetLabels()[k] != v {
@@ -181,21 +161,6 @@ func derivative(want, got any) bool {
 	default:
 		return equality.Semantic.DeepEqual(want, got)
 	}
-}
-
-// deleteIfExists deletes obj from the cluster unless the cache says it is
-// already gone, so a torn-down plugin's steady state sends no request.
-func deleteIfExists(ctx context.Context, c client.Client, obj client.Object) (bool, error) {
-	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("read %s: %w", describe(obj), err)
-	}
-	if err := c.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
-		return false, fmt.Errorf("delete %s: %w", describe(obj), err)
-	}
-	return true, nil
 }
 
 func describe(obj client.Object) string {

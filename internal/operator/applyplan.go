@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -9,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
@@ -62,24 +62,37 @@ func (r *PluginReconciler) applyWorkload(ctx context.Context, p *v1alpha1.Plugin
 		return objs
 	}
 	objs := build(c.Gate)
-	var current appsv1.Deployment
-	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(objs.Deployment), &current); {
-	case err == nil:
-		objs = keepRunningGate(&current, c.Gate, objs, build)
-	case !apierrors.IsNotFound(err):
-		return fmt.Errorf("read Deployment %s: %w", objs.Deployment.Name, err)
+	if objs, err = r.keepGate(ctx, p, c.Gate, objs, build); err != nil {
+		return err
 	}
 	for _, obj := range objs.List() {
-		if _, err := applyIfChanged(ctx, r.Client, obj); err != nil {
+		if _, err := r.owned.applyIfChanged(ctx, r.Client, obj); err != nil {
 			return err
 		}
 	}
 	ps.deployed = rec
-	var dep appsv1.Deployment
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(objs.Deployment), &dep); err == nil {
-		ps.available = deploymentAvailable(&dep)
+	if f := r.owned.lastSeenDeployment(p.Name); f != nil {
+		ps.available = f.available
 	}
 	return nil
+}
+
+// keepGate returns the objects to apply with the isolation gate the plugin's
+// Deployment runs now, when keepRunningGate says to keep it. Only a
+// Deployment whose gate differs from the operator's, from the same
+// repository, is read whole for it (a release's upgrade); any other
+// returns want.
+func (r *PluginReconciler) keepGate(ctx context.Context, p *v1alpha1.Plugin, gate IsolationGate, want Objects, build func(IsolationGate) Objects) (Objects, error) {
+	f, _, err := r.owned.deployment(ctx, p.Name)
+	if err != nil || f == nil || gate.Disabled || f.gate == "" || f.gate == gate.Image || !sameRepository(f.gate, gate.Image) {
+		return want, err
+	}
+	current, err := r.owned.wholeDeployment(ctx, p.Name)
+	if err != nil || current == nil {
+		return want, err
+	}
+	compactOwned(current)
+	return keepRunningGate(current, gate, want, build), nil
 }
 
 // park stops what runs while the core's or the proxy's Service is unusable
@@ -92,25 +105,21 @@ func (r *PluginReconciler) park(ctx context.Context, p *v1alpha1.Plugin) error {
 	if err := r.AllowList.Remove(ctx, p.Name); err != nil {
 		return err
 	}
-	if _, err := applyIfChanged(ctx, r.Client, DenyAllNetworkPolicy(p)); err != nil {
+	if _, err := r.owned.applyIfChanged(ctx, r.Client, DenyAllNetworkPolicy(p)); err != nil {
 		return err
 	}
-	var d appsv1.Deployment
-	key := types.NamespacedName{Namespace: plugins.Namespace, Name: plugins.ServiceAccountName(p.Name)}
-	if err := r.Client.Get(ctx, key, &d); err != nil {
+	f, _, err := r.owned.deployment(ctx, p.Name)
+	if err != nil || f == nil || f.scaledToZero {
+		return err
+	}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: plugins.Namespace, Name: plugins.ServiceAccountName(p.Name)}}
+	if err := r.Client.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`)), client.FieldOwner(FieldManager)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("read Deployment %s: %w", key.Name, err)
-	}
-	if d.Spec.Replicas != nil && *d.Spec.Replicas == 0 {
-		return nil
-	}
-	patch := client.MergeFrom(d.DeepCopy())
-	d.Spec.Replicas = ptr.To[int32](0)
-	if err := r.Client.Patch(ctx, &d, patch, client.FieldOwner(FieldManager)); err != nil {
 		return fmt.Errorf("scale Deployment %s to zero: %w", d.Name, err)
 	}
+	r.owned.remember(d, [sha256.Size]byte{})
 	return nil
 }
 
@@ -120,7 +129,7 @@ func (r *PluginReconciler) tearDown(ctx context.Context, p *v1alpha1.Plugin) err
 	if err := r.AllowList.Remove(ctx, p.Name); err != nil {
 		return err
 	}
-	if _, err := applyIfChanged(ctx, r.Client, DenyAllNetworkPolicy(p)); err != nil {
+	if _, err := r.owned.applyIfChanged(ctx, r.Client, DenyAllNetworkPolicy(p)); err != nil {
 		return err
 	}
 	key := types.NamespacedName{Namespace: plugins.Namespace, Name: plugins.ServiceAccountName(p.Name)}
@@ -129,23 +138,9 @@ func (r *PluginReconciler) tearDown(ctx context.Context, p *v1alpha1.Plugin) err
 		&appsv1.Deployment{ObjectMeta: meta}, &corev1.Service{ObjectMeta: meta},
 		&corev1.ConfigMap{ObjectMeta: meta}, &corev1.ServiceAccount{ObjectMeta: meta},
 	} {
-		if _, err := deleteIfExists(ctx, r.Client, obj); err != nil {
+		if _, err := r.owned.deleteIfExists(ctx, r.Client, obj); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// deploymentAvailable reports whether the Deployment controller has seen the
-// latest spec and reports it Available with its one replica updated.
-func deploymentAvailable(d *appsv1.Deployment) bool {
-	if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas < 1 {
-		return false
-	}
-	for _, c := range d.Status.Conditions {
-		if c.Type == appsv1.DeploymentAvailable {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -15,7 +15,10 @@
 // write). AddToManager registers them
 // all from Options; cmd/operator, devstack and the tests build their
 // operator through it and Options.ManagerOptions. The defaults of every
-// flag are in options.go. What the manager's cache holds, cut-down copies
-// the reconcilers compare by digest, is said in cache.go (cacheOptions),
-// with its parts in cachedigest.go and cacheintern.go.
+// flag are in options.go. What the manager's cache holds (whole objects
+// without managed fields, never a plugin's) is said in cache.go
+// (cacheOptions) and cacheintern.go; the objects plugins own are watched as
+// metadata only (ownedcache.go) and known by what the operator saw of them
+// whole (ownedobjects.go, deploymentfacts.go), compared by digest
+// (specdigest.go).
 package operator

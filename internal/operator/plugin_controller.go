@@ -6,9 +6,7 @@ import (
 	"slices"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -57,12 +55,10 @@ type PluginReconciler struct {
 	// Client reads is compared with desired objects by holds, never
 	// written back whole.
 	Client client.Client
-	// Reader reads whole objects from the API server itself, past the
-	// cache, which may not have seen what the pass before applied. It is
-	// used twice: for the plugin's Deployment when the cache has none
-	// (readRunning), and, unless that read was live already, before a new
-	// verified-version record is stamped (nextRecord). The manager's
-	// APIReader; Client when nil.
+	// Reader reads the objects a plugin owns whole from the API server
+	// itself: the caches hold their metadata only (ownedobjects.go), and
+	// may not have seen what the pass before applied. The manager's
+	// APIReader when nil.
 	Reader client.Reader
 	// Images checks signatures and signed manifests (D-57: PolicyVerifier in
 	// the binary).
@@ -95,11 +91,14 @@ type PluginReconciler struct {
 	// rebuilds Images' registry readers as it changes, then queues every
 	// Plugin.
 	roots *trustRoots
+	// owned is what the operator knows of the objects plugins own, watched
+	// as metadata only (ownedobjects.go); SetupWithManager builds it.
+	owned *ownedObjects
 }
 
 // SetupWithManager registers the PluginReconciler. A Plugin reconciles on a
-// change to itself or to any of the five objects it owns (so a hand edit is
-// re-applied), on a change to the PluginGrant of the same name (its
+// change to itself or to any of the five objects it owns (watched as
+// metadata only, ownedcache.go; so a hand edit is re-applied), on a change to the PluginGrant of the same name (its
 // deletion or a change of its spec ahead of everything else queued, OF-15),
 // and, for
 // every Plugin, on a change to the core's or the proxy's Service or to the
@@ -145,11 +144,6 @@ func (r *PluginReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("plugin").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers, ReconciliationTimeout: timeout, UsePriorityQueue: ptr.To(true)}).
 		For(&v1alpha1.Plugin{}, builder.WithPredicates(inNamespace)).
-		Owns(&corev1.ServiceAccount{}).
-		Owns(&corev1.ConfigMap{}).
-		Owns(&corev1.Service{}).
-		Owns(&networkingv1.NetworkPolicy{}).
-		Owns(&appsv1.Deployment{}).
 		Watches(&v1alpha1.PluginGrant{}, grantChanges(), builder.WithPredicates(inNamespace)).
 		Watches(&corev1.Service{}, everyPlugin, builder.WithPredicates(inNamespace, named(r.Cluster.CoreService, r.Cluster.ProxyService))).
 		Watches(&corev1.ConfigMap{}, allowListChanges(everyPlugin), builder.WithPredicates(inNamespace, named(plugins.AllowListConfigMap)))
@@ -159,6 +153,22 @@ func (r *PluginReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.roots != nil {
 		b = b.Watches(&corev1.ConfigMap{}, r.roots.changes(listPlugins), builder.WithPredicates(inNamespace, named(plugins.TrustRootConfigMap)))
 	}
+	owned, err := newOwnedCache(mgr)
+	if err != nil {
+		return err
+	}
+	watches, err := ownedWatches(mgr, owned)
+	if err != nil {
+		return err
+	}
+	for _, w := range watches {
+		b = b.WatchesRawSource(w)
+	}
+	live := r.Reader
+	if live == nil {
+		live = mgr.GetAPIReader()
+	}
+	r.owned = newOwnedObjects(owned, live)
 	return b.Complete(r)
 }
 
@@ -222,11 +232,13 @@ func (r *PluginReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		if apierrors.IsNotFound(err) {
 			// Owned objects go by garbage collection; the allow-list key has
 			// no owner reference, so it is removed here (D-58, part).
+			r.owned.forgetPlugin(req.Name)
 			return ctrl.Result{}, r.AllowList.Remove(ctx, req.Name)
 		}
 		return ctrl.Result{}, err
 	}
 	if !p.DeletionTimestamp.IsZero() {
+		r.owned.forgetPlugin(p.Name)
 		return ctrl.Result{}, r.AllowList.Remove(ctx, p.Name)
 	}
 

@@ -30,16 +30,19 @@ import (
 	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
-// staleDeployments is the Plugin reconciler's client with a cache that
-// lags one pass behind the plugins' Deployments, as the manager's cache can:
-// once armed for a plugin, the pass that applies its
-// Deployment and the whole pass after it read the Deployment as the cache
-// held it before that apply (NotFound for a first install). The pass after
+// staleDeployments is the Plugin reconciler's client, and its owned cache
+// (metadataReader), with that cache lagging one pass behind the plugins'
+// Deployments, as a cache can: once armed for a plugin, the pass that
+// applies its Deployment and the whole pass after it read the
+// Deployment's metadata as the cache held it before that apply (NotFound
+// for a first install). The pass after
 // an apply always comes, queued by the apply's own events, so the stale
 // read is certain, not a matter of timing. It also tells which passes read
 // which Plugin: each pass starts with one read of its Plugin.
 type staleDeployments struct {
 	client.Client
+	// metadata is the owned cache the stale reads stand in front of.
+	metadata client.Reader
 
 	mu        sync.Mutex
 	passes    map[string]int                // plugin → passes started
@@ -47,18 +50,18 @@ type staleDeployments struct {
 	armed     map[string]int                // plugin → passes to hide its next Deployment apply for
 	applyPass map[string]int                // plugin → the pass of that apply
 	hideUntil map[string]int                // plugin → last pass that reads the old Deployment
-	old       map[string]*appsv1.Deployment // plugin → the Deployment before the apply, nil for none
-	seen      map[string]*appsv1.Deployment // plugin → the Deployment its last cache read returned
+	old       map[string]*metav1.PartialObjectMetadata // plugin → the Deployment before the apply, nil for none
+	seen      map[string]*metav1.PartialObjectMetadata // plugin → the Deployment its last cache read returned
 	stale     map[string]int                // plugin → stale reads in the pass after an apply
 }
 
 // touchLabel is the label touch sets on a Plugin.
 const touchLabel = "openfief.test/touch"
 
-func newStaleDeployments(c client.Client) *staleDeployments {
+func newStaleDeployments(c client.Client, metadata client.Reader) *staleDeployments {
 	return &staleDeployments{
-		Client: c, passes: map[string]int{}, touched: map[string]string{}, armed: map[string]int{}, applyPass: map[string]int{},
-		hideUntil: map[string]int{}, old: map[string]*appsv1.Deployment{}, seen: map[string]*appsv1.Deployment{},
+		Client: c, metadata: metadata, passes: map[string]int{}, touched: map[string]string{}, armed: map[string]int{}, applyPass: map[string]int{},
+		hideUntil: map[string]int{}, old: map[string]*metav1.PartialObjectMetadata{}, seen: map[string]*metav1.PartialObjectMetadata{},
 		stale: map[string]int{},
 	}
 }
@@ -88,45 +91,61 @@ func (s *staleDeployments) release(name string) {
 	s.hideUntil[name] = s.passes[name]
 }
 
+// Get counts the passes: each starts with one read of its Plugin.
 func (s *staleDeployments) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	switch o := obj.(type) {
-	case *v1alpha1.Plugin:
-		err := s.Client.Get(ctx, key, obj, opts...)
+	err := s.Client.Get(ctx, key, obj, opts...)
+	if o, ok := obj.(*v1alpha1.Plugin); ok {
 		s.mu.Lock()
 		s.passes[key.Name]++
 		if err == nil {
 			s.touched[key.Name] = o.Labels[touchLabel]
 		}
 		s.mu.Unlock()
-		return err
-	case *appsv1.Deployment:
-		name := strings.TrimPrefix(key.Name, "plugin-")
-		s.mu.Lock()
-		pass, until := s.passes[name], s.hideUntil[name]
-		if pass <= until {
-			if pass > s.applyPass[name] {
-				s.stale[name]++
-			}
-			old := s.old[name]
-			s.mu.Unlock()
-			if old == nil {
-				return apierrors.NewNotFound(appsv1.Resource("deployments"), key.Name)
-			}
-			old.DeepCopyInto(o)
-			return nil
-		}
-		s.mu.Unlock()
-		err := s.Client.Get(ctx, key, obj, opts...)
-		s.mu.Lock()
-		if err == nil {
-			s.seen[name] = o.DeepCopy()
-		} else if apierrors.IsNotFound(err) {
-			s.seen[name] = nil
-		}
-		s.mu.Unlock()
-		return err
 	}
-	return s.Client.Get(ctx, key, obj, opts...)
+	return err
+}
+
+// metadataReader is the owned cache as the reconciler reads it, the
+// Deployments' metadata stale as armed.
+func (s *staleDeployments) metadataReader() client.Reader { return staleMetadata{s} }
+
+type staleMetadata struct{ s *staleDeployments }
+
+func (m staleMetadata) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return m.s.metadata.List(ctx, list, opts...)
+}
+
+func (m staleMetadata) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	s := m.s
+	o, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok || o.GroupVersionKind().Kind != "Deployment" {
+		return s.metadata.Get(ctx, key, obj, opts...)
+	}
+	name := strings.TrimPrefix(key.Name, "plugin-")
+	s.mu.Lock()
+	pass, until := s.passes[name], s.hideUntil[name]
+	if pass <= until {
+		if pass > s.applyPass[name] {
+			s.stale[name]++
+		}
+		old := s.old[name]
+		s.mu.Unlock()
+		if old == nil {
+			return apierrors.NewNotFound(appsv1.Resource("deployments"), key.Name)
+		}
+		old.DeepCopyInto(o)
+		return nil
+	}
+	s.mu.Unlock()
+	err := s.metadata.Get(ctx, key, obj, opts...)
+	s.mu.Lock()
+	if err == nil {
+		s.seen[name] = o.DeepCopy()
+	} else if apierrors.IsNotFound(err) {
+		s.seen[name] = nil
+	}
+	s.mu.Unlock()
+	return err
 }
 
 func (s *staleDeployments) Apply(ctx context.Context, ac runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
@@ -222,8 +241,9 @@ func startStaleOperator(t *testing.T) (*fixture, *staleDeployments, *eventLog) {
 		if err != nil {
 			return err
 		}
-		stale = newStaleDeployments(r.Plugins.Client)
+		stale = newStaleDeployments(r.Plugins.Client, r.Plugins.owned.cache)
 		r.Plugins.Client = stale
+		r.Plugins.owned.cache = stale.metadataReader()
 		log.next = r.Plugins.Recorder
 		r.Plugins.Recorder = log
 		r.Plugins.Now = func() time.Time { return base.Add(time.Duration(tick.Add(1)) * time.Second) }

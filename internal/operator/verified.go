@@ -10,10 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/arkadiuss/openfief/api/v1alpha1"
 	"github.com/arkadiuss/openfief/internal/apiconv"
@@ -110,24 +107,7 @@ func decodeVerifiedVersion(s string) (*v1alpha1.DeployedVersion, error) {
 // malformed record, or one naming another image than the one that runs, an
 // error saying why.
 func readVerifiedVersion(d *appsv1.Deployment, p *v1alpha1.Plugin) (*v1alpha1.DeployedVersion, error) {
-	if owner := metav1.GetControllerOfNoCopy(d); owner == nil || owner.UID != p.UID || owner.Kind != "Plugin" {
-		return nil, nil
-	}
-	if d.Spec.Template.Spec.ServiceAccountName != plugins.ServiceAccountName(p.Name) {
-		return nil, nil
-	}
-	raw, ok := d.Spec.Template.Annotations[AnnotationVerifiedVersion]
-	if !ok {
-		return nil, errNoRecord
-	}
-	rec, err := decodeVerifiedVersion(raw)
-	if err != nil {
-		return nil, err
-	}
-	if img := runningImage(d); img != rec.Image {
-		return nil, fmt.Errorf("it names %s, but %s runs", rec.Image, img)
-	}
-	return rec, nil
+	return factsOf(d).verifiedVersion(p)
 }
 
 // runningImage is the image of the plugin container of d, "" without one.
@@ -168,34 +148,30 @@ func setVerifiedVersion(d *appsv1.Deployment, raw string) {
 // trusted only once its image verifies again. An invalid record is reported
 // and trusted for nothing.
 func (r *PluginReconciler) readRunning(ctx context.Context, p *v1alpha1.Plugin, ps *pass) error {
-	var d appsv1.Deployment
-	key := types.NamespacedName{Namespace: plugins.Namespace, Name: plugins.ServiceAccountName(p.Name)}
-	err := r.Client.Get(ctx, key, &d)
-	if apierrors.IsNotFound(err) {
-		// The cache may not have seen the Deployment that the pass before
-		// this one created: nothing running would then mean a
-		// second record stamped over the first, or a version reported
-		// stopped that runs. A plugin without a Deployment costs a live
-		// read per pass; one with its Deployment cached, none.
-		ps.readLive = true
-		err = r.reader().Get(ctx, key, &d)
-	}
+	// The cache may not have seen the Deployment that the pass before this
+	// one created, or may hold a version the operator has not read whole:
+	// the Deployment is then read from the API server (ownedObjects), and
+	// that read cannot be stale. Nothing running would otherwise mean a
+	// second record stamped over the first, or a version reported stopped
+	// that runs.
+	f, live, err := r.owned.deployment(ctx, p.Name)
 	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("read Deployment %s: %w", key.Name, err)
+		return err
 	}
-	rec, err := readVerifiedVersion(&d, p)
+	ps.readLive = live
+	if f == nil {
+		return nil
+	}
+	rec, err := f.verifiedVersion(p)
 	switch {
 	case errors.Is(err, errNoRecord):
-		if s := p.Status.Deployed; s != nil && s.VerifiedAt != nil && s.Image == runningImage(&d) {
+		if s := p.Status.Deployed; s != nil && s.VerifiedAt != nil && s.Image == f.image {
 			ps.running = &verifiedVersion{rec: s.DeepCopy(), legacy: true}
 		}
 	case err != nil:
-		ps.previousErr = fmt.Sprintf("the record of the running version on Deployment %s is invalid: %v", d.Name, err)
+		ps.previousErr = fmt.Sprintf("the record of the running version on Deployment %s is invalid: %v", plugins.ServiceAccountName(p.Name), err)
 	case rec != nil:
-		ps.running = &verifiedVersion{rec: rec, raw: d.Spec.Template.Annotations[AnnotationVerifiedVersion]}
+		ps.running = &verifiedVersion{rec: rec, raw: f.record}
 	}
 	return nil
 }
@@ -266,15 +242,11 @@ func (r *PluginReconciler) nextRecord(ctx context.Context, p *v1alpha1.Plugin, p
 // is no Deployment, or no valid record of the operator's on it (a legacy or
 // malformed one is nothing to keep).
 func (r *PluginReconciler) liveRecord(ctx context.Context, p *v1alpha1.Plugin) (*verifiedVersion, error) {
-	var d appsv1.Deployment
-	key := types.NamespacedName{Namespace: plugins.Namespace, Name: plugins.ServiceAccountName(p.Name)}
-	if err := r.reader().Get(ctx, key, &d); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("read Deployment %s: %w", key.Name, err)
+	d, err := r.owned.wholeDeployment(ctx, p.Name)
+	if err != nil || d == nil {
+		return nil, err
 	}
-	if rec, err := readVerifiedVersion(&d, p); err == nil && rec != nil {
+	if rec, err := readVerifiedVersion(d, p); err == nil && rec != nil {
 		return &verifiedVersion{rec: rec, raw: d.Spec.Template.Annotations[AnnotationVerifiedVersion]}, nil
 	}
 	return nil, nil
@@ -286,12 +258,4 @@ func (r *PluginReconciler) now() time.Time {
 		return r.Now()
 	}
 	return time.Now()
-}
-
-// reader is r.Reader, or r.Client without one.
-func (r *PluginReconciler) reader() client.Reader {
-	if r.Reader != nil {
-		return r.Reader
-	}
-	return r.Client
 }

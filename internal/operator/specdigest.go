@@ -13,19 +13,34 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// CachedSpecDigestAnnotation is set on the operator cache's copies of a
+// CachedSpecDigestAnnotation is set on compacted copies (compactOwned) of a
 // plugin's Deployment and NetworkPolicy only, never on the cluster's
-// objects: the SHA-256 of the spec the cache left out (OF-16). For a
+// objects: the SHA-256 of the spec the copy left out (OF-16). For a
 // Deployment it is the part of the pod spec the operator's field manager
 // applied, with the values it has now; for a NetworkPolicy the whole spec.
-// Those specs are most of what the cached objects weigh.
 const CachedSpecDigestAnnotation = "openfief.io/cached-spec-digest"
+
+// compactOwned replaces, in obj (a copy of a plugin's object read whole or
+// answered to an apply), a Deployment's pod spec and a NetworkPolicy's spec
+// by their digests (compactDeployment, compactNetworkPolicy), which holds
+// then compares with desired's (compactedHeld). Comparing the part the
+// operator applied, not the whole object, is what lets an item another
+// manager added to a list hold: server-side apply leaves it, so a whole
+// comparison would apply again on every pass without removing it. Other
+// kinds are left as they are.
+func compactOwned(obj client.Object) {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		compactDeployment(o)
+	case *networkingv1.NetworkPolicy:
+		compactNetworkPolicy(o)
+	}
+}
 
 // compactDeployment replaces d's pod spec by the digest of the part the
 // operator owns (OF-16), keeping what the reconciler reads besides holds:
-// the ServiceAccount name and the container images (the record of the
-// running version, verified.go) and the image pull Secrets
-// (pullsecrets.go). The owned part is what server-side apply says
+// the ServiceAccount name and the container images (the running gate,
+// gatekeep.go) and the image pull Secrets (pullsecrets.go). The owned part is what server-side apply says
 // FieldManager applied (client-go's ExtractDeployment, which knows which
 // structs and lists are atomic), with the values the object has now, so:
 //   - a field the operator set and someone changed by update moves to that
@@ -77,8 +92,8 @@ func compactNetworkPolicy(np *networkingv1.NetworkPolicy) {
 	setCachedDigest(np, sum)
 }
 
-// setCachedDigest sets CachedSpecDigestAnnotation on obj, which the cache's
-// transform owns: it was just decoded, as the rest it changes in place.
+// setCachedDigest sets CachedSpecDigestAnnotation on obj, a copy its caller
+// owns, changed in place as the rest.
 func setCachedDigest(obj client.Object, sum string) {
 	annotations := obj.GetAnnotations()
 	if annotations == nil {
@@ -131,12 +146,12 @@ func withoutNulls(v any) any {
 	return v
 }
 
-// compactedHeld compares, for a Deployment or NetworkPolicy the cache holds
-// compacted, the spec it left out with desired's, by digest: held reports
+// compactedHeld compares, for a compacted copy of a Deployment or
+// NetworkPolicy, the spec it left out with desired's, by digest: held reports
 // whether they are the same, and rest is the pair holds goes on comparing
 // field by field (copies with that spec emptied). compacted is false when
-// current is not such a copy (a live read, another kind, or an object whose
-// managed fields could not be read), and holds then compares the objects
+// current is not such a copy (another kind, or an object whose managed
+// fields could not be read), and holds then compares the objects
 // whole.
 func compactedHeld(current, desired client.Object) (held, compacted bool, restCurrent, restDesired client.Object) {
 	sum, ok := current.GetAnnotations()[CachedSpecDigestAnnotation]
