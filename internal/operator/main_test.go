@@ -10,11 +10,7 @@ import (
 )
 
 // TestMain runs the package's tests and stops the shared control plane they
-// start (one for the whole package). A process started by the scale
-// benchmark as its operator (scale_child_test.go) runs the operator instead.
+// start (one for the whole package).
 func TestMain(m *testing.M) {
-	if os.Getenv(childKubeconfigEnv) != "" {
-		os.Exit(runOperatorChild())
-	}
 	os.Exit(devcluster.Main(m))
 }

@@ -46,8 +46,12 @@ const (
 
 // BenchmarkOperatorScale installs n Plugins with grants on the real API
 // server (the package's minimal control plane, on this machine), starts the
-// operator cold as a child process (scale_child_test.go) with the client
-// rate limit of cmd/operator's defaults, and reports:
+// operator cold as a child process with the client rate limit of
+// cmd/operator's defaults, and reports the figures below. The child is
+// operatortest/scaleoperator, a command that runs what cmd/operator runs,
+// built once a run with the release's flags (buildChildOperator,
+// scale_child_test.go): its memory is that of the operator binary as
+// shipped, not the test binary's. It reports:
 //   - converge-s: seconds until every Plugin's status describes its
 //     generation with its workload applied;
 //   - writes/plugin: the operator's writes (POST, PUT, PATCH, DELETE, Events
@@ -61,10 +65,11 @@ const (
 //     Plugin queues routine reconciles, and how many were still queued when
 //     the Deployment was gone (revocations go first, OF-15);
 //   - RSS-MiB, peak-RSS-MiB: the operator process's resident memory once
-//     steady and at its peak (VmRSS, VmHWM), file-RSS-MiB the binary's
-//     file pages in it once steady (RssFile), and heap-inuse-MiB its Go
-//     heap in use once steady; the child runs with deploy/operator's
-//     GOMEMLIMIT unless OPENFIEF_BENCH_GOMEMLIMIT says otherwise;
+//     steady and at its peak (VmRSS, VmHWM), file-RSS-MiB the file pages
+//     in it once steady (RssFile, mostly the operator binary's), and
+//     heap-inuse-MiB its Go heap in use once steady; the child runs with
+//     deploy/operator's GOMEMLIMIT unless OPENFIEF_BENCH_GOMEMLIMIT says
+//     otherwise;
 //   - floor-s, floor-writes/plugin: a plain client at the same rate limit
 //     and concurrency writing the same objects (floorWrite; for a sample of
 //     the Plugins when OPENFIEF_BENCH_FLOOR_PLUGINS says so, its time scaled
@@ -101,9 +106,10 @@ func BenchmarkOperatorScale(b *testing.B) {
 	// The Plugins are watched, not listed: listing 10,000 of them every few
 	// seconds would load the API server the operator writes to.
 	watched := watchPlugins(b, c)
+	exe := buildChildOperator(b)
 	for b.Loop() {
 		start := time.Now()
-		op := startChildOperator(b, c, qps, burst)
+		op := startChildOperator(b, exe, c, qps, burst)
 		profiles := os.Getenv(benchProfilesEnv)
 		var profiled sync.WaitGroup
 		if profiles != "" {

@@ -4,109 +4,78 @@ package operator
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 	"os"
-	"strconv"
-	"time"
+	"path/filepath"
+	"runtime"
+	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/clientcmd"
-	ctrl "sigs.k8s.io/controller-runtime"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"golang.org/x/sys/unix"
 
-	"github.com/arkadiuss/openfief/api/v1alpha1"
-	"github.com/arkadiuss/openfief/internal/memlimit"
-	"github.com/arkadiuss/openfief/internal/operator/operatortest"
-	"github.com/arkadiuss/openfief/internal/plugins"
+	"github.com/arkadiuss/openfief/internal/images"
 	"github.com/arkadiuss/openfief/internal/testutil"
-	"github.com/arkadiuss/openfief/internal/trust"
 )
 
-// The scale benchmark runs the operator as a child process, the test binary
-// started again with these variables set, so its RSS and heap are the
-// operator's alone and not the test process's. TestMain hands
-// such a process to runOperatorChild instead of running tests.
+// The scale benchmark runs the operator as a child process: the command in
+// operatortest/scaleoperator, built as a release builds cmd/operator, so its
+// RSS is that of the operator as shipped and not the test binary's. It tells
+// the child what to do through these variables (scaleoperator's childenv.go
+// reads the same).
 const (
 	childKubeconfigEnv = "OPENFIEF_BENCH_CHILD_KUBECONFIG"
 	childQPSEnv        = "OPENFIEF_BENCH_CHILD_QPS"
 	childBurstEnv      = "OPENFIEF_BENCH_CHILD_BURST"
 	childMetricsEnv    = "OPENFIEF_BENCH_CHILD_METRICS"
 	childPprofEnv      = "OPENFIEF_BENCH_CHILD_PPROF"
-	// benchWorkersEnv, when set, overrides MaxConcurrentReconciles.
+	childGateImageEnv  = "OPENFIEF_BENCH_CHILD_GATE_IMAGE"
+	// benchWorkersEnv, when set, overrides MaxConcurrentReconciles; the
+	// child reads it from the environment it inherits.
 	benchWorkersEnv = "OPENFIEF_BENCH_WORKERS"
 	// benchMemoryLimitEnv, when set (a quantity such as 512Mi), runs the
 	// child in a memory cgroup of that limit, as deploy/operator's
-	// container; childCgroupEnv tells the child the cgroup to wait for.
+	// container; childCgroupEnv tells the child the cgroup it is moved into,
+	// and it waits until its stdin is closed, once it is there.
 	benchMemoryLimitEnv = "OPENFIEF_BENCH_MEMORY_LIMIT"
 	childCgroupEnv      = "OPENFIEF_BENCH_CHILD_CGROUP"
 )
 
-// allSigned is the child's image checker: every image is signed by a trusted
-// signer, so registry reads are not in the benchmark's figures.
-type allSigned struct{}
+// childOperatorPackage is the operator the benchmark runs.
+const childOperatorPackage = "./internal/operator/operatortest/scaleoperator"
 
-func (allSigned) Check(context.Context, plugins.ImageRef, *plugins.Manifest) trust.Verification {
-	return trust.Verification{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSignedByTrustedSigner, Message: "signed by test", Signer: "test-owner"}
+// buildChildOperator builds childOperatorPackage for this machine as the
+// release builds its binaries (images.BuildBinary: images.GoFlags, no cgo, a
+// GOFLAGS from the environment ignored) into b's temporary directory and
+// returns the binary's path.
+func buildChildOperator(b *testing.B) string {
+	b.Helper()
+	bin, err := images.BuildBinary(context.Background(), "", testutil.MustRepoRoot(),
+		v1.Platform{OS: runtime.GOOS, Architecture: runtime.GOARCH}, childOperatorPackage, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	exe := filepath.Join(b.TempDir(), filepath.Base(childOperatorPackage))
+	if err := os.WriteFile(exe, bin, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := dropFromPageCache(exe); err != nil {
+		b.Logf("operator child's pages stay cached, charged to this process's cgroup: %v", err)
+	}
+	b.Logf("operator child %s: %.1f MiB, built with %v", childOperatorPackage, float64(len(bin))/(1<<20), images.GoFlags)
+	return exe
 }
 
-// runOperatorChild runs the operator as cmd/operator builds it (memlimit.Set,
-// DefaultOptions, ManagerOptions, AddToManager) against the kubeconfig in childKubeconfigEnv,
-// with metrics and pprof served where the parent says, until SIGTERM. It
-// returns the process's exit code.
-func runOperatorChild() int {
-	if err := operatorChild(); err != nil {
-		fmt.Fprintln(os.Stderr, "operator child:", err)
-		return 1
-	}
-	return 0
-}
-
-func operatorChild() error {
-	if path := os.Getenv(childCgroupEnv); path != "" {
-		if err := testutil.WaitInMemoryCgroup(path, 10*time.Second); err != nil {
-			return err
-		}
-	}
-	if limit, err := memlimit.Set(slog.Default()); err != nil {
-		return err
-	} else if limit > 0 {
-		fmt.Fprintln(os.Stderr, "operator child: Go memory limit", limit)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv(childKubeconfigEnv))
+// dropFromPageCache writes the file at path to disk and asks the kernel to
+// drop its cached pages, so the child reads its binary from disk and a memory
+// cgroup it runs in is charged for those pages, as a container is for its
+// image's binary, rather than the benchmark that wrote them.
+func dropFromPageCache(path string) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	qps, err := strconv.ParseFloat(os.Getenv(childQPSEnv), 32)
-	if err != nil {
-		return fmt.Errorf("%s: %w", childQPSEnv, err)
-	}
-	burst, err := strconv.Atoi(os.Getenv(childBurstEnv))
-	if err != nil {
-		return fmt.Errorf("%s: %w", childBurstEnv, err)
-	}
-	o := DefaultOptions()
-	o.Cluster.Gate.Image = testutil.GateImage
-	o.Images = allSigned{}
-	o.LeaderElection = false
-	o.HealthProbeBindAddress = ""
-	o.MetricsBindAddress = os.Getenv(childMetricsEnv)
-	if s := os.Getenv(benchWorkersEnv); s != "" {
-		if o.MaxConcurrentReconciles, err = strconv.Atoi(s); err != nil {
-			return fmt.Errorf("%s: %w", benchWorkersEnv, err)
-		}
-	}
-	mgr, err := operatortest.New(cfg, operatortest.Options{
-		Manager: func(s *runtime.Scheme) ctrl.Options {
-			opts := o.ManagerOptions(s)
-			opts.PprofBindAddress = os.Getenv(childPprofEnv)
-			return opts
-		},
-		Setup: func(mgr ctrl.Manager) error { _, err := AddToManager(mgr, o); return err },
-		QPS:   float32(qps), Burst: burst,
-	})
-	if err != nil {
+	defer func() { _ = f.Close() }() // opened read-only
+	if err := f.Sync(); err != nil {
 		return err
 	}
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 }

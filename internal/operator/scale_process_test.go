@@ -24,8 +24,9 @@ import (
 )
 
 // childOperator is the operator run as a child process by the scale
-// benchmark (scale_child_test.go): its memory is read from /proc/<pid> and
-// its writes, reconciles and queue depth from its own Prometheus metrics.
+// benchmark (the binary buildChildOperator makes): its memory is read from
+// /proc/<pid> and its writes, reconciles and queue depth from its own
+// Prometheus metrics.
 type childOperator struct {
 	cmd     *exec.Cmd
 	metrics string // http://127.0.0.1:port/metrics
@@ -35,14 +36,11 @@ type childOperator struct {
 	exitErr error         // Wait's error, set before done closes
 }
 
-// startChildOperator starts the test binary again as the operator against c,
-// its client limited to qps and burst; it is stopped when the benchmark ends.
-func startChildOperator(b *testing.B, c *devcluster.Cluster, qps float64, burst int) *childOperator {
+// startChildOperator starts exe (buildChildOperator's) as the operator
+// against c, its client limited to qps and burst; it is stopped when the
+// benchmark ends.
+func startChildOperator(b *testing.B, exe string, c *devcluster.Cluster, qps float64, burst int) *childOperator {
 	b.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
 	metricsAddr, pprofAddr := freeAddr(b), freeAddr(b)
 	op := &childOperator{
 		metrics: "http://" + metricsAddr + "/metrics",
@@ -54,7 +52,7 @@ func startChildOperator(b *testing.B, c *devcluster.Cluster, qps float64, burst 
 	if err != nil {
 		b.Fatal(err)
 	}
-	op.cmd = exec.Command(exe, "-test.run=^$")
+	op.cmd = exec.Command(exe)
 	env, goMemLimit := childEnv(b, os.Environ())
 	if goMemLimit != "" {
 		b.Logf("operator child with GOMEMLIMIT=%s", goMemLimit)
@@ -64,8 +62,12 @@ func startChildOperator(b *testing.B, c *devcluster.Cluster, qps float64, burst 
 		childQPSEnv+"="+strconv.FormatFloat(qps, 'f', -1, 64),
 		childBurstEnv+"="+strconv.Itoa(burst),
 		childMetricsEnv+"="+metricsAddr,
-		childPprofEnv+"="+pprofAddr)
-	var cg *testutil.MemoryCgroup
+		childPprofEnv+"="+pprofAddr,
+		childGateImageEnv+"="+testutil.GateImage)
+	var (
+		cg    *testutil.MemoryCgroup
+		moved io.WriteCloser // closed once the child is in cg
+	)
 	if s := os.Getenv(benchMemoryLimitEnv); s != "" {
 		limit, err := resource.ParseQuantity(s)
 		if err != nil {
@@ -73,6 +75,9 @@ func startChildOperator(b *testing.B, c *devcluster.Cluster, qps float64, burst 
 		}
 		cg = testutil.NewMemoryCgroup(b, limit.Value())
 		op.cmd.Env = append(op.cmd.Env, childCgroupEnv+"="+cg.Path)
+		if moved, err = op.cmd.StdinPipe(); err != nil {
+			b.Fatal(err)
+		}
 	}
 	op.cmd.Stdout, op.cmd.Stderr = logf, logf
 	op.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -84,6 +89,9 @@ func startChildOperator(b *testing.B, c *devcluster.Cluster, qps float64, burst 
 	if cg != nil {
 		if err := cg.Add(op.cmd.Process.Pid); err != nil {
 			b.Fatalf("move the operator child into %s: %v", cg.Dir, err)
+		}
+		if err := moved.Close(); err != nil {
+			b.Fatal(err)
 		}
 	}
 	deadline := time.Now().Add(time.Minute)
@@ -176,8 +184,8 @@ func (op *childOperator) scrape() (childFigures, error) {
 }
 
 // memory returns the child's resident memory now and at its peak (VmRSS,
-// VmHWM), and the part of it now that is file pages (RssFile: the test
-// binary's, which a smaller cmd/operator has fewer of), in MiB.
+// VmHWM), and the part of it now that is file pages (RssFile: mostly its
+// binary's, built as cmd/operator is), in MiB.
 func (op *childOperator) memory() (rss, peak, file float64) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", op.cmd.Process.Pid))
 	if err != nil {

@@ -1,7 +1,8 @@
 // Package operatortest runs the operator in-process for tests: a
 // controller-runtime manager built as cmd/operator builds it, against a test
 // API server, until the test ends. The admission, dashboard and operator
-// tests and the scale benchmark's operator process all start it here.
+// tests start it here. (The scale benchmark runs its operator as a process
+// of its own instead, the command in scaleoperator.)
 //
 // It takes the operator's manager options and AddToManager as functions
 // instead of importing internal/operator, so that the operator's own
@@ -49,17 +50,8 @@ type Options struct {
 	MayFail bool
 }
 
-// New builds the manager o describes against cfg (copied, never changed)
-// with the API types' scheme, as the binary builds it, and adds o.Setup's
-// controllers. The caller starts it.
-func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
-	s, err := apiconv.NewScheme()
-	if err != nil {
-		return nil, err
-	}
-	return newManager(cfg, o, o.Manager(s))
-}
-
+// newManager builds the manager o describes, with opts, against cfg
+// (copied, never changed) and adds o.Setup's controllers.
 func newManager(cfg *rest.Config, o Options, opts ctrl.Options) (ctrl.Manager, error) {
 	cfg = rest.CopyConfig(cfg)
 	if o.As != "" {
