@@ -49,8 +49,8 @@ var conditionReasons = map[string][]string{
 var conditionStatuses = []string{"True", "False", "Unknown"}
 
 // pluginCollector reads the Plugins of openfief from the manager's cache at
-// each scrape: nothing to keep in step, and a Plugin that is gone leaves no
-// series.
+// each scrape, without copying them (it only reads): nothing to keep in
+// step, and a Plugin that is gone leaves no series.
 type pluginCollector struct {
 	reader client.Reader
 }
@@ -61,7 +61,9 @@ func (c *pluginCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var list v1alpha1.PluginList
-	if err := c.reader.List(ctx, &list, client.InNamespace(plugins.Namespace)); err != nil {
+	// Read in place, not copied: a copy of every Plugin at each scrape
+	// was tens of MB at 10,000 Plugins, the operator's memory peak.
+	if err := c.reader.List(ctx, &list, client.InNamespace(plugins.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		// The cache not started yet: no series rather than a failed
 		// scrape, which would drop controller-runtime's metrics too.
 		return

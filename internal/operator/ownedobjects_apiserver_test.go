@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,7 +44,7 @@ func TestOwnedObjectsKnownByVersion(t *testing.T) {
 	t.Cleanup(cancel)
 	owned, err := cache.New(c.Config, cache.Options{
 		Scheme: cl.Scheme(), DefaultNamespaces: map[string]cache.Config{plugins.Namespace: {}},
-		DefaultLabelSelector: pluginObjects("exists"), DefaultTransform: stripForCache,
+		DefaultLabelSelector: pluginObjects(selection.Exists), DefaultTransform: stripForCache,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -45,14 +45,14 @@ type staleDeployments struct {
 	metadata client.Reader
 
 	mu        sync.Mutex
-	passes    map[string]int                // plugin → passes started
-	touched   map[string]string             // plugin → its label touchLabel as its last pass read it
-	armed     map[string]int                // plugin → passes to hide its next Deployment apply for
-	applyPass map[string]int                // plugin → the pass of that apply
-	hideUntil map[string]int                // plugin → last pass that reads the old Deployment
+	passes    map[string]int                           // plugin → passes started
+	touched   map[string]string                        // plugin → its label touchLabel as its last pass read it
+	armed     map[string]int                           // plugin → passes to hide its next Deployment apply for
+	applyPass map[string]int                           // plugin → the pass of that apply
+	hideUntil map[string]int                           // plugin → last pass that reads the old Deployment
 	old       map[string]*metav1.PartialObjectMetadata // plugin → the Deployment before the apply, nil for none
 	seen      map[string]*metav1.PartialObjectMetadata // plugin → the Deployment its last cache read returned
-	stale     map[string]int                // plugin → stale reads in the pass after an apply
+	stale     map[string]int                           // plugin → stale reads in the pass after an apply
 }
 
 // touchLabel is the label touch sets on a Plugin.
