@@ -227,7 +227,8 @@ bench-core: test-deps-heavy ## The store: a 10,000-transaction Sync, both databa
 # OPENFIEF_BENCH_WINDOW change the run.
 .PHONY: bench-core-scale
 bench-core-scale: test-deps-heavy ## The core calling 10,000 connectors: RSS, sync lateness, store load.
-	$(GO) test -tags $(HEAVY_TAG) -run '^$$' -bench 'BenchmarkCoreScale' -benchtime 1x -timeout 30m ./internal/core/
+	$(GO) test -run '^$$' -bench 'BenchmarkCoreScale$$' -benchtime 1x -timeout 30m ./internal/core/
+	$(GO) test -tags $(HEAVY_TAG) -run '^$$' -bench 'BenchmarkCoreScalePostgres$$' -benchtime 1x -timeout 30m ./internal/core/
 
 # Backup and restore of a record of BENCH_ENTRIES entries (default 1,000,000)
 # on SQLite and PostgreSQL: time and peak heap (docs/operations.md).

@@ -90,9 +90,12 @@ const (
 //
 // It fails when a token was refused, an instance was called twice at once,
 // a sync failed or was lost, or a target (RSS < 256 MiB, p99 within 1 s) is
-// missed. Figures only: nothing here is a timed test.
+// missed. Figures only: nothing here is a timed test. The core runs under
+// the soft memory limit deploy/core gives it (scale_memlimit_test.go). Run
+// each benchmark in a process of its own (make bench-core-scale does): the
+// peak RSS is the process's.
 //
-//	go test ./internal/core -run '^$' -bench CoreScale -benchtime 1x -timeout 30m
+//	go test ./internal/core -run '^$' -bench 'CoreScale$' -benchtime 1x -timeout 30m
 func BenchmarkCoreScale(b *testing.B) {
 	st, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "core.db"))
 	if err != nil {
@@ -137,6 +140,9 @@ type scaleLeases func(st *store.Store, apply func([]Target)) *Leases
 
 func runCoreScale(b *testing.B, st *store.Store, leases scaleLeases) {
 	c := readScaleConfig(b)
+	if limit := withDeployedMemoryLimit(b); limit != "" {
+		b.Logf("the core under GOMEMLIMIT=%s, as deploy/core runs it", limit)
+	}
 	addr, _, stopStandIn := startStandIn(b)
 	names := make([]string, c.n)
 	targets := make([]Target, c.n)
