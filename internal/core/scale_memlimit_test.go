@@ -3,14 +3,10 @@ package core
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
-
-	appsv1 "k8s.io/api/apps/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/arkadiuss/openfief/internal/testutil"
 )
@@ -28,7 +24,7 @@ func withDeployedMemoryLimit(b *testing.B) string {
 	b.Helper()
 	limit, set := os.LookupEnv(scaleGoMemLimitEnv)
 	if !set {
-		limit = deployedCoreGoMemLimit(b)
+		limit = testutil.DeployedEnv(b, "deploy/core/deployment.yaml", "core", "GOMEMLIMIT")
 	}
 	if limit == "" || limit == "off" {
 		return ""
@@ -40,28 +36,6 @@ func withDeployedMemoryLimit(b *testing.B) string {
 	prev := debug.SetMemoryLimit(bytes)
 	b.Cleanup(func() { debug.SetMemoryLimit(prev) })
 	return limit
-}
-
-// deployedCoreGoMemLimit reads the GOMEMLIMIT of the core's container in
-// deploy/core/deployment.yaml; "" when it sets none.
-func deployedCoreGoMemLimit(b *testing.B) string {
-	b.Helper()
-	raw, err := os.ReadFile(filepath.Join(testutil.MustRepoRoot(), "deploy", "core", "deployment.yaml"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	var d appsv1.Deployment
-	if err := yaml.Unmarshal(raw, &d); err != nil {
-		b.Fatalf("deploy/core/deployment.yaml: %v", err)
-	}
-	for _, c := range d.Spec.Template.Spec.Containers {
-		for _, e := range c.Env {
-			if c.Name == "core" && e.Name == "GOMEMLIMIT" {
-				return e.Value
-			}
-		}
-	}
-	return ""
 }
 
 // parseGoMemLimit reads a GOMEMLIMIT as the Go runtime does: a whole number
@@ -98,26 +72,11 @@ func TestParseGoMemLimit(t *testing.T) {
 			t.Errorf("%q: %d, want an error", in, got)
 		}
 	}
-	raw, err := os.ReadFile(filepath.Join(testutil.MustRepoRoot(), "deploy", "core", "deployment.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	deployed := testutil.DeployedEnv(t, "deploy/core/deployment.yaml", "core", "GOMEMLIMIT")
+	if _, err := parseGoMemLimit(deployed); err != nil {
+		t.Errorf("deploy/core's GOMEMLIMIT %q: %v", deployed, err)
 	}
-	var d appsv1.Deployment
-	if err := yaml.Unmarshal(raw, &d); err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, c := range d.Spec.Template.Spec.Containers {
-		for _, e := range c.Env {
-			if c.Name == "core" && e.Name == "GOMEMLIMIT" {
-				found = true
-				if _, err := parseGoMemLimit(e.Value); err != nil {
-					t.Errorf("deploy/core's GOMEMLIMIT %q: %v", e.Value, err)
-				}
-			}
-		}
-	}
-	if !found {
+	if deployed == "" {
 		t.Error("deploy/core gives the core no GOMEMLIMIT")
 	}
 }

@@ -4,13 +4,9 @@ package operator
 
 import (
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-
-	appsv1 "k8s.io/api/apps/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/arkadiuss/openfief/internal/testutil"
 )
@@ -28,32 +24,10 @@ func childEnv(b *testing.B, env []string) ([]string, string) {
 	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "GOMEMLIMIT=") })
 	limit, set := os.LookupEnv(benchGoMemLimitEnv)
 	if !set {
-		limit = deployedGoMemLimit(b)
+		limit = testutil.DeployedEnv(b, "deploy/operator/deployment.yaml", "operator", "GOMEMLIMIT")
 	}
 	if limit == "" || limit == "off" {
 		return env, ""
 	}
 	return append(env, "GOMEMLIMIT="+limit), limit
-}
-
-// deployedGoMemLimit reads the GOMEMLIMIT of the operator's container in
-// deploy/operator/deployment.yaml; "" when it sets none.
-func deployedGoMemLimit(b *testing.B) string {
-	b.Helper()
-	raw, err := os.ReadFile(filepath.Join(testutil.MustRepoRoot(), "deploy", "operator", "deployment.yaml"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	var d appsv1.Deployment
-	if err := yaml.Unmarshal(raw, &d); err != nil {
-		b.Fatalf("deploy/operator/deployment.yaml: %v", err)
-	}
-	for _, c := range d.Spec.Template.Spec.Containers {
-		for _, e := range c.Env {
-			if c.Name == "operator" && e.Name == "GOMEMLIMIT" {
-				return e.Value
-			}
-		}
-	}
-	return ""
 }
