@@ -501,11 +501,23 @@ func testReplicaCutOff(t *testing.T, st *store.Store) {
 	if got := b.leases.Held(); len(got) != len(names) {
 		t.Errorf("b holds %v while a is cut off, want all of %v", got, names)
 	}
-	// The cut heals: the two share the instances again.
+	// The cut heals: the two share the instances again, within a lease's
+	// time and a few renewals; on a loaded machine a renewal late past
+	// the deadline makes a replica let go of everything and take its share
+	// again a round later, so the wait is bounded, not fixed.
 	a.st.cut.Store(false)
-	time.Sleep(replicaTTL + 3*replicaRenew)
-	if ha, hb := a.leases.Held(), b.leases.Held(); len(ha)+len(hb) != len(names) || len(ha) == 0 || len(hb) == 0 {
-		t.Errorf("after the cut healed a holds %v, b %v; want the three shared", ha, hb)
+	healed := time.Now()
+	for {
+		ha, hb := a.leases.Held(), b.leases.Held()
+		if len(ha)+len(hb) == len(names) && len(ha) > 0 && len(hb) > 0 {
+			t.Logf("shared again %s after the cut healed", time.Since(healed).Round(time.Millisecond))
+			break
+		}
+		if time.Since(healed) > replicaTTL+3*replicaRenew+10*time.Second {
+			t.Errorf("%s after the cut healed a holds %v, b %v; want the three shared", time.Since(healed).Round(time.Millisecond), ha, hb)
+			break
+		}
+		time.Sleep(replicaRenew / 3)
 	}
 	a.stop()
 	b.stop()
