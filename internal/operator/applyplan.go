@@ -112,7 +112,7 @@ func (r *PluginReconciler) park(ctx context.Context, p *v1alpha1.Plugin) error {
 	if err != nil || f == nil || f.scaledToZero {
 		return err
 	}
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: plugins.Namespace, Name: plugins.ServiceAccountName(p.Name)}}
+	d := pluginDeployment(p.Name)
 	if err := r.Client.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`)), client.FieldOwner(FieldManager)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil

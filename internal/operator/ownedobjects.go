@@ -282,7 +282,7 @@ func (o *ownedObjects) deleteIfExists(ctx context.Context, c client.Client, obj 
 // (the cache holds no Deployment, or another version than the one seen);
 // nil facts when there is no Deployment.
 func (o *ownedObjects) deployment(ctx context.Context, name string) (f *deploymentFacts, live bool, err error) {
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: plugins.Namespace, Name: plugins.ServiceAccountName(name)}}
+	d := pluginDeployment(name)
 	rv, cached, err := o.metadata(ctx, appsv1.SchemeGroupVersion.WithKind("Deployment"), d.Name)
 	if err != nil {
 		return nil, false, fmt.Errorf("read Deployment %s: %w", d.Name, err)
@@ -303,7 +303,7 @@ func (o *ownedObjects) deployment(ctx context.Context, name string) (f *deployme
 // operator saw it last, whole (read, or answered to an apply or a patch),
 // whatever the cache says now; nil when it saw none.
 func (o *ownedObjects) lastSeenDeployment(name string) *deploymentFacts {
-	key := keyOf(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: plugins.ServiceAccountName(name)}})
+	key := keyOf(pluginDeployment(name))
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if s := o.seen[key]; s != nil {
@@ -315,7 +315,7 @@ func (o *ownedObjects) lastSeenDeployment(name string) *deploymentFacts {
 // wholeDeployment reads plugin name's Deployment whole from the API server
 // and remembers it; nil when there is none.
 func (o *ownedObjects) wholeDeployment(ctx context.Context, name string) (*appsv1.Deployment, error) {
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: plugins.Namespace, Name: plugins.ServiceAccountName(name)}}
+	d := pluginDeployment(name)
 	found, err := o.readWhole(ctx, d)
 	if err != nil || !found {
 		return nil, err
@@ -332,4 +332,10 @@ func desiredDigest(desired client.Object) ([sha256.Size]byte, error) {
 		return [sha256.Size]byte{}, err
 	}
 	return sha256.Sum256(raw), nil
+}
+
+// pluginDeployment is an empty Deployment named as plugin name's
+// (BuildObjects), to read, patch or key it by.
+func pluginDeployment(name string) *appsv1.Deployment {
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: plugins.Namespace, Name: plugins.ServiceAccountName(name)}}
 }
