@@ -46,6 +46,7 @@ func main() {
 	flag.StringVar(&o.RegistryConfigFile, "registry-config", o.RegistryConfigFile, "docker config.json with registry credentials, re-read when it changes (default: read registries anonymously)")
 	flag.DurationVar(&o.TokenKeysRefresh, "signing-keys-refresh", o.TokenKeysRefresh, "how often the ServiceAccount signing keys are re-published to openfief-sa-jwks")
 	flag.DurationVar(&o.RegistryTimeout, "registry-timeout", o.RegistryTimeout, "time limit of one image verification's registry reads")
+	flag.DurationVar(&o.RegistryRetry, "registry-retry", o.RegistryRetry, "how soon a plugin whose image's registry could not be read (unreachable, or refusing the read) is checked again")
 	flag.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "how many Plugins reconcile at once, so a slow one never holds up another's revocation")
 	flag.DurationVar(&o.ReconcileTimeout, "reconcile-timeout", o.ReconcileTimeout, "time limit of one Plugin's reconcile")
 	flag.StringVar(&o.Cluster.Gate.Image, "isolation-gate-image", o.Cluster.Gate.Image, "the release's check probe image by digest, run as every plugin pod's isolation gate (required unless --isolation-gate=false)")

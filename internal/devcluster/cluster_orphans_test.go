@@ -69,7 +69,10 @@ func TestNoOrphansWhenKilled(t *testing.T) {
 func startKillableChild(t *testing.T, test, env, prefix string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), env+"=1")
+	// The child is killed, so its own cleanups never run: what it makes
+	// under TMPDIR (t.TempDir, envtest's serving certificates) goes in a
+	// folder of this test's, removed by this test's cleanup.
+	cmd.Env = append(os.Environ(), env+"=1", "TMPDIR="+t.TempDir())
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

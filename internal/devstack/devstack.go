@@ -123,6 +123,11 @@ type Options struct {
 	// the node's NetworkPolicy controller set it short, so a start that
 	// never isolates fails in seconds.
 	IsolationGateDeadline time.Duration
+	// RegistryRetry, when set, is how soon the operator checks again an
+	// image whose registry could not be read (the operator's
+	// --registry-retry; its default is a minute). Tests that stop a
+	// registry set it short, so what waited runs seconds after it is back.
+	RegistryRetry time.Duration
 	// BeforeInstall, in the in-cluster mode, runs once the node, the NBP
 	// stand-in, the registries, the namespace and the owner's signers are
 	// in place, just before the install; what it returns is added to the
@@ -403,6 +408,9 @@ func (s *Stack) startOperator(opts Options) error {
 	}
 	if opts.IsolationGateDeadline > 0 {
 		o.Cluster.Gate.Settings.Deadline = opts.IsolationGateDeadline
+	}
+	if opts.RegistryRetry > 0 {
+		o.RegistryRetry = opts.RegistryRetry
 	}
 	o.Cluster.CoreSubject = CoreSubject
 	o.MetricsBindAddress, o.HealthProbeBindAddress, o.LeaderElection = "0", "", false

@@ -258,6 +258,9 @@ func (s *Stack) installPlatform(ctx context.Context, opts *Options) error {
 			o.OperatorArgs = append(o.OperatorArgs, "--isolation-gate-deadline="+opts.IsolationGateDeadline.String())
 		}
 	}
+	if opts.RegistryRetry > 0 {
+		o.OperatorArgs = append(o.OperatorArgs, "--registry-retry="+opts.RegistryRetry.String())
+	}
 	if opts.CoreScheduler.DefaultInterval > 0 {
 		o.SyncInterval = opts.CoreScheduler.DefaultInterval
 	}

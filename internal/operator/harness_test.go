@@ -146,9 +146,17 @@ func startOperator(t testing.TB, c *devcluster.Cluster, images trust.ImageChecke
 // binary builds them (AddToManager), with images in place of the registry.
 func startOperatorQPS(t testing.TB, c *devcluster.Cluster, images trust.ImageChecker, qps float32) *operatorRun {
 	t.Helper()
+	return startOperatorWith(t, c, images, qps, func(*Options) {})
+}
+
+// startOperatorWith is startOperatorQPS with the Options edited by set
+// first.
+func startOperatorWith(t testing.TB, c *devcluster.Cluster, images trust.ImageChecker, qps float32, set func(*Options)) *operatorRun {
+	t.Helper()
 	o := DefaultOptions()
 	o.Cluster.Gate.Image = testutil.GateImage
 	o.Images = images
+	set(&o)
 	return startManager(t, c, qps, func(mgr ctrl.Manager) error {
 		_, err := AddToManager(mgr, o)
 		return err

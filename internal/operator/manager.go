@@ -150,7 +150,7 @@ func AddToManager(mgr ctrl.Manager, o Options) (*Reconcilers, error) {
 	}
 	r := &Reconcilers{
 		Plugins: &PluginReconciler{Client: c, Reader: mgr.GetAPIReader(), Images: images, Cluster: o.Cluster, AllowList: allowList,
-			MaxConcurrentReconciles: o.MaxConcurrentReconciles, ReconcileTimeout: o.ReconcileTimeout,
+			MaxConcurrentReconciles: o.MaxConcurrentReconciles, ReconcileTimeout: o.ReconcileTimeout, RegistryRetry: o.RegistryRetry,
 			Recorder: recorder, signers: signers, roots: roots},
 		Grants:    &GrantReconciler{Client: c},
 		Pruner:    &AllowListPruner{Client: c},

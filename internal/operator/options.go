@@ -31,6 +31,10 @@ const (
 	// DefaultRegistryTimeout bounds one image verification's registry reads
 	// (--registry-timeout).
 	DefaultRegistryTimeout = 30 * time.Second
+	// DefaultRegistryRetry is how soon a Plugin whose image could not be
+	// read from its registry (unreachable, or refusing the read) is checked
+	// again (--registry-retry).
+	DefaultRegistryRetry = time.Minute
 	// DefaultMetricsBindAddress is where the manager serves /metrics
 	// (--metrics-bind-address).
 	DefaultMetricsBindAddress = ":8080"
@@ -99,6 +103,10 @@ type Options struct {
 	// (--registry-timeout); DefaultRegistryTimeout when not positive. Unused
 	// when Images is set.
 	RegistryTimeout time.Duration
+	// RegistryRetry is how soon a Plugin whose image's registry could not
+	// be read is reconciled again (--registry-retry); DefaultRegistryRetry
+	// when not positive. The SignatureVerified message says it.
+	RegistryRetry time.Duration
 	// TokenKeysRefresh is how often the API server's token signing keys
 	// are re-published to openfief-sa-jwks (--signing-keys-refresh, D-59);
 	// DefaultTokenKeysRefresh when not positive.
@@ -169,6 +177,7 @@ func DefaultOptions() Options {
 			Gate:         IsolationGate{Settings: plugins.DefaultGateSettings()},
 		},
 		RegistryTimeout:         DefaultRegistryTimeout,
+		RegistryRetry:           DefaultRegistryRetry,
 		MaxConcurrentReconciles: DefaultMaxConcurrentReconciles,
 		ReconcileTimeout:        DefaultReconcileTimeout,
 		TokenKeysRefresh:        DefaultTokenKeysRefresh,

@@ -77,6 +77,9 @@ type PluginReconciler struct {
 	// ReconcileTimeout bounds one reconcile's context
 	// (DefaultReconcileTimeout when not positive).
 	ReconcileTimeout time.Duration
+	// RegistryRetry is how soon a Plugin whose image's registry could not
+	// be read is reconciled again (DefaultRegistryRetry when not positive).
+	RegistryRetry time.Duration
 	// AllowList writes the plugin's key of the egress allow-list (D-32,
 	// OF-15).
 	AllowList *AllowListWriter

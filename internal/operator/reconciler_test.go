@@ -359,6 +359,38 @@ func TestRestartDuringRegistryOutageKeepsRunningVersion(t *testing.T) {
 	}
 }
 
+// TestRegistryRetryChecksAgain: a Plugin whose registry cannot be read
+// waits, its SignatureVerified message says how soon it is tried again
+// (--registry-retry), and once the registry serves it runs on that retry
+// alone: nothing else changes that would queue it. With the default of a
+// minute it would not within the bound.
+func TestRegistryRetryChecksAgain(t *testing.T) {
+	c, cl := testCluster(t)
+	images := newFakeImages()
+	images.setDown(true)
+	const retry = 2 * time.Second
+	startOperatorWith(t, c, images, 0, func(o *Options) { o.RegistryRetry = retry })
+	f := &fixture{t: t, cluster: c, cl: cl, images: images}
+	p := testutil.MakePlugin("retried", testutil.Image("retried-1")).Obj()
+	images.sign(p.Spec.Image)
+	f.create(p, testutil.GrantFor(p).Obj())
+	f.waitPlugin(p.Name, "RegistryUnavailable with its retry", func(p *v1alpha1.Plugin) (bool, string) {
+		sv := apimeta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionSignatureVerified)
+		return sv != nil && sv.Reason == v1alpha1.ReasonRegistryUnavailable && strings.Contains(sv.Message, "retrying every 2s"), describeJSON(sv)
+	})
+	images.setDown(false)
+	back := time.Now()
+	testutil.Eventually(t, 10*retry, "the plugin verified on the retry", func() (bool, string) {
+		var got v1alpha1.Plugin
+		if err := cl.Get(context.Background(), client.ObjectKeyFromObject(p), &got); err != nil {
+			return false, err.Error()
+		}
+		sv := apimeta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionSignatureVerified)
+		return sv != nil && sv.Status == metav1.ConditionTrue, describeJSON(sv)
+	})
+	t.Logf("verified %s after the registry served again (retry every %s)", time.Since(back).Round(100*time.Millisecond), retry)
+}
+
 func TestPluginDeletedWhileOperatorDownLosesAllowListKey(t *testing.T) {
 	f := newFixture(t)
 	p := testutil.MakePlugin("orphan", testutil.Image("orphan-1")).Egress("api.nbp.pl").Obj()

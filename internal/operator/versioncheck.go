@@ -11,7 +11,6 @@ import (
 	"github.com/arkadiuss/openfief/internal/apiconv"
 	"github.com/arkadiuss/openfief/internal/configschema"
 	"github.com/arkadiuss/openfief/internal/plugins"
-	"github.com/arkadiuss/openfief/internal/trust"
 )
 
 // The checks of one Plugin reconcile (Reconcile) before it plans: the
@@ -39,10 +38,13 @@ func (r *PluginReconciler) checkCurrent(ctx context.Context, p *v1alpha1.Plugin,
 	ps.current = &plugins.Version{Name: dp.Name, Image: ref, Manifest: dp.Manifest, Config: dp.Config}
 
 	v := r.Images.Check(ctx, ref, &dp.Manifest)
+	if v.Status == metav1.ConditionUnknown {
+		v.Message += fmt.Sprintf("; retrying every %s", r.registryRetry())
+	}
 	ps.verification = v
 	ps.signature = condition{v.Status, v.Reason, v.Message}
 	if v.Status == metav1.ConditionUnknown {
-		ps.requeue = trust.RegistryRetryInterval
+		ps.requeue = r.registryRetry()
 		if rec := ps.running.trusted(); sameAsDeployed(ps.current, rec) {
 			// Fail static (OF-2): the operator verified this exact
 			// version and runs it; an unreachable registry does not stop it.
@@ -89,7 +91,7 @@ func (r *PluginReconciler) checkPrevious(ctx context.Context, ps *pass) {
 	case metav1.ConditionTrue:
 		ps.previous = &prev
 	case metav1.ConditionUnknown:
-		ps.requeue = trust.RegistryRetryInterval
+		ps.requeue = r.registryRetry()
 		if !ps.running.legacy {
 			ps.previous = &prev // verified when the operator deployed it (OF-2)
 		}
@@ -103,4 +105,13 @@ func verifiedAt(d *v1alpha1.DeployedVersion) string {
 		return "an earlier pass"
 	}
 	return d.VerifiedAt.UTC().Format(time.RFC3339)
+}
+
+// registryRetry is how soon a Plugin whose image's registry could not be
+// read is reconciled again.
+func (r *PluginReconciler) registryRetry() time.Duration {
+	if r.RegistryRetry > 0 {
+		return r.RegistryRetry
+	}
+	return DefaultRegistryRetry
 }

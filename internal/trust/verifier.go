@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/sync/singleflight"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,10 +16,6 @@ import (
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/trust/cosign"
 )
-
-// RegistryRetryInterval is how soon a reconcile whose registry could not be
-// reached, or refused the read, is tried again.
-const RegistryRetryInterval = time.Minute
 
 // maxSignedImages caps the signed-image cache, which drops the least
 // recently checked image when full. An operator's reconciles check every
@@ -119,11 +114,11 @@ func (v *PolicyVerifier) Check(ctx context.Context, ref plugins.ImageRef, declar
 			return Verification{Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonRegistryUnauthorized,
 				Message: fmt.Sprintf("the registry refused the read of %s: the image is private and the credentials are missing or not accepted; "+
 					"give OpenFief credentials for this registry (the operator's --registry-config file; for the CLI docker login or --registry-config) "+
-					"or mirror the image to a registry that allows the read; retrying every %s: %v", ref, RegistryRetryInterval, err)}
+					"or mirror the image to a registry that allows the read: %v", ref, err)}
 		}
 		if errors.Is(err, cosign.ErrRegistryUnavailable) {
 			return Verification{Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonRegistryUnavailable,
-				Message: fmt.Sprintf("cannot read %s from its registry; retrying every %s: %v", ref, RegistryRetryInterval, err)}
+				Message: fmt.Sprintf("cannot read %s from its registry: %v", ref, err)}
 		}
 		return Verification{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalidImage, Message: err.Error()}
 	}

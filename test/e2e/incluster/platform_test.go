@@ -155,6 +155,9 @@ func installPlatform(t *testing.T) *platformEnv {
 		// waits for the probes' gates to give up: 20 s, not a minute
 		// (normal starts pass the gate in about 0.6 s).
 		IsolationGateDeadline: testGateDeadline,
+		// The registry-down phase waits for this retry once the registry
+		// is back: 10 s, not a minute.
+		RegistryRetry: testRegistryRetry,
 		BeforeInstall: func(ctx context.Context, s *devstack.Stack) (devstack.DevOverlay, error) {
 			e.c = s.Cluster
 			if e.cs, err = s.Cluster.Clientset(); err != nil {
@@ -203,6 +206,10 @@ const testSyncInterval = 5 * time.Second
 // testGateDeadline is the installed operator's --isolation-gate-deadline in
 // these tests.
 const testGateDeadline = 20 * time.Second
+
+// testRegistryRetry is the installed operator's --registry-retry in these
+// tests.
+const testRegistryRetry = 10 * time.Second
 
 // probeBinary is the probe (internal/devcluster/testdata/probe) built
 // statically, which plays a plugin under nbp-fx's manifest.

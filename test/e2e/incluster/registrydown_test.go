@@ -54,7 +54,8 @@ const (
 //     say the registry cannot be read, and `openfief status` lists every
 //     plugin of the phase as ImageUnchecked;
 //   - once the registry serves again both start without anyone acting (the
-//     operator tries an unread registry again every minute), every
+//     operator tries an unread registry again every testRegistryRetry, its
+//     --registry-retry), every
 //     SignatureVerified is True, Ready is Running, `openfief status` lists
 //     no image unchecked, and the first plugin still runs its first pod.
 //

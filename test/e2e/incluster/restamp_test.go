@@ -59,7 +59,7 @@ func restampedRelease(t *testing.T, e *platformEnv, tag string) (string, string,
 		Components:         []string{filepath.Join(e.root, "deploy", "operator", "components", "registry-config")},
 		InsecureRegistries: []string{e.preg.bridge, e.private.bridge},
 		SyncInterval:       testSyncInterval,
-		OperatorArgs:       gateTargetArgs(t, e),
+		OperatorArgs:       siteOperatorArgs(t, e),
 	}))
 	return site, next.Tag(), refs
 }

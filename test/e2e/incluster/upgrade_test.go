@@ -435,16 +435,17 @@ func uninstallPlugins(t *testing.T, e *platformEnv, names []string) {
 	}
 }
 
-// gateTargetArgs is the installed operator's --isolation-gate-targets and
-// --isolation-gate-deadline, as its Deployment holds them (OF-42): the
-// gate's arguments are in every plugin's pod.
-func gateTargetArgs(t *testing.T, e *platformEnv) []string {
+// siteOperatorArgs is what the admin's overlay gives the installed
+// operator, as its Deployment holds it: --isolation-gate-targets and
+// --isolation-gate-deadline (OF-42: the gate's arguments are in every
+// plugin's pod) and --registry-retry.
+func siteOperatorArgs(t *testing.T, e *platformEnv) []string {
 	t.Helper()
 	d, err := e.cs.AppsV1().Deployments(plugins.Namespace).Get(context.Background(), "openfief-operator", metav1.GetOptions{})
 	must(t, err)
 	var out []string
 	for _, a := range d.Spec.Template.Spec.Containers[0].Args {
-		if strings.HasPrefix(a, "--isolation-gate-targets=") || strings.HasPrefix(a, "--isolation-gate-deadline=") {
+		if strings.HasPrefix(a, "--isolation-gate-targets=") || strings.HasPrefix(a, "--isolation-gate-deadline=") || strings.HasPrefix(a, "--registry-retry=") {
 			out = append(out, a)
 		}
 	}
