@@ -3,10 +3,12 @@
 package devcluster_test
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
 	"github.com/arkadiuss/openfief/internal/devcluster"
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // TestMain runs the package's tests and then stops the control planes they
@@ -23,7 +25,8 @@ import (
 //     TestRealNodeClusterDNS, TestRealNodeVolumes,
 //     TestRealNodeEnforcesNetworkPolicy, TestRealNodeServiceAccountToken and
 //     TestRealNodeDefaultDenyHoldsStrippedPod, each in a namespace of its own
-//     deleted at its end. Its leftovers are checked once, after it stops.
+//     deleted at its end, so they run in parallel (they wait on pods, not on
+//     the CPU). Its leftovers are checked once, after it stops.
 //   - a real node of its own for each test of a node's own life:
 //     TestRealNode (start, a pod, logs, exec, stop, no leftovers, sysctls
 //     restored), TestRealNodeCleanedAfterKill (a child process's node,
@@ -41,4 +44,12 @@ import (
 // real node's (bindir_, cluster_, fakenode_, kubectl_), so they run while
 // the package waits for the machine's node lock (another package's node),
 // and the node's tests run back to back once it has it.
-func TestMain(m *testing.M) { os.Exit(devcluster.Main(m)) }
+//
+// The five shared-node tests run at once (testutil.WaitBoundParallel).
+func TestMain(m *testing.M) {
+	if err := testutil.WaitBoundParallel(5); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	os.Exit(devcluster.Main(m))
+}

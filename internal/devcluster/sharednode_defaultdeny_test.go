@@ -23,6 +23,7 @@ import (
 // not chance, refused it. The test's namespace stands in for openfief, where
 // the admission policy would refuse the relabelling itself.
 func TestRealNodeDefaultDenyHoldsStrippedPod(t *testing.T) {
+	t.Parallel() // a namespace of its own on the shared node (main_test.go)
 	c, cs, image, ns := sharedNode(t)
 	raw, err := os.ReadFile("../../deploy/operator/plugins_default_deny.yaml")
 	if err != nil {

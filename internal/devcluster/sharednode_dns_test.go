@@ -24,6 +24,7 @@ import (
 // missing name in the cluster's zone does not resolve. CoreDNS's pod is one the restricted Pod Security
 // Standard admits.
 func TestRealNodeClusterDNS(t *testing.T) {
+	t.Parallel() // a namespace of its own on the shared node (main_test.go)
 	start := time.Now()
 	c, cs, image, ns := sharedNode(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)

@@ -27,6 +27,7 @@ import (
 // b nor, once a's egress is narrowed, does a reach a listener of the test on
 // the node's bridge. Deleting the policies opens everything again.
 func TestRealNodeEnforcesNetworkPolicy(t *testing.T) {
+	t.Parallel() // a namespace of its own on the shared node (main_test.go)
 	c, cs, image, ns := sharedNode(t)
 	ips := runProbePods(t, cs, ns, image, "a", "b", "c")
 

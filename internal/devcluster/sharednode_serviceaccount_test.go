@@ -22,6 +22,7 @@ import (
 // controller manager's controllers have ServiceAccounts of their own
 // (--use-service-account-credentials).
 func TestRealNodeServiceAccountToken(t *testing.T) {
+	t.Parallel() // a namespace of its own on the shared node (main_test.go)
 	start := time.Now()
 	c, cs, image, ns := sharedNode(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)

@@ -22,6 +22,7 @@ import (
 // to it and the file is in the volume's folder on the machine. Stop removes
 // it with the state folder (TestMain's leftovers check).
 func TestRealNodeVolumes(t *testing.T) {
+	t.Parallel() // a namespace of its own on the shared node (main_test.go)
 	start := time.Now()
 	c, cs, image, ns := sharedNode(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)

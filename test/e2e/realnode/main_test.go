@@ -19,6 +19,7 @@ import (
 	"github.com/arkadiuss/openfief/internal/core"
 	"github.com/arkadiuss/openfief/internal/devcluster"
 	"github.com/arkadiuss/openfief/internal/devstack"
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // The platform on a real node, shared by the package's tests, and the NBP
@@ -80,9 +81,16 @@ func (r *resolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr,
 // which other tests' plugins would change under it.
 
 // TestMain drops controller-runtime's log (the in-process operator's): the
-// tests report what they saw. It stops the shared platform at the end.
+// tests report what they saw. The four parallel tests all run at once
+// unless -test.parallel is given: its default, the machine's cores, would
+// hold two of them back on two cores, though they wait on pods, not on the
+// CPU. It stops the shared platform at the end.
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
+	if err := testutil.WaitBoundParallel(4); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	code := m.Run()
 	if shared.nbp != nil {
 		shared.nbp.Close()
