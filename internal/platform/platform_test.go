@@ -3,6 +3,7 @@ package platform
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -152,6 +153,26 @@ func TestLoad(t *testing.T) {
 // postgres-replicas component on top loads as a platform, every object of
 // the release's version (the PodDisruptionBudget too), the core as three
 // replicas on PostgreSQL and without its SQLite claim.
+// TestUninstallKnowsTheProxy: the Deployment Uninstall removes after the
+// plugin workloads (egressProxyDeployment) is the one the platform holds,
+// so a rename of deploy/egress-proxy's cannot quietly put the proxy back
+// among the first, where it drains the plugins' tunnels for its grace.
+func TestUninstallKnowsTheProxy(t *testing.T) {
+	s, err := Load(writeOverlay(t, "v1.0.0", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deployments []string
+	for _, u := range s.Objects {
+		if u.GetKind() == "Deployment" {
+			deployments = append(deployments, u.GetNamespace()+"/"+u.GetName())
+		}
+	}
+	if !slices.Contains(deployments, plugins.Namespace+"/"+egressProxyDeployment) {
+		t.Errorf("the platform's Deployments %v hold no %s/%s", deployments, plugins.Namespace, egressProxyDeployment)
+	}
+}
+
 func TestLoadReplicasComponent(t *testing.T) {
 	base := writeOverlay(t, "v1.0.0", "")
 	root, err := images.FindRoot(".")

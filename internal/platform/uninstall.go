@@ -36,11 +36,17 @@ type UninstallOptions struct {
 	DeleteData bool
 }
 
-// Uninstall removes the platform: first its Deployments (so the operator
-// stops making plugin workloads and the core stops calling them, waiting
-// until their pods are gone), then every plugin workload the operator made,
-// then the rest of the command's objects, cluster-scoped ones (the
-// admission policy among them) last. Without DeleteData it keeps the CRDs
+// egressProxyDeployment is the egress proxy's Deployment, as deploy/egress-proxy
+// names it.
+const egressProxyDeployment = "openfief-egress-proxy"
+
+// Uninstall removes the platform: first its Deployments but the egress
+// proxy's (so the operator stops making plugin workloads and the core stops
+// calling them, waiting until their pods are gone), then every plugin
+// workload the operator made, then the egress proxy: the plugins' tunnels
+// through it ended with their pods, so its pods stop at once rather than
+// keep them open for their shutdown grace. Then the rest of the command's
+// objects, cluster-scoped ones (the admission policy among them) last. Without DeleteData it keeps the CRDs
 // (and so every Plugin and PluginGrant, which are the owner's), the
 // namespace and the core's PersistentVolumeClaim; a later install picks
 // them up again. It is bounded by ctx and names each step on out.
@@ -60,16 +66,25 @@ func Uninstall(ctx context.Context, c client.Client, o UninstallOptions, out io.
 		return nil
 	}
 
-	// 1. The platform's workloads, and their pods.
-	for _, u := range owned {
-		if u.GetKind() != "Deployment" {
-			continue
-		}
+	delWorkload := func(u *unstructured.Unstructured) error {
 		if err := del(u, describe(u)); err != nil {
 			return err
 		}
 		sel, _, _ := unstructured.NestedStringMap(u.Object, "spec", "selector", "matchLabels")
-		if err := waitNoPods(ctx, c, sel, describe(u), out); err != nil {
+		return waitNoPods(ctx, c, sel, describe(u), out)
+	}
+
+	// 1. The platform's workloads but the egress proxy, and their pods.
+	var proxy *unstructured.Unstructured
+	for _, u := range owned {
+		if u.GetKind() != "Deployment" {
+			continue
+		}
+		if u.GetName() == egressProxyDeployment && u.GetNamespace() == plugins.Namespace {
+			proxy = u
+			continue
+		}
+		if err := delWorkload(u); err != nil {
 			return err
 		}
 	}
@@ -91,7 +106,14 @@ func Uninstall(ctx context.Context, c client.Client, o UninstallOptions, out io.
 		return err
 	}
 
-	// 3. The rest: namespaced objects, then cluster-scoped ones, in reverse
+	// 3. The egress proxy, which no plugin pod uses any more.
+	if proxy != nil {
+		if err := delWorkload(proxy); err != nil {
+			return err
+		}
+	}
+
+	// 4. The rest: namespaced objects, then cluster-scoped ones, in reverse
 	// apply order; the data last, if asked.
 	var data []*unstructured.Unstructured
 	for pass := range 2 {
