@@ -430,7 +430,10 @@ func TestSandboxOOM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !u.OOMKilled || u.PeakMemoryBytes < 40<<20 || u.PeakMemoryBytes > 48<<20 {
+	// The kernel's peak counter may hold a page or so past the limit: the
+	// charge that the OOM kill answered (50,335,744 bytes, 4 KiB over, seen
+	// once on cgroup v1 under load).
+	if !u.OOMKilled || u.PeakMemoryBytes < 40<<20 || u.PeakMemoryBytes > 49<<20 {
 		t.Errorf("usage %+v, want OOMKilled and a peak near 48 MiB", u)
 	}
 }
