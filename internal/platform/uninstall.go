@@ -46,10 +46,11 @@ const egressProxyDeployment = "openfief-egress-proxy"
 // workload the operator made, then the egress proxy: the plugins' tunnels
 // through it ended with their pods, so its pods stop at once rather than
 // keep them open for their shutdown grace. Then the rest of the command's
-// objects, cluster-scoped ones (the admission policy among them) last. Without DeleteData it keeps the CRDs
-// (and so every Plugin and PluginGrant, which are the owner's), the
-// namespace and the core's PersistentVolumeClaim; a later install picks
-// them up again. It is bounded by ctx and names each step on out.
+// objects, cluster-scoped ones (the admission policy among them) last.
+// Without DeleteData it keeps the CRDs (and so every Plugin and
+// PluginGrant, which are the owner's), the namespace and the core's
+// PersistentVolumeClaim; a later install picks them up again. It is bounded
+// by ctx and names each step on out.
 func Uninstall(ctx context.Context, c client.Client, o UninstallOptions, out io.Writer) error {
 	owned, err := Owned(ctx, c)
 	if err != nil {

@@ -129,49 +129,44 @@ func testIsolationAtStart(t *testing.T, e *platformEnv) {
 	}
 
 	// With the gate: each attacker's install, deletions, its upgrade,
-	// deletions; all the attackers at once. Their subtests are started from
-	// goroutines of their own rather than marked parallel, so go test's
-	// -parallel (the machine's cores) does not hold two of them back: they
-	// wait on pods, not on the CPU.
+	// deletions; all the attackers at once (TestMain lets that many
+	// parallel subtests run together).
 	name := func(k int) string { return fmt.Sprintf("attacker-%d", k) }
 	t.Run("gated", func(t *testing.T) {
-		var wg sync.WaitGroup
-		defer wg.Wait()
 		for k := range attackers {
-			wg.Go(func() {
-				t.Run(name(k), func(t *testing.T) {
-					plugin, starts := name(k), gatedStarts/attackers
-					install(t, plugin)
-					var prev types.UID
-					for i := range starts {
-						how := fmt.Sprintf("%s start %d/%d (pod deleted)", plugin, i+1, starts)
-						switch i {
-						case 0:
-							how = fmt.Sprintf("%s start 1/%d (install)", plugin, starts)
-						case starts / 2:
-							how = fmt.Sprintf("%s start %d/%d (upgrade)", plugin, i+1, starts)
-							openfief(t, e.kubeconfig, "plugin", "upgrade", plugin, "--image", v2.String(), "--signers", e.signersFile, "--insecure-registry", e.preg.bridge)
-						default:
-							deletePods(t, e, plugins.ServiceAccountName(plugin))
-						}
-						var results []attackResult
-						var opened []string
-						prev, results, opened = measure(t, plugin, prev, how, true)
-						for _, o := range opened {
-							t.Errorf("with the isolation gate, %s", o)
-						}
-						if i == 0 && k == 0 {
-							for _, r := range results {
-								t.Logf("first start: %-32s %-8s %-22s %4d attempts from %d ms: %v", r.Name, r.Kind, r.Addr, r.Attempts, r.FirstMillis, r.Outcomes)
-							}
+			t.Run(name(k), func(t *testing.T) {
+				t.Parallel()
+				plugin, starts := name(k), gatedStarts/attackers
+				install(t, plugin)
+				var prev types.UID
+				for i := range starts {
+					how := fmt.Sprintf("%s start %d/%d (pod deleted)", plugin, i+1, starts)
+					switch i {
+					case 0:
+						how = fmt.Sprintf("%s start 1/%d (install)", plugin, starts)
+					case starts / 2:
+						how = fmt.Sprintf("%s start %d/%d (upgrade)", plugin, i+1, starts)
+						openfief(t, e.kubeconfig, "plugin", "upgrade", plugin, "--image", v2.String(), "--signers", e.signersFile, "--insecure-registry", e.preg.bridge)
+					default:
+						deletePods(t, e, plugins.ServiceAccountName(plugin))
+					}
+					var results []attackResult
+					var opened []string
+					prev, results, opened = measure(t, plugin, prev, how, true)
+					for _, o := range opened {
+						t.Errorf("with the isolation gate, %s", o)
+					}
+					if i == 0 && k == 0 {
+						for _, r := range results {
+							t.Logf("first start: %-32s %-8s %-22s %4d attempts from %d ms: %v", r.Name, r.Kind, r.Addr, r.Attempts, r.FirstMillis, r.Outcomes)
 						}
 					}
-					if k == 0 {
-						lastGated = prev
-					} else {
-						openfief(t, e.kubeconfig, "plugin", "uninstall", plugin, "--yes", "--wait", "60s")
-					}
-				})
+				}
+				if k == 0 {
+					lastGated = prev
+				} else {
+					openfief(t, e.kubeconfig, "plugin", "uninstall", plugin, "--yes", "--wait", "60s")
+				}
 			})
 		}
 	})

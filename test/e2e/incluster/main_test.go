@@ -15,6 +15,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/arkadiuss/openfief/internal/devcluster"
+	"github.com/arkadiuss/openfief/internal/testutil"
 )
 
 // started is set once a test has started a real node, so TestMain checks
@@ -22,9 +23,16 @@ import (
 var started bool
 
 // TestMain drops controller-runtime's log (the CLI's clients): the tests
-// report what they saw. It then checks that no real node was left behind.
+// report what they saw. The isolation-at-start phase's attackers, parallel
+// subtests that wait on pods, all run at once
+// (testutil.WaitBoundParallel). It then checks that no real node was left
+// behind.
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
+	if err := testutil.WaitBoundParallel(attackers); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	code := m.Run()
 	if started {
 		left, err := devcluster.NodeLeftoversWhenIdle(devcluster.NodeLockWait())
