@@ -3,8 +3,14 @@
 package devcluster_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -118,4 +124,84 @@ func deploymentBecomesAvailable(t *testing.T, ctx context.Context, cs kubernetes
 	if err != nil {
 		t.Fatalf("Deployment %s not Available within 60 s: %v", name, err)
 	}
+}
+
+// TestKwokStartedAgain kills kwok, as the data race in its CEL library
+// (easycel v0.6.0's unguarded type cache) did while its controllers
+// started, and checks that the cluster starts it again at once: a
+// Deployment created afterwards becomes Available, the fake node's lease was
+// handed to the new kwok rather than waited out, and kwok's log tells of the
+// restart. It runs a control plane of its own.
+func TestKwokStartedAgain(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	c, err := devcluster.Start(ctx, devcluster.Options{Mode: devcluster.Full, Nodes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	cs, err := c.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := createNamespace(t, ctx, c, "kwok-again", nil)
+	lease, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "kwok-node-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := kwokPid(t, c)
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	deploymentBecomesAvailable(t, ctx, cs, ns, "after-kwok-crash")
+	t.Logf("Deployment Available %s after kwok was killed", time.Since(killed).Round(10*time.Millisecond))
+	if again := kwokPid(t, c); again == first {
+		t.Fatalf("kwok still has pid %d after SIGKILL", first)
+	}
+	// The dead kwok's lease was released, not waited out: the new kwok
+	// holds a new one.
+	again, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "kwok-node-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.UID == lease.UID || again.Spec.HolderIdentity == nil || *again.Spec.HolderIdentity == *lease.Spec.HolderIdentity {
+		t.Errorf("the node lease is still the dead kwok's (holder %q, uid %s)", ptr.Deref(again.Spec.HolderIdentity, ""), again.UID)
+	}
+	log, err := os.ReadFile(filepath.Join(c.Dir, "logs", "kwok.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "kwok exited (signal: killed); starting it again"; !strings.Contains(string(log), want) {
+		t.Errorf("kwok's log does not say %q", want)
+	}
+}
+
+// kwokPid returns the pid of the kwok this process runs for cluster c.
+func kwokPid(t *testing.T, c *devcluster.Cluster) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		argv0, rest, _ := bytes.Cut(cmdline, []byte{0})
+		if filepath.Base(string(argv0)) == "kwok" && bytes.Contains(rest, []byte(c.Dir)) {
+			return pid
+		}
+	}
+	t.Fatalf("no kwok process for the cluster in %s", c.Dir)
+	return 0
 }

@@ -93,7 +93,8 @@ type Cluster struct {
 
 	binDir string // where the binaries are
 	env    *envtest.Environment
-	procs  []*proc.Process
+	procs  []*proc.Process  // the controller manager and the scheduler
+	kwok   *proc.Supervised // kwok, started again if it crashes (Full mode without a real node)
 	reaper *reaper
 	node   *node.Node // the real node, if Options.Node is NodeReal
 	// logFiles hold etcd's and kube-apiserver's output. They stay open until
@@ -313,6 +314,9 @@ func (c *Cluster) Stop() error {
 		}
 		// Stop in the reverse order of start: kwok, scheduler, controller
 		// manager, then the API server and etcd.
+		if c.kwok != nil {
+			c.kwok.Stop(10 * time.Second)
+		}
 		for i := len(c.procs) - 1; i >= 0; i-- {
 			c.procs[i].Stop(10 * time.Second)
 		}

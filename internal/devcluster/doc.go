@@ -15,7 +15,11 @@
 //     Ready, and Deployments become Available. kwok renews a node lease for
 //     each fake node, as a kubelet does, and makes a pod Ready again when
 //     the node lifecycle controller marked it not Ready (a fake node that
-//     missed its heartbeats while the API server was away).
+//     missed its heartbeats while the API server was away). kwok keeps no
+//     state of its own, so a kwok that crashes is started again (at most
+//     three times a minute, noted in its log) with its node leases released
+//     for it: kwok v0.8.0 can die of a data race in its CEL library as its
+//     controllers start.
 //
 // In Full mode, Options.Node = NodeReal replaces kwok with one real node:
 // containerd, the kubelet, kube-proxy (nftables mode) and kube-router's

@@ -3,6 +3,7 @@ package devcluster
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,6 +62,10 @@ func (c *Cluster) startFull(ctx context.Context, binDir string, opts Options) er
 		return fmt.Errorf("devcluster: %w", err)
 	}
 
+	names := make([]string, opts.Nodes)
+	for i := range names {
+		names[i] = fmt.Sprintf("kwok-node-%d", i)
+	}
 	components := []struct {
 		name string
 		args []string
@@ -102,6 +107,16 @@ func (c *Cluster) startFull(ctx context.Context, binDir string, opts Options) er
 		components[0].args = append(components[0].args, "--use-service-account-credentials=false")
 	}
 	for _, comp := range components {
+		if comp.name == kwokBin {
+			// kwok keeps no state of its own: a crash costs a restart.
+			hooks := proc.Hooks{Watch: c.reaper.watch, BeforeRestart: func() error { return c.releaseFakeNodeLeases(names) }}
+			k, err := proc.Supervise(comp.name, filepath.Join(binDir, comp.name), comp.args, nil, logs, opts.Output, hooks)
+			if err != nil {
+				return err
+			}
+			c.kwok = k
+			continue
+		}
 		p, err := proc.Start(comp.name, filepath.Join(binDir, comp.name), comp.args, nil, logs, opts.Output)
 		if err != nil {
 			return err
@@ -119,9 +134,7 @@ func (c *Cluster) startFull(ctx context.Context, binDir string, opts Options) er
 	if c.node != nil {
 		return c.startNode(ctx, cs)
 	}
-	names := make([]string, opts.Nodes)
 	for i := range names {
-		names[i] = fmt.Sprintf("kwok-node-%d", i)
 		if _, err := cs.CoreV1().Nodes().Create(ctx, fakeNode(names[i]), metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("devcluster: creating node %s: %w", names[i], err)
 		}
@@ -132,6 +145,30 @@ func (c *Cluster) startFull(ctx context.Context, binDir string, opts Options) er
 	return c.waitFor(ctx, "the fake nodes to become Ready and the controllers to run", func(ctx context.Context) (bool, error) {
 		return fullReady(ctx, cs, names)
 	})
+}
+
+// releaseFakeNodeLeases deletes the node leases of the named fake nodes,
+// which a kwok that died still holds: kwok names its holder identity
+// afresh on each start and takes over a lease only once it has expired, so
+// a kwok started again would leave the nodes' pods alone for up to
+// fakeNodeLeaseSeconds. It then creates the leases anew. A node's heartbeat
+// is its status as well as its lease, so the moment without one is no
+// outage.
+func (c *Cluster) releaseFakeNodeLeases(names []string) error {
+	cs, err := c.Clientset()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var errs []error
+	for _, name := range names {
+		err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, name, metav1.DeleteOptions{})
+		if err := ignoreNotFound(err); err != nil {
+			errs = append(errs, fmt.Errorf("deleting the node lease of %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // waitFor polls cond until it holds, failing early if a component exits.
@@ -150,12 +187,16 @@ func (c *Cluster) waitFor(ctx context.Context, what string, cond wait.ConditionW
 
 // exited returns an error naming a component the cluster started itself
 // (the controller manager, the scheduler, kwok) that has exited, and nil
-// while they all run. The real node checks its own (node.Node's waits).
+// while they all run. kwok counts only once its supervisor has given up
+// starting it again. The real node checks its own (node.Node's waits).
 func (c *Cluster) exited() error {
 	for _, p := range c.procs {
 		if err := p.Exited(); err != nil {
 			return err
 		}
+	}
+	if c.kwok != nil {
+		return c.kwok.Exited()
 	}
 	return nil
 }
