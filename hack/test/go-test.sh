@@ -5,14 +5,14 @@
 # make test: the packages that start a real node (NODE_PACKAGES) take turns
 # on the machine's node lock, so their node time adds up: it is the longest
 # chain of make test (about seventeen minutes on two cores, the rest about
-# twelve beside it; docs/development.md
-# says what each package starts). A single go test starts them only when
-# earlier packages free a slot, minutes in. So they run
-# in a go test of their own, started first, beside one for everything else,
-# and the chain begins at once. The TypeScript SDK's tests run once the chain
-# has begun, then the rest of the root module, then the other modules. Every
-# test runs (-count=1): the heavy ones build from the tree in child
-# processes, whose reads go test's cache does not see.
+# twelve beside it; docs/development.md says what each package starts). A
+# single go test starts them only when earlier packages free a slot, minutes
+# in. So they run in a go test of their own, started first, beside one for
+# everything else, and the chain begins at once. The rest runs at nice 10
+# (REST_NICE), so it takes only the CPU the chain leaves. The TypeScript
+# SDK's tests run once the chain has begun, then the rest of the root module,
+# then the other modules. Every test runs (-count=1): the heavy ones build
+# from the tree in child processes, whose reads go test's cache does not see.
 #
 # make test-unit (go-test.sh unit): the tests with neither tag, with go
 # test's cache, so a package whose code, opened files and environment did
@@ -29,6 +29,7 @@
 #   TEST_PARALLEL          test binaries at once in the go test of the rest
 #   MODULES                the workspace's modules, space-separated
 #   NODE_PACKAGES          the root module's real-node packages, space-separated
+#   REST_NICE              the rest's niceness (default 10)
 #   TS_TEST                the command that runs the TypeScript SDK's tests (plain
 #                          make: a recipe naming $(MAKE) runs even under make -n)
 set -euo pipefail
@@ -91,14 +92,19 @@ done < <("${GO}" list -tags "${TAGS}" ./...)
 echo "== go test -tags ${TAGS} (the real-node packages, beside the rest): ${NODE_PACKAGES}"
 "${gotest[@]}" -p "${#node_pkgs[@]}" "${node_pkgs[@]}" &
 node_pid=$!
+# The rest has minutes to spare beside the chain, which is the longest path
+# and mostly waits on pods: the rest runs at a lower priority, so the chain
+# has the CPU whenever it wants it and the rest takes what it leaves.
+later=(nice -n "${REST_NICE:-10}")
 status=0
-${TS_TEST} || status=$?
-echo "== go test -tags ${TAGS} . (the rest)"
-"${gotest[@]}" -p "${TEST_PARALLEL}" "${rest[@]}" || ((status = status ? status : $?))
+read -r -a ts_cmd <<<"${TS_TEST}"
+"${later[@]}" "${ts_cmd[@]}" || status=$?
+echo "== go test -tags ${TAGS} . (the rest, at nice ${REST_NICE:-10})"
+"${later[@]}" "${gotest[@]}" -p "${TEST_PARALLEL}" "${rest[@]}" || ((status = status ? status : $?))
 for m in ${MODULES}; do
 	[[ ${m} == . ]] && continue
 	echo "== go test -tags ${TAGS} ${m}"
-	(cd "${m}" && "${gotest[@]}" -p "${TEST_PARALLEL}" ./...) || ((status = status ? status : $?))
+	(cd "${m}" && "${later[@]}" "${gotest[@]}" -p "${TEST_PARALLEL}" ./...) || ((status = status ? status : $?))
 done
 wait "${node_pid}" || ((status = status ? status : $?))
 exit "${status}"

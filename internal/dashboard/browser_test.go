@@ -522,6 +522,10 @@ func newBrowser(t *testing.T, path string) *browser {
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
 		chromedp.UserDataDir(t.TempDir()),
+		// Chromium keeps its singleton socket in a folder of TMPDIR's,
+		// which it removes only on a clean exit, and the test ends it with
+		// a kill: without this, every run left one in /tmp.
+		chromedp.Env("TMPDIR=" + t.TempDir()),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
