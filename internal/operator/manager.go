@@ -22,7 +22,8 @@ import (
 // copies (cacheOptions, OF-15, OF-16); metrics and probes
 // served at o's addresses; and, when o.LeaderElection, a leader elected
 // through the Lease LeaderElectionID in openfief, timed by o's
-// LeaseDuration, RenewDeadline and RetryPeriod where they are set.
+// LeaseDuration, RenewDeadline and RetryPeriod where they are set, and
+// released by a leader that stops.
 func (o Options) ManagerOptions(s *runtime.Scheme) ctrl.Options {
 	metrics := o.MetricsBindAddress
 	if metrics == "" {
@@ -42,9 +43,15 @@ func (o Options) ManagerOptions(s *runtime.Scheme) ctrl.Options {
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: plugins.Namespace,
-		LeaseDuration:           positive(o.LeaseDuration),
-		RenewDeadline:           positive(o.RenewDeadline),
-		RetryPeriod:             positive(o.RetryPeriod),
+		// A leader that stops (a rollout, a drain, SIGTERM) releases the
+		// Lease once its controllers have stopped, so the next replica leads
+		// at once instead of after LeaseDuration. Safe because cmd/operator
+		// exits as soon as the manager returns: nothing acts after the
+		// release.
+		LeaderElectionReleaseOnCancel: o.LeaderElection,
+		LeaseDuration:                 positive(o.LeaseDuration),
+		RenewDeadline:                 positive(o.RenewDeadline),
+		RetryPeriod:                   positive(o.RetryPeriod),
 	}
 }
 

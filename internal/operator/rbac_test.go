@@ -210,7 +210,6 @@ func runOperatorWithOptions(t testing.TB, c *devcluster.Cluster, user, lease str
 		Manager: func(s *runtime.Scheme) ctrl.Options {
 			opts := o.ManagerOptions(s)
 			opts.LeaderElectionID = lease
-			opts.LeaderElectionReleaseOnCancel = true
 			return opts
 		},
 		Setup:     func(mgr ctrl.Manager) error { _, err := AddToManager(mgr, o); return err },
