@@ -15,7 +15,11 @@ export default tseslint.config(
     files: ["**/*.ts"],
     extends: [tseslint.configs.recommendedTypeChecked],
     languageOptions: {
-      parserOptions: { project: "./tsconfig.test.json", tsconfigRootDir: import.meta.dirname },
+      // tsconfig.eslint.json reads @openfief/sdk's types from src, not from
+      // the built dist: the lint needs no build, and make verify does not
+      // race make test rebuilding dist beside it (a fresh clone failed so).
+      // make test's build:test still checks the examples against dist.
+      parserOptions: { project: "./tsconfig.eslint.json", tsconfigRootDir: import.meta.dirname },
     },
     rules: {
       // Off: the SDK catches an error and throws its own, whose message says
