@@ -57,6 +57,10 @@ func ownRealNode(t *testing.T) {
 func TestRealNode(t *testing.T) {
 	ownRealNode(t)
 	before := readSysctls(t)
+	// containerd's opt plugin makes this unless told to use the state
+	// folder; the node must not leave it on a machine that had none.
+	_, optErr := os.Stat("/opt/containerd")
+	optBefore := optErr == nil
 	start := time.Now()
 	c, err := devcluster.Start(t.Context(), devcluster.Options{Mode: devcluster.Full, Node: devcluster.NodeReal, StartTimeout: 2 * time.Minute, Output: nodeOutput(t)})
 	if err != nil {
@@ -116,14 +120,21 @@ func TestRealNode(t *testing.T) {
 	if after := readSysctls(t); !maps.Equal(before, after) {
 		t.Errorf("sysctls %v after the node; want %v as before", after, before)
 	}
+	if _, err := os.Stat("/opt/containerd"); err == nil && !optBefore {
+		t.Error("the node left /opt/containerd, which was not there before it")
+	}
 }
 
 // readSysctls reads the kernel settings the kubelet, the bridge plugin and
-// kube-proxy may change.
+// kube-proxy may change (the kubelet's six kernel defaults among them).
 func readSysctls(t *testing.T) map[string]string {
 	t.Helper()
 	values := map[string]string{}
-	for _, k := range []string{"kernel/panic", "kernel/panic_on_oops", "vm/overcommit_memory", "net/ipv4/ip_forward", "net/ipv4/conf/all/route_localnet"} {
+	for _, k := range []string{
+		"kernel/panic", "kernel/panic_on_oops", "vm/overcommit_memory", "vm/panic_on_oom",
+		"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes",
+		"net/ipv4/ip_forward", "net/ipv4/conf/all/route_localnet",
+	} {
 		v, err := os.ReadFile(filepath.Join("/proc/sys", k))
 		if err != nil {
 			t.Fatal(err)

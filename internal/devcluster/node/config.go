@@ -16,7 +16,7 @@ type nodeLayout struct {
 	dir string // the state folder, <stateRoot>/<id>
 
 	containerdRoot, containerdState, containerdSocket, containerdTTRPC string
-	shimSocketDir, runcRoot, certsD, containerdConfig                  string
+	shimSocketDir, runcRoot, certsD, containerdConfig, containerdOpt   string
 	cniBin, cniConf, cniCache                                          string
 	kubeletRoot, kubeletCerts, kubeletConfig, kubeletKubeconfig        string
 	podLogs, volumePlugins, resolvConf, volumes                        string
@@ -36,6 +36,7 @@ func newNodeLayout(dir string) nodeLayout {
 		shimSocketDir:     j("s"),
 		runcRoot:          j("runc"),
 		certsD:            j("containerd", "certs.d"),
+		containerdOpt:     j("containerd", "opt"),
 		containerdConfig:  j("containerd", "config.toml"),
 		cniBin:            j("cni", "bin"),
 		cniConf:           j("cni", "net.d"),
@@ -94,6 +95,11 @@ func containerdConfigTOML(l nodeLayout, sandboxImage string) string {
 		`    address = ` + q(l.containerdTTRPC),
 		`  [plugins.'io.containerd.shim.v1.manager']`,
 		`    socket_dir = ` + q(l.shimSocketDir),
+		// containerd's opt plugin makes <path>/bin and <path>/lib at start
+		// and puts them first on its PATH and LD_LIBRARY_PATH: by default
+		// /opt/containerd, machine-wide and never removed.
+		`  [plugins.'io.containerd.internal.v1.opt']`,
+		`    path = ` + q(l.containerdOpt),
 		`  [plugins.'io.containerd.nri.v1.nri']`,
 		`    disable = true`,
 		`  [plugins.'io.containerd.transfer.v1.local']`,

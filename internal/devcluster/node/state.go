@@ -24,13 +24,17 @@ const nodeLockFile = "/run/openfief-node.lock"
 // of our choosing: the bridge (of-<id>) and the cgroup root (of-node-<id>).
 const nodePrefix = "of-"
 
-// Sysctls the node changes (the kubelet sets the first three as its kernel
-// defaults; the bridge plugin turns on forwarding; kube-proxy may turn on
-// route_localnet): recorded before the start, written back by cleanup.
+// Sysctls the node changes (the kubelet sets the first six as its kernel
+// defaults, setupKernelTunables in its container manager; the bridge plugin
+// turns on forwarding; kube-proxy may turn on route_localnet): recorded
+// before the start, written back by cleanup.
 var nodeSysctls = []string{
 	"kernel/panic",
 	"kernel/panic_on_oops",
 	"vm/overcommit_memory",
+	"vm/panic_on_oom",
+	"kernel/keys/root_maxkeys",
+	"kernel/keys/root_maxbytes",
 	"net/ipv4/ip_forward",
 	"net/ipv4/conf/all/route_localnet",
 }
