@@ -93,7 +93,7 @@ func loopbackUp() error {
 	if err != nil {
 		return err
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }() // nothing was written through it
 	ifr, err := unix.NewIfreq("lo")
 	if err != nil {
 		return err

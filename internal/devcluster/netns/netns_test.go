@@ -30,7 +30,7 @@ func greet(ln net.Listener, word string) {
 // hear reads the first line of what c sends and closes it.
 func hear(t *testing.T, c net.Conn) string {
 	t.Helper()
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	line, err := bufio.NewReader(c).ReadString('\n')
 	if err != nil {
@@ -69,7 +69,7 @@ func TestListenInside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer host.Close()
+	defer func() { _ = host.Close() }()
 	go greet(host, "machine")
 	addr := host.Addr().String()
 
@@ -77,7 +77,7 @@ func TestListenInside(t *testing.T) {
 	if err != nil {
 		t.Fatalf("listening on %s inside the namespace: %v", addr, err)
 	}
-	defer inside.Close()
+	defer func() { _ = inside.Close() }()
 	go greet(inside, "namespace")
 
 	for range 20 { // many calls, so a thread left in the namespace would show
@@ -102,9 +102,9 @@ func TestListenInside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer only.Close()
+	defer func() { _ = only.Close() }()
 	if c, err := net.DialTimeout("tcp", only.Addr().String(), 2*time.Second); err == nil {
-		c.Close()
+		_ = c.Close()
 		t.Errorf("the machine reached %s, which only the namespace listens on", only.Addr())
 	} else if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("dialing %s from the machine: %v, want connection refused", only.Addr(), err)
@@ -114,7 +114,9 @@ func TestListenInside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc.Close()
+	if err := pc.Close(); err != nil {
+		t.Error(err)
+	}
 }
 
 // TestCommandInside runs ip inside the namespace through nsenter and checks
