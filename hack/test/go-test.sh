@@ -4,7 +4,7 @@
 #
 # make test: the packages that start a real node (NODE_PACKAGES) take turns
 # on the machine's node lock, so their node time adds up: it is the longest
-# chain of make test (about seventeen minutes on two cores, the rest about
+# chain of make test (about fifteen minutes on two cores, the rest about
 # twelve beside it; docs/development.md says what each package starts). A
 # single go test starts them only when earlier packages free a slot, minutes
 # in. So they run in a go test of their own, started first, beside one for
