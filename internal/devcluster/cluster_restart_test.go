@@ -35,19 +35,7 @@ import (
 func TestRestartAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	c, err := devcluster.Start(ctx, devcluster.Options{Mode: devcluster.Full})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	cs, err := c.Clientset()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, cs := ownFullCluster(t, ctx, 0)
 	ns := createNamespace(t, ctx, c, "restart", nil)
 	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "kept"}, Data: map[string]string{"k": "v"},
@@ -86,6 +74,26 @@ func TestRestartAPIServer(t *testing.T) {
 		}
 		deploymentBecomesAvailable(t, ctx, cs, ns, fmt.Sprintf("after-%d", i))
 	}
+}
+
+// ownFullCluster starts a full control plane of the test's own, with nodes
+// kwok nodes (0: the default), stopped when the test ends.
+func ownFullCluster(t *testing.T, ctx context.Context, nodes int) (*devcluster.Cluster, kubernetes.Interface) {
+	t.Helper()
+	c, err := devcluster.Start(ctx, devcluster.Options{Mode: devcluster.Full, Nodes: nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	cs, err := c.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, cs
 }
 
 // deploymentBecomesAvailable creates a one-replica Deployment and waits for
@@ -135,19 +143,7 @@ func deploymentBecomesAvailable(t *testing.T, ctx context.Context, cs kubernetes
 func TestKwokStartedAgain(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	c, err := devcluster.Start(ctx, devcluster.Options{Mode: devcluster.Full, Nodes: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	cs, err := c.Clientset()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, cs := ownFullCluster(t, ctx, 1)
 	ns := createNamespace(t, ctx, c, "kwok-again", nil)
 	lease, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "kwok-node-0", metav1.GetOptions{})
 	if err != nil {

@@ -62,10 +62,6 @@ func (c *Cluster) startFull(ctx context.Context, binDir string, opts Options) er
 		return fmt.Errorf("devcluster: %w", err)
 	}
 
-	names := make([]string, opts.Nodes)
-	for i := range names {
-		names[i] = fmt.Sprintf("kwok-node-%d", i)
-	}
 	components := []struct {
 		name string
 		args []string
@@ -89,34 +85,13 @@ func (c *Cluster) startFull(ctx context.Context, binDir string, opts Options) er
 			"--leader-elect=false",
 			"--secure-port=0",
 		}},
-		{kwokBin, []string{
-			"--kubeconfig=" + kubeconfig,
-			"--config=" + filepath.Join(binDir, kwokStagesFile),
-			"--config=" + readyAgain,
-			"--node-lease-duration-seconds=" + strconv.Itoa(fakeNodeLeaseSeconds),
-			"--manage-all-nodes=false",
-			"--manage-nodes-with-annotation-selector=" + FakeNodeAnnotation + "=fake",
-			"--server-address=127.0.0.1:0",
-		}},
 	}
 	if c.node != nil {
-		// The real node's kubelet plays the node: no kwok.
 		components[0].args = append(components[0].args, c.node.ControllerManagerArgs()...)
-		components = components[:2]
 	} else {
 		components[0].args = append(components[0].args, "--use-service-account-credentials=false")
 	}
 	for _, comp := range components {
-		if comp.name == kwokBin {
-			// kwok keeps no state of its own: a crash costs a restart.
-			hooks := proc.Hooks{Watch: c.reaper.watch, BeforeRestart: func() error { return c.releaseFakeNodeLeases(names) }}
-			k, err := proc.Supervise(comp.name, filepath.Join(binDir, comp.name), comp.args, nil, logs, opts.Output, hooks)
-			if err != nil {
-				return err
-			}
-			c.kwok = k
-			continue
-		}
 		p, err := proc.Start(comp.name, filepath.Join(binDir, comp.name), comp.args, nil, logs, opts.Output)
 		if err != nil {
 			return err
@@ -132,7 +107,26 @@ func (c *Cluster) startFull(ctx context.Context, binDir string, opts Options) er
 		return fmt.Errorf("devcluster: %w", err)
 	}
 	if c.node != nil {
+		// The real node's kubelet plays the node: no kwok.
 		return c.startNode(ctx, cs)
+	}
+	names := make([]string, opts.Nodes)
+	for i := range names {
+		names[i] = fmt.Sprintf("kwok-node-%d", i)
+	}
+	// kwok keeps no state of its own: a crash costs a restart.
+	kwokArgs := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--config=" + filepath.Join(binDir, kwokStagesFile),
+		"--config=" + readyAgain,
+		"--node-lease-duration-seconds=" + strconv.Itoa(fakeNodeLeaseSeconds),
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=" + FakeNodeAnnotation + "=fake",
+		"--server-address=127.0.0.1:0",
+	}
+	hooks := proc.Hooks{Watch: c.reaper.watch, BeforeRestart: func() error { return c.releaseFakeNodeLeases(names) }}
+	if c.kwok, err = proc.Supervise(kwokBin, filepath.Join(binDir, kwokBin), kwokArgs, nil, logs, opts.Output, hooks); err != nil {
+		return err
 	}
 	for i := range names {
 		if _, err := cs.CoreV1().Nodes().Create(ctx, fakeNode(names[i]), metav1.CreateOptions{}); err != nil {

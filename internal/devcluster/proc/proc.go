@@ -31,7 +31,7 @@ type Process struct {
 // process's environment), its output going to logDir/<name>.log and, if out
 // is not nil, to out as well.
 func Start(name, path string, args, env []string, logDir string, out io.Writer) (*Process, error) {
-	logPath := filepath.Join(logDir, name+".log")
+	logPath := logFile(logDir, name)
 	// Appended to: a process started again (KillNodeComponent) continues
 	// its log.
 	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
@@ -106,3 +106,6 @@ func tail(path string, n int) string {
 	}
 	return string(bytes.Join(lines, []byte("\n")))
 }
+
+// logFile is the file logDir holds a component's output in.
+func logFile(logDir, name string) string { return filepath.Join(logDir, name+".log") }

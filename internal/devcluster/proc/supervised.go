@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 )
@@ -154,7 +153,7 @@ func (s *Supervised) supervise() {
 
 // note appends line to the component's log, where its output goes.
 func (s *Supervised) note(line string) {
-	f, err := os.OpenFile(filepath.Join(s.logDir, s.name+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(logFile(s.logDir, s.name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return // the log is a courtesy; the restart matters more
 	}
