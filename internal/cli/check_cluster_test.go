@@ -5,18 +5,23 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/arkadiuss/openfief/internal/platform"
 	"github.com/arkadiuss/openfief/internal/plugins"
 	"github.com/arkadiuss/openfief/internal/testutil"
 	"github.com/arkadiuss/openfief/internal/trust/cosign"
@@ -66,44 +71,94 @@ func impersonating(t *testing.T, k *kube, user string) *kube {
 	return &kube{kubeconfig: path, c: k.c}
 }
 
-// publishAsOperator writes what the operator publishes at start, which no
-// operator does on this control plane: the API server's signing keys in
-// openfief-sa-jwks, in the operator's canonical form, an empty
-// allow-list and the embedded Sigstore root as the one in use.
-func publishAsOperator(t *testing.T, pc *platformCluster) {
+// publishAsOperator stands in for the operator, which no container runs
+// on this control plane: once every Deployment of the platform is
+// Available, and publishDelay after (so the install is seen waiting for
+// it), it writes what the operator's leader publishes at start, with the
+// operator's label: the API server's signing keys in openfief-sa-jwks, in
+// the operator's canonical form, an empty allow-list and the embedded
+// Sigstore root as the one in use. The returned function waits for it and
+// fails the test if it could not publish.
+func publishAsOperator(t *testing.T, pc *platformCluster) (wait func()) {
 	t.Helper()
-	ctx := context.Background()
-	dc, err := discovery.NewDiscoveryClientForConfig(pc.cluster.Config)
-	must(t, err)
-	raw, err := dc.RESTClient().Get().AbsPath("/.well-known/openid-configuration").DoRaw(ctx)
-	must(t, err)
-	var conf struct{ Issuer string }
-	must(t, json.Unmarshal(raw, &conf))
-	jwks, err := dc.RESTClient().Get().AbsPath("/openid/v1/jwks").DoRaw(ctx)
-	must(t, err)
-	keys, err := plugins.ParseTokenKeys(jwks)
-	must(t, err)
-	must(t, pc.kube.c.Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: plugins.Namespace, Name: plugins.TokenKeysConfigMap},
-		Data:       map[string]string{plugins.TokenKeysJWKSKey: string(keys.JWKS()), plugins.TokenKeysIssuerKey: conf.Issuer},
-	}))
-	must(t, pc.kube.c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: plugins.Namespace, Name: plugins.AllowListConfigMap}}))
-	embedded, err := cosign.EmbeddedTrustRoot()
-	must(t, err)
-	status, err := plugins.EncodeTrustRootStatus(embedded.Status)
-	must(t, err)
-	must(t, pc.kube.c.Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: plugins.Namespace, Name: plugins.TrustRootStatusConfigMap},
-		Data:       map[string]string{plugins.TrustRootStatusKey: status},
-	}))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	done := make(chan error, 1)
+	go func() {
+		defer cancel()
+		done <- publishWhenAvailable(ctx, pc)
+	}()
+	return func() {
+		t.Helper()
+		if err := <-done; err != nil {
+			t.Fatalf("standing in for the operator: %v", err)
+		}
+	}
 }
 
-// unpublish removes what publishAsOperator wrote.
-func unpublish(t *testing.T, c client.Client) {
-	t.Helper()
-	for _, name := range []string{plugins.TokenKeysConfigMap, plugins.AllowListConfigMap, plugins.TrustRootStatusConfigMap} {
-		must(t, client.IgnoreNotFound(c.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: plugins.Namespace, Name: name}})))
+// publishDelay is how long publishAsOperator waits after the platform is
+// Available: longer than the install's poll interval of a second.
+const publishDelay = 5 * time.Second
+
+func publishWhenAvailable(ctx context.Context, pc *platformCluster) error {
+	c := pc.kube.c
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		for _, name := range []string{"openfief-core", "openfief-egress-proxy", platform.OperatorDeployment} {
+			var d appsv1.Deployment
+			if err := c.Get(ctx, client.ObjectKey{Namespace: plugins.Namespace, Name: name}, &d); err != nil || !platform.DeploymentAvailable(&d) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the platform's Deployments never became Available: %w", err)
 	}
+	select {
+	case <-time.After(publishDelay):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(pc.cluster.Config)
+	if err != nil {
+		return err
+	}
+	raw, err := dc.RESTClient().Get().AbsPath("/.well-known/openid-configuration").DoRaw(ctx)
+	if err != nil {
+		return err
+	}
+	var conf struct{ Issuer string }
+	if err := json.Unmarshal(raw, &conf); err != nil {
+		return err
+	}
+	jwks, err := dc.RESTClient().Get().AbsPath("/openid/v1/jwks").DoRaw(ctx)
+	if err != nil {
+		return err
+	}
+	keys, err := plugins.ParseTokenKeys(jwks)
+	if err != nil {
+		return err
+	}
+	embedded, err := cosign.EmbeddedTrustRoot()
+	if err != nil {
+		return err
+	}
+	status, err := plugins.EncodeTrustRootStatus(embedded.Status)
+	if err != nil {
+		return err
+	}
+	for name, data := range map[string]map[string]string{
+		plugins.TokenKeysConfigMap:       {plugins.TokenKeysJWKSKey: string(keys.JWKS()), plugins.TokenKeysIssuerKey: conf.Issuer},
+		plugins.AllowListConfigMap:       nil,
+		plugins.TrustRootStatusConfigMap: {plugins.TrustRootStatusKey: status},
+	} {
+		if err := c.Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: plugins.Namespace, Name: name, Labels: map[string]string{plugins.LabelManagedBy: plugins.ValueManagedBy}},
+			Data:       data,
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 var kubernetesCheckLines = []string{

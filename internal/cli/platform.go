@@ -233,8 +233,9 @@ func (o *platformApplyOptions) printDryRun(set *platform.Set, owned []*unstructu
 	return nil
 }
 
-// apply applies set, waits until it is Available and, on upgrade, prunes
-// what the overlay no longer holds.
+// apply applies set, waits until it is Available and the operator has
+// published what it writes at start and, on upgrade, prunes what the
+// overlay no longer holds.
 func (o *platformApplyOptions) apply(ctx context.Context, c client.Client, set *platform.Set, owned []*unstructured.Unstructured, installed string) error {
 	e := o.env
 	if o.upgrade {
@@ -247,6 +248,9 @@ func (o *platformApplyOptions) apply(ctx context.Context, c client.Client, set *
 	}
 	e.warnMissingSecrets(ctx, c, set)
 	if err := platform.WaitAvailable(ctx, c, set, e.Out); err != nil {
+		return err
+	}
+	if err := platform.WaitPublished(ctx, c, set, e.Out); err != nil {
 		return err
 	}
 	if o.upgrade {

@@ -191,7 +191,8 @@ func corePolicyPeers(t *testing.T, c client.Client) (ingress, egress []string) {
 // Install section does, on a control plane whose controllers act under
 // their own identities (so deploy/admission's policy is live) and kwok
 // plays the pods: a dry run that changes nothing, install (the CRDs, the
-// policy, the operator, proxy and core Available, every object under the
+// policy, the operator, proxy and core Available, the operator's first
+// publications (the test stands in) waited for, every object under the
 // field manager openfief-platform, the API server's addresses taken from
 // its EndpointSlice), status, an upgrade to new images that prunes what the
 // new version dropped and leaves a running plugin alone, a refused
@@ -288,11 +289,16 @@ data:
 	expect(t, r, ExitFailure)
 	expectCheckLines(t, r.out, deniedPreCheckLines())
 
-	// Install.
+	// Install: Available once the Deployments are and the operator (the
+	// test, standing in) has published what it writes at start.
+	published := publishAsOperator(t, pc)
 	r = run("platform", "install", "--overlay", v1, "--timeout", "3m")
 	expect(t, r, ExitOK, "installing the platform, version v0.1.0", "CustomResourceDefinition plugins.openfief.io is Established",
 		"Deployment openfief/openfief-operator: Available (1/1)", "Deployment openfief/openfief-egress-proxy: Available (2/2)",
-		"Deployment openfief/openfief-core: Available (1/1)", "the platform v0.1.0 is Available",
+		"Deployment openfief/openfief-core: Available (1/1)",
+		"waiting for Deployment openfief/openfief-operator to lead and publish ConfigMap openfief-egress-allowlist, openfief-sa-jwks, openfief-sigstore-root-status\n"+
+			"Deployment openfief/openfief-operator: published openfief-egress-allowlist, openfief-sa-jwks, openfief-sigstore-root-status\n"+
+			"the platform v0.1.0 is Available",
 		"warning: Deployment openfief-operator mounts Secret openfief/openfief-registry-config, which does not exist")
 	for _, u := range set.Objects {
 		got := &unstructured.Unstructured{}
@@ -314,19 +320,17 @@ data:
 	}
 	expect(t, run("platform", "install", "--overlay", v1), ExitNothingToDo, "already installed (version v0.1.0)")
 
-	// check after the install: everything passes but the core, which
-	// kwok cannot run; the operator's publications are written by the test,
-	// as no operator runs here.
-	publishAsOperator(t, pc)
+	// check right after the install: everything passes but the core, which
+	// kwok cannot run.
 	r = run("check")
 	t.Logf("check after the install:\n%s", r)
+	published()
 	expect(t, r, ExitFailure, "Error: 2 checks failed, the first: core answers")
 	expectCheckLines(t, r.out, installedCheckLines())
 	r = run("check", "-o", "json")
 	expect(t, r, ExitFailure)
 	expectCheckJSON(t, r.out, installedCheckLines())
 	expect(t, run("check", "--pre"), ExitFailure, "✖ namespace openfief: the platform is already installed (version v0.1.0)")
-	unpublish(t, c)
 
 	// Status.
 	r = run("platform", "status")

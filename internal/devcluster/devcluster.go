@@ -75,6 +75,12 @@ type Options struct {
 	// node's state folder) Start makes, so claims of no class bind; there
 	// is no provisioner. What they hold goes when the cluster stops.
 	Volumes int
+	// ControllerIdentities, in Full mode with fake nodes, has the
+	// controller manager's controllers act under their own ServiceAccounts
+	// in kube-system (--use-service-account-credentials), as real clusters
+	// and the real node's do, so deploy/admission's policy sees the
+	// identities it expects. Without it they act as the cluster admin.
+	ControllerIdentities bool
 }
 
 // Cluster is a running control plane. Its methods are safe to call from

@@ -89,7 +89,7 @@ func (c *Cluster) startFull(ctx context.Context, binDir string, opts Options) er
 	if c.node != nil {
 		components[0].args = append(components[0].args, c.node.ControllerManagerArgs()...)
 	} else {
-		components[0].args = append(components[0].args, "--use-service-account-credentials=false")
+		components[0].args = append(components[0].args, "--use-service-account-credentials="+strconv.FormatBool(opts.ControllerIdentities))
 	}
 	for _, comp := range components {
 		p, err := proc.Start(comp.name, filepath.Join(binDir, comp.name), comp.args, nil, logs, opts.Output)
