@@ -54,7 +54,7 @@ func WaitPublished(ctx context.Context, c client.Client, s *Set, out io.Writer) 
 			if len(missing) == 0 {
 				missing = OperatorPublications
 			}
-			return fmt.Errorf("Deployment %s/%s is Available but has not published ConfigMap %s: see kubectl -n %s logs deploy/%s (%w)",
+			return fmt.Errorf("the operator (Deployment %s/%s) is Available but has not published ConfigMap %s: see kubectl -n %s logs deploy/%s (%w)",
 				plugins.Namespace, OperatorDeployment, strings.Join(missing, ", "), plugins.Namespace, OperatorDeployment, err)
 		}
 	}
